@@ -1,0 +1,5 @@
+//! The `fabsim` command line (clap): a thin layer over the library.
+
+pub fn main() -> i32 {
+    0
+}

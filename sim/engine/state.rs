@@ -1,0 +1,159 @@
+//! Computed state after the engine has run: interface status, each device's routing table
+//! and OSPF neighbours. Plain data read by `dataplane` and `views`; only the engine writes it.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+use serde::Serialize;
+
+use crate::model::{DeviceId, IfId};
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct State {
+    /// Virtual time, milliseconds since the simulation started.
+    pub time_ms: u64,
+    pub ifaces: Vec<IfState>,
+    pub devices: Vec<DevState>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct IfState {
+    /// The device is powered and the interface is routed and not shut down.
+    pub up: bool,
+    /// Carrier: some other member of its L2 domain is up.
+    pub line_up: bool,
+    /// The address in use (static or leased).
+    pub addr: Option<Ipv4Net>,
+    /// The address came from DHCP.
+    pub dhcp: bool,
+}
+
+impl IfState {
+    /// Up and with carrier: usable for forwarding.
+    pub fn usable(&self) -> bool {
+        self.up && self.line_up
+    }
+}
+
+/// Which protocol produced a route. EOS codes and Linux `proto` words both derive from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Proto {
+    Connected,
+    Static,
+    OspfIntra,
+    OspfInter,
+    OspfE1,
+    OspfE2,
+    /// Linux: installed by the DHCP client.
+    Dhcp,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct NextHop {
+    /// Gateway; `None` for an on-link (connected) route.
+    pub via: Option<Ipv4Addr>,
+    pub iface: IfId,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Route {
+    pub prefix: Ipv4Net,
+    pub proto: Proto,
+    /// Administrative distance (EOS `[d/m]`), 0 for Linux.
+    pub distance: u8,
+    /// Protocol metric (EOS) or route metric (Linux).
+    pub metric: u32,
+    pub nexthops: Vec<NextHop>,
+    /// Linux preferred source (`src`).
+    pub src: Option<Ipv4Addr>,
+    pub blackhole: bool,
+    /// Linux `proto` word (`kernel`, `static`, `dhcp`); `None` = `boot` (hidden by `ip route`).
+    pub linux_proto: Option<&'static str>,
+    /// Linux `scope link`.
+    pub scope_link: bool,
+}
+
+/// A device's forwarding table. Keyed by (prefix, metric) so a Linux table can hold the same
+/// prefix at several metrics, as the kernel does; on EOS there is one route per prefix.
+#[derive(Clone, Debug, Default)]
+pub struct Fib {
+    pub routes: BTreeMap<(Ipv4Net, u32), Route>,
+}
+
+impl Serialize for Fib {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.routes.values())
+    }
+}
+
+impl Fib {
+    /// Longest-prefix match; among equal prefixes the lowest metric wins (Linux semantics;
+    /// EOS tables have one route per prefix).
+    pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
+        for len in (0..=32u8).rev() {
+            let Ok(net) = Ipv4Net::new(dst, len) else { continue };
+            let net = net.trunc();
+            if let Some((_, r)) = self.routes.range((net, 0)..=(net, u32::MAX)).next() {
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    /// Routes in table order (by prefix, then metric).
+    pub fn iter(&self) -> impl Iterator<Item = &Route> {
+        self.routes.values()
+    }
+
+    pub fn insert(&mut self, r: Route) {
+        self.routes.insert((r.prefix, r.metric), r);
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum NbrState {
+    Down,
+    Init,
+    TwoWay,
+    ExStart,
+    Full,
+}
+
+/// The neighbour's role on the segment, as `show ip ospf neighbor` prints after the slash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum NbrRole {
+    Dr,
+    Bdr,
+    DrOther,
+    /// Point-to-point network: no role.
+    None,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OspfNeighbor {
+    pub router_id: Ipv4Addr,
+    pub address: Ipv4Addr,
+    pub iface: IfId,
+    pub priority: u8,
+    pub state: NbrState,
+    pub role: NbrRole,
+    /// Milliseconds left on the inactivity (dead) timer.
+    pub dead_ms_left: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OspfView {
+    pub process_id: u32,
+    pub router_id: Option<Ipv4Addr>,
+    pub neighbors: Vec<OspfNeighbor>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DevState {
+    pub device: Option<DeviceId>,
+    pub powered: bool,
+    pub fib: Fib,
+    pub ospf: Option<OspfView>,
+}

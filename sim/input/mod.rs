@@ -1,0 +1,6 @@
+//! Input: text → model. Topology YAML, EOS configuration, netplan. Every error and warning
+//! carries a span (file, line, column). Parsers never compute routing.
+
+pub mod eos;
+pub mod netplan;
+pub mod topology;

@@ -1,0 +1,14 @@
+//! fabsim — deterministic rehearsal of data-center fabric and Kubernetes/Calico changes.
+//!
+//! Pipeline: `input` (text → model) → `model` (vendor-independent config) → `engine`
+//! (virtual-time protocols → `State`) → `dataplane` (packet walks over a State) →
+//! `views` (real tools' output formats) → `scenario` (runbooks, expectations) → `cli`.
+
+pub mod cli;
+pub mod dataplane;
+pub mod diag;
+pub mod engine;
+pub mod input;
+pub mod model;
+pub mod scenario;
+pub mod views;

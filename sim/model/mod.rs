@@ -1,0 +1,259 @@
+//! The vendor-independent model: devices, interfaces, L2 domains, and each device's routing
+//! configuration (static, OSPF, ACL, NAT). Parsers (`input`) build it; the engine reads it.
+//! Nothing here computes routing. Vendor differences live in `profile::VendorProfile`.
+
+pub mod profile;
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+use serde::Serialize;
+
+use crate::diag::Span;
+pub use profile::VendorProfile;
+
+macro_rules! dense_id {
+    ($name:ident) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        pub struct $name(pub u32);
+        impl $name {
+            pub fn idx(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+dense_id!(DeviceId);
+dense_id!(IfId);
+dense_id!(L2Id);
+
+/// What kind of box a device is; decides which parser reads its config and which views exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceKind {
+    /// Arista EOS switch (configured in EOS syntax).
+    Eos,
+    /// Linux host (netplan-style configuration).
+    Linux,
+    /// An external network: a gateway with DHCP on one segment, and destinations beyond it.
+    External,
+}
+
+/// The whole fabric.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Network {
+    pub devices: Vec<Device>,
+    pub interfaces: Vec<Interface>,
+    pub l2: Vec<L2Domain>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Device {
+    pub name: String,
+    pub kind: DeviceKind,
+    /// Shell/CLI hostname shown in prompts (cosmetic).
+    pub hostname: Option<String>,
+    pub ifaces: Vec<IfId>,
+    /// Virtual time (ms) at which the device powers on. Lets a topology say which devices came
+    /// up first (e.g. the seed lab's leaves before the spine, which decides the OSPF DR).
+    pub boot_ms: u64,
+    pub profile: VendorProfile,
+    pub statics: Vec<StaticRoute>,
+    pub ospf: Option<OspfConfig>,
+    pub acls: BTreeMap<String, Acl>,
+    /// Linux `net.ipv4.ip_forward`; EOS always forwards.
+    pub ip_forward: bool,
+    /// External networks only.
+    pub external: Option<ExternalConfig>,
+    /// Where the device was declared.
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AddrConfig {
+    None,
+    Static(Ipv4Net),
+    /// Address (and, on Linux, default route) leased from the DHCP server on the segment.
+    Dhcp,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Interface {
+    pub device: DeviceId,
+    pub name: String,
+    pub l2: Option<L2Id>,
+    /// EOS `no switchport`; always true on Linux.
+    pub routed: bool,
+    /// `shutdown` clears it.
+    pub admin_up: bool,
+    pub addr: AddrConfig,
+    pub mtu: u32,
+    pub ospf: IfOspf,
+    /// `ip nat source dynamic access-list ACL overload` on this interface.
+    pub nat_overload_acl: Option<String>,
+    /// Kernel interface index (Linux; `ip addr` numbering). Loopback is 1.
+    pub ifindex: u32,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct IfOspf {
+    pub cost: Option<u32>,
+    pub priority: Option<u8>,
+    pub point_to_point: bool,
+    pub passive: bool,
+}
+
+/// A point-to-point link (two members) or a multi-access segment (several).
+#[derive(Clone, Debug, Serialize)]
+pub struct L2Domain {
+    pub name: String,
+    pub members: Vec<IfId>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RouteOrigin {
+    /// EOS `ip route`, Linux `ip route add` (proto boot).
+    Manual,
+    /// Linux netplan/networkd routes (`proto static`).
+    Netplan,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StaticRoute {
+    pub prefix: Ipv4Net,
+    pub via: Option<Ipv4Addr>,
+    pub dev: Option<String>,
+    /// EOS administrative distance (default from the profile).
+    pub distance: Option<u8>,
+    /// Linux route metric.
+    pub metric: u32,
+    pub blackhole: bool,
+    pub origin: RouteOrigin,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RedistSource {
+    Connected,
+    Static,
+    Bgp,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Redistribute {
+    pub source: RedistSource,
+    pub metric: Option<u32>,
+    /// 1 or 2 (E1/E2); `None` = the profile default.
+    pub metric_type: Option<u8>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OspfNetwork {
+    pub prefix: Ipv4Net,
+    pub area: u32,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OspfConfig {
+    pub process_id: u32,
+    pub router_id: Option<Ipv4Addr>,
+    pub networks: Vec<OspfNetwork>,
+    pub redistribute: Vec<Redistribute>,
+    pub passive_default: bool,
+    /// Interface names listed by `passive-interface X` (or `no passive-interface X` when
+    /// `passive_default`).
+    pub passive_exceptions: Vec<String>,
+    pub max_paths: Option<u32>,
+    pub shutdown: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AclAction {
+    Permit,
+    Deny,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AclEntry {
+    pub seq: u32,
+    pub action: AclAction,
+    /// IP protocol number; `None` = `ip` (any).
+    pub protocol: Option<u8>,
+    pub src: Ipv4Net,
+    pub dst: Ipv4Net,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Acl {
+    pub name: String,
+    pub entries: Vec<AclEntry>,
+}
+
+/// One destination beyond an external network's gateway that answers pings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Responder {
+    pub address: Ipv4Addr,
+    /// TTL of the reply as it leaves the gateway onto the segment (the lab's 8.8.8.8 shows
+    /// ttl=99 on the spine, one hop away).
+    pub reply_ttl: u8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DhcpLease {
+    pub device: String,
+    pub interface: String,
+    pub address: Ipv4Net,
+    pub span: Span,
+}
+
+/// An external network (the lab's PNETLAB NAT cloud): the gateway on one segment, a DHCP
+/// server handing out the listed leases, and responders beyond. It has no route back to any
+/// address outside its own segment: replies to un-NATed private sources are dropped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ExternalConfig {
+    pub gateway: Ipv4Net,
+    pub leases: Vec<DhcpLease>,
+    pub responders: Vec<Responder>,
+}
+
+impl Network {
+    pub fn device(&self, id: DeviceId) -> &Device {
+        &self.devices[id.idx()]
+    }
+    pub fn iface(&self, id: IfId) -> &Interface {
+        &self.interfaces[id.idx()]
+    }
+    pub fn device_by_name(&self, name: &str) -> Option<DeviceId> {
+        self.devices
+            .iter()
+            .position(|d| d.name == name)
+            .map(|i| DeviceId(i as u32))
+    }
+    /// Case-insensitive interface lookup on one device (EOS accepts `ethernet4`, `Et4`, …
+    /// through `input::eos::canonical_interface`; this only matches full names).
+    pub fn iface_by_name(&self, dev: DeviceId, name: &str) -> Option<IfId> {
+        self.device(dev)
+            .ifaces
+            .iter()
+            .copied()
+            .find(|i| self.iface(*i).name.eq_ignore_ascii_case(name))
+    }
+    /// The other members of an interface's L2 domain.
+    pub fn l2_peers(&self, ifid: IfId) -> impl Iterator<Item = IfId> + '_ {
+        let l2 = self.iface(ifid).l2;
+        l2.into_iter()
+            .flat_map(move |l| self.l2[l.idx()].members.iter().copied())
+            .filter(move |m| *m != ifid)
+    }
+}

@@ -1,0 +1,2 @@
+//! Scenarios: a topology plus runbook steps, each converged, diffed and checked against its
+//! expectations.
