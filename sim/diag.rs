@@ -90,3 +90,22 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+/// Where an embedded block of text (an EOS `config: |`, a netplan file) starts in the user's
+/// file, so diagnostics about its lines point into that file. `line`/`col` are those of the
+/// block's first character; later lines of the block start at `col` too (YAML block scalars
+/// strip the same indentation from every line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextOrigin {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+}
+
+impl TextOrigin {
+    /// The span of column `col0` (0-based, within the block line) on block line `idx` (0-based).
+    pub fn span_at(&self, idx: usize, col0: usize) -> Span {
+        let col = if idx == 0 { self.col } else { self.col.max(1) };
+        Span::new(self.file.clone(), self.line + idx as u32, col + col0 as u32)
+    }
+}

@@ -53,3 +53,33 @@ pub struct Probe {
     pub forward: Vec<Hop>,
     pub back: Vec<Hop>,
 }
+
+/// What a probe is: an ICMP echo request (ping) or a UDP datagram to a high port
+/// (traceroute/tracepath), which the destination answers with ICMP port unreachable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ProbeKind {
+    Echo,
+    Udp { dst_port: u16 },
+}
+
+/// Send one probe from `from` to `dst` with the given initial TTL and follow it and its answer
+/// through the FIBs of `st`. `seq` takes part in the ECMP flow hash only for UDP probes (their
+/// port changes per probe); echo requests of one ping are one flow.
+pub fn probe(
+    net: &crate::model::Network,
+    st: &crate::engine::State,
+    from: DeviceId,
+    dst: Ipv4Addr,
+    ttl: u8,
+    kind: ProbeKind,
+    seq: u32,
+) -> Probe {
+    let _ = (net, st, from, dst, ttl, kind, seq);
+    Probe {
+        outcome: ProbeOutcome::LocalNoRoute,
+        rtt_us: 0,
+        src: None,
+        forward: Vec::new(),
+        back: Vec::new(),
+    }
+}
