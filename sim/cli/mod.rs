@@ -1,5 +1,383 @@
-//! The `fabsim` command line (clap): a thin layer over the library.
+//! The `fabsim` command line (clap): a thin layer over the library. Renders diagnostics and
+//! maps outcomes to exit codes: 0 success, 1 a failed expectation, 2 bad input.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde::Serialize;
+
+use crate::dataplane::{probe, ProbeKind, ProbeOutcome};
+use crate::diag::{Diagnostic, InputError};
+use crate::model::{DeviceKind, Network};
+use crate::scenario::{self, describe_outcome, fmt_ms, resolve_target, Opened, Run, StepReport, When};
+use crate::views;
+
+#[derive(Parser, Debug)]
+#[command(name = "fabsim", version, about = "Rehearse data-center fabric changes before touching real hardware")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a command on a device as its CLI or shell would (EOS `show …`, Linux `ip route`, `ping`…).
+    Show {
+        /// A topology or scenario file.
+        file: PathBuf,
+        /// Use the state after this scenario step (default: the end of the scenario).
+        #[arg(long)]
+        step: Option<String>,
+        device: String,
+        command: String,
+    },
+    /// Ping TO (an address or a device) from device FROM.
+    Ping {
+        file: PathBuf,
+        #[arg(long)]
+        step: Option<String>,
+        from: String,
+        to: String,
+        /// Number of echo requests.
+        #[arg(short = 'c', long, default_value_t = 5)]
+        count: u32,
+    },
+    /// Trace the path from FROM to TO (`traceroute -n`).
+    Traceroute {
+        file: PathBuf,
+        #[arg(long)]
+        step: Option<String>,
+        from: String,
+        to: String,
+    },
+    /// Reachability between every pair of hosts.
+    Reach {
+        file: PathBuf,
+        #[arg(long)]
+        step: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Every device's forwarding table.
+    Routes {
+        file: PathBuf,
+        #[arg(long)]
+        step: Option<String>,
+        #[arg(long)]
+        device: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Json)]
+        format: Format,
+    },
+    /// The normalized, vendor-independent model of every device (configuration, not state).
+    Dump {
+        file: PathBuf,
+        #[arg(long)]
+        step: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Json)]
+        format: Format,
+    },
+    /// Replay a scenario step by step: changes, convergence, route changes, expectations.
+    Run {
+        scenario: PathBuf,
+        /// Stop after this step.
+        #[arg(long)]
+        step: Option<String>,
+    },
+}
+
+/// Errors the CLI reports, with their exit codes.
+enum Failure {
+    Input(InputError),
+    Usage(String),
+}
+
+impl From<InputError> for Failure {
+    fn from(e: InputError) -> Self {
+        Failure::Input(e)
+    }
+}
+
+impl From<Diagnostic> for Failure {
+    fn from(d: Diagnostic) -> Self {
+        Failure::Input(d.into())
+    }
+}
 
 pub fn main() -> i32 {
-    0
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let mut out = String::new();
+    let code = match execute(cli.command, &mut out) {
+        Ok(code) => code,
+        Err(Failure::Input(e)) => {
+            eprintln!("{e}");
+            2
+        }
+        Err(Failure::Usage(msg)) => {
+            eprintln!("fabsim: {msg}");
+            2
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.as_bytes());
+    let _ = stdout.flush();
+    code
+}
+
+/// Open a file and replay it to the requested step; warnings go to stderr.
+fn state_at(file: &PathBuf, step: Option<&str>) -> Result<(Opened, Run), Failure> {
+    let opened = scenario::open(file)?;
+    let run = scenario::run(&opened, step)?;
+    for w in run.start.warnings.iter().chain(run.steps.iter().flat_map(|s| s.warnings.iter())) {
+        eprintln!("{w}");
+    }
+    Ok((opened, run))
+}
+
+fn device(net: &Network, name: &str) -> Result<crate::model::DeviceId, Failure> {
+    net.device_by_name(name).ok_or_else(|| {
+        let known: Vec<&str> = net.devices.iter().map(|d| d.name.as_str()).collect();
+        Failure::Usage(format!("unknown device '{name}' (devices: {})", known.join(", ")))
+    })
+}
+
+fn run_on(run: &Run, dev_name: &str, line: &str, out: &mut String) -> Result<i32, Failure> {
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let dev = device(net, dev_name)?;
+    match views::run_command(net, st, dev, line) {
+        Ok(text) => {
+            out.push_str(&text);
+            Ok(0)
+        }
+        Err(e) => Err(Failure::Usage(format!("{dev_name}: {}", e.message))),
+    }
+}
+
+fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
+    match cmd {
+        Command::Show { file, step, device, command } => {
+            let (_, run) = state_at(&file, step.as_deref())?;
+            run_on(&run, &device, &command, out)
+        }
+        Command::Ping { file, step, from, to, count } => {
+            let (_, run) = state_at(&file, step.as_deref())?;
+            let to = target(&run, &to)?;
+            let line = match run.engine.network().device(device(run.engine.network(), &from)?).kind {
+                DeviceKind::Eos => format!("ping repeat {count} {to}"),
+                _ => format!("ping -c {count} {to}"),
+            };
+            run_on(&run, &from, &line, out)
+        }
+        Command::Traceroute { file, step, from, to } => {
+            let (_, run) = state_at(&file, step.as_deref())?;
+            let to = target(&run, &to)?;
+            run_on(&run, &from, &format!("traceroute -n {to}"), out)
+        }
+        Command::Reach { file, step, format } => {
+            let (_, run) = state_at(&file, step.as_deref())?;
+            reach(&run, format, out);
+            Ok(0)
+        }
+        Command::Routes { file, step, device: only, format } => {
+            let (_, run) = state_at(&file, step.as_deref())?;
+            if let Some(d) = &only {
+                device(run.engine.network(), d)?;
+            }
+            routes(&run, only.as_deref(), format, out);
+            Ok(0)
+        }
+        Command::Dump { file, step, format } => {
+            let (_, run) = state_at(&file, step.as_deref())?;
+            match format {
+                Format::Json => out.push_str(&to_json(run.engine.network())),
+                Format::Text => return Err(Failure::Usage("dump supports --format json only".into())),
+            }
+            Ok(0)
+        }
+        Command::Run { scenario: path, step } => {
+            let (opened, run) = state_at(&path, step.as_deref())?;
+            let Some(scn) = &opened.scenario else {
+                return Err(Failure::Usage(format!("{} is a topology, not a scenario", path.display())));
+            };
+            out.push_str(&format!("scenario {} ({}) on topology {}\n", scn.name, scn.file, opened.topology_name));
+            print_step(&run.start, out);
+            for s in &run.steps {
+                print_step(s, out);
+            }
+            let checks: usize = run.steps.iter().map(|s| s.checks.len()).sum();
+            let failed: usize = run.steps.iter().map(StepReport::failed).sum();
+            out.push_str(&format!("\n{} passed, {} failed\n", checks - failed, failed));
+            Ok(if failed > 0 { 1 } else { 0 })
+        }
+    }
+}
+
+fn target(run: &Run, to: &str) -> Result<std::net::Ipv4Addr, Failure> {
+    resolve_target(run.engine.network(), run.engine.state(), to)
+        .ok_or_else(|| Failure::Usage(format!("'{to}' is neither an IPv4 address nor an addressed device")))
+}
+
+fn print_step(s: &StepReport, out: &mut String) {
+    let name = s.name.as_deref().map(|n| format!(" — {n}")).unwrap_or_default();
+    out.push_str(&format!("\n[{}]{name}\n", s.id));
+    out.push_str(&format!("  change: {}\n", s.change));
+    let settle = s.settled_ms.saturating_sub(s.start_ms);
+    let quiet = if s.quiet { "" } else { " (NOT quiet: still changing at the run limit)" };
+    out.push_str(&format!("  at t={}, settled after {}{quiet}\n", fmt_ms(s.start_ms), fmt_ms(settle)));
+    for w in &s.warnings {
+        out.push_str(&format!("  {w}\n"));
+    }
+    if s.route_changes.is_empty() {
+        out.push_str("  routes: no change\n");
+    } else {
+        out.push_str(&format!("  routes: {} changes\n", s.route_changes.len()));
+        for c in &s.route_changes {
+            out.push_str(&format!("    {c}\n"));
+        }
+    }
+    for c in &s.checks {
+        let when = match c.when {
+            When::Before => "before",
+            When::After => "after ",
+        };
+        let verdict = if c.ok { "ok  " } else { "FAIL" };
+        out.push_str(&format!("  {verdict} {when} {}\n", c.what));
+        if !c.ok {
+            out.push_str(&format!("       at {}\n", c.span));
+            for l in c.detail.lines() {
+                out.push_str(&format!("       {l}\n"));
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ReachCell {
+    from: String,
+    to: String,
+    address: String,
+    reachable: bool,
+    outcome: String,
+}
+
+/// Every Linux host pings every other host's first address.
+fn reach(run: &Run, format: Format, out: &mut String) {
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let hosts: Vec<_> = (0..net.devices.len())
+        .map(|i| crate::model::DeviceId(i as u32))
+        .filter(|d| net.device(*d).kind == DeviceKind::Linux)
+        .collect();
+    let mut cells = Vec::new();
+    for &a in &hosts {
+        for &b in &hosts {
+            if a == b {
+                continue;
+            }
+            let name_b = &net.device(b).name;
+            let Some(addr) = resolve_target(net, st, name_b) else { continue };
+            let p = probe(net, st, a, addr, net.device(a).profile.ttl, ProbeKind::Echo, 1);
+            cells.push(ReachCell {
+                from: net.device(a).name.clone(),
+                to: name_b.clone(),
+                address: addr.to_string(),
+                reachable: matches!(p.outcome, ProbeOutcome::Reply { .. }),
+                outcome: describe_outcome(&p.outcome),
+            });
+        }
+    }
+    match format {
+        Format::Json => out.push_str(&to_json(&cells)),
+        Format::Text => {
+            let w = cells.iter().map(|c| c.from.len() + c.to.len() + c.address.len() + 8).max().unwrap_or(0);
+            for c in &cells {
+                let pair = format!("{} -> {} ({})", c.from, c.to, c.address);
+                let mark = if c.reachable { "ok  " } else { "FAIL" };
+                out.push_str(&format!("{mark} {pair:<w$} {}\n", c.outcome));
+            }
+            let ok = cells.iter().filter(|c| c.reachable).count();
+            out.push_str(&format!("{ok} of {} host pairs reachable\n", cells.len()));
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonNextHop {
+    address: Option<String>,
+    interface: String,
+}
+
+#[derive(Serialize)]
+struct JsonRoute {
+    prefix: String,
+    protocol: crate::engine::Proto,
+    distance: u8,
+    metric: u32,
+    blackhole: bool,
+    nexthops: Vec<JsonNextHop>,
+}
+
+#[derive(Serialize)]
+struct JsonDeviceRoutes {
+    device: String,
+    routes: Vec<JsonRoute>,
+}
+
+fn routes(run: &Run, only: Option<&str>, format: Format, out: &mut String) {
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let mut all = Vec::new();
+    for (i, dev) in net.devices.iter().enumerate() {
+        if only.is_some_and(|o| o != dev.name) {
+            continue;
+        }
+        let routes = st.devices[i]
+            .fib
+            .iter()
+            .map(|r| JsonRoute {
+                prefix: r.prefix.to_string(),
+                protocol: r.proto,
+                distance: r.distance,
+                metric: r.metric,
+                blackhole: r.blackhole,
+                nexthops: r
+                    .nexthops
+                    .iter()
+                    .map(|h| JsonNextHop { address: h.via.map(|a| a.to_string()), interface: net.iface(h.iface).name.clone() })
+                    .collect(),
+            })
+            .collect();
+        all.push(JsonDeviceRoutes { device: dev.name.clone(), routes });
+    }
+    match format {
+        Format::Json => out.push_str(&to_json(&all)),
+        Format::Text => {
+            for d in &all {
+                for r in &d.routes {
+                    let hops: Vec<String> = r
+                        .nexthops
+                        .iter()
+                        .map(|h| format!("{} {}", h.address.as_deref().unwrap_or("direct"), h.interface))
+                        .collect();
+                    out.push_str(&format!("{} {} {:?} [{}/{}] {}\n", d.device, r.prefix, r.protocol, r.distance, r.metric, hops.join(", ")));
+                }
+            }
+        }
+    }
+}
+
+fn to_json<T: Serialize>(v: &T) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
 }

@@ -4,10 +4,11 @@ use std::net::Ipv4Addr;
 
 use serde::Serialize;
 
-use crate::model::{DeviceId, IfId};
+use crate::engine::{local_iface, State};
+use crate::model::{AclAction, DeviceId, DeviceKind, IfId, Network, Responder};
 
 /// Why a packet went no further.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum IcmpError {
     /// Type 3 code 0, `Destination Net Unreachable`.
@@ -62,24 +63,305 @@ pub enum ProbeKind {
     Udp { dst_port: u16 },
 }
 
+/// Virtual one-way delay of one link traversal (not from any reference: RTTs are incidental,
+/// seed-lab.md §0; this only makes them deterministic and grow with the path).
+const LINK_DELAY_US: u64 = 500;
+/// Round trip of a packet a device sends to one of its own addresses.
+const LOCAL_RTT_US: u64 = 20;
+/// Safety bound on hops in one walk (TTL bounds real walks at 255).
+const MAX_STEPS: usize = 300;
+
 /// Send one probe from `from` to `dst` with the given initial TTL and follow it and its answer
 /// through the FIBs of `st`. `seq` takes part in the ECMP flow hash only for UDP probes (their
 /// port changes per probe); echo requests of one ping are one flow.
-pub fn probe(
-    net: &crate::model::Network,
-    st: &crate::engine::State,
-    from: DeviceId,
+pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, kind: ProbeKind, _seq: u32) -> Probe {
+    let mut p = Probe { outcome: ProbeOutcome::LocalNoRoute, rtt_us: 0, src: None, forward: Vec::new(), back: Vec::new() };
+    if local_iface(net, st, from, dst).is_some() {
+        p.src = Some(dst);
+        p.rtt_us = LOCAL_RTT_US;
+        p.outcome = ProbeOutcome::Reply { from: dst, ttl: net.device(from).profile.ttl };
+        return p;
+    }
+    let Some(route) = st.devices[from.idx()].fib.lookup(dst) else { return p };
+    if route.blackhole || route.nexthops.is_empty() {
+        return p;
+    }
+    let Some(src) = route.src.or_else(|| {
+        let nh = &route.nexthops[0];
+        st.ifaces[nh.iface.idx()].addr.map(|a| a.addr())
+    }) else {
+        return p;
+    };
+    p.src = Some(src);
+    let pkt = Packet { src, dst, ttl, kind: Payload::Request(kind) };
+    let mut ctx = Walk { net, st, delay_us: 0, nat: None };
+    let (end, fwd) = ctx.walk(from, pkt, true);
+    p.forward = fwd;
+    let answer = match end {
+        End::Delivered { dev, pkt: arrived } => {
+            let payload = match kind {
+                ProbeKind::Echo => Payload::EchoReply,
+                ProbeKind::Udp { .. } => Payload::PortUnreachable,
+            };
+            let ttl = net.device(dev).profile.ttl;
+            Some((dev, Packet { src: arrived.dst, dst: arrived.src, ttl, kind: payload }))
+        }
+        End::Responded { dev, responder, pkt: arrived } => match kind {
+            ProbeKind::Echo => Some((
+                dev,
+                Packet { src: responder.address, dst: arrived.src, ttl: responder.reply_ttl, kind: Payload::EchoReply },
+            )),
+            ProbeKind::Udp { .. } => {
+                p.outcome = ProbeOutcome::Lost {
+                    reason: format!("{} answers ICMP echo only; the UDP probe got no answer", responder.address),
+                };
+                return p;
+            }
+        },
+        End::Error { dev, from: err_src, error, pkt: offending } => {
+            if dev == from {
+                // The source itself could not resolve the next hop (ARP failed).
+                p.outcome = ProbeOutcome::Error { from: err_src, error, ttl: net.device(from).profile.ttl };
+                p.rtt_us = ctx.delay_us;
+                return p;
+            }
+            let ttl = net.device(dev).profile.ttl;
+            Some((dev, Packet { src: err_src, dst: offending.src, ttl, kind: Payload::Error(error) }))
+        }
+        End::Dropped { reason } => {
+            p.outcome = ProbeOutcome::Lost { reason };
+            return p;
+        }
+    };
+    let Some((answerer, reply)) = answer else { return p };
+    let (end, back) = ctx.walk(answerer, reply, false);
+    p.back = back;
+    p.rtt_us = ctx.delay_us;
+    p.outcome = match end {
+        End::Delivered { dev, pkt } if dev == from => match pkt.kind {
+            Payload::Error(error) => ProbeOutcome::Error { from: pkt.src, error, ttl: pkt.ttl },
+            _ => ProbeOutcome::Reply { from: pkt.src, ttl: pkt.ttl },
+        },
+        End::Delivered { dev, .. } => {
+            ProbeOutcome::Lost { reason: format!("the answer was delivered to {} instead", net.device(dev).name) }
+        }
+        End::Dropped { reason } => ProbeOutcome::Lost { reason: format!("the answer was lost: {reason}") },
+        End::Error { dev, error, .. } => ProbeOutcome::Lost {
+            reason: format!("the answer was lost: {} at {}", error_text(&error), net.device(dev).name),
+        },
+        End::Responded { .. } => ProbeOutcome::Lost { reason: "the answer went to the internet".into() },
+    };
+    p
+}
+
+fn error_text(e: &IcmpError) -> &'static str {
+    match e {
+        IcmpError::NetUnreachable => "no route (net unreachable)",
+        IcmpError::HostUnreachable => "next hop does not answer ARP (host unreachable)",
+        IcmpError::TtlExceeded => "TTL expired",
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Payload {
+    Request(ProbeKind),
+    EchoReply,
+    PortUnreachable,
+    Error(IcmpError),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Packet {
+    src: Ipv4Addr,
     dst: Ipv4Addr,
     ttl: u8,
-    kind: ProbeKind,
-    seq: u32,
-) -> Probe {
-    let _ = (net, st, from, dst, ttl, kind, seq);
-    Probe {
-        outcome: ProbeOutcome::LocalNoRoute,
-        rtt_us: 0,
-        src: None,
-        forward: Vec::new(),
-        back: Vec::new(),
+    kind: Payload,
+}
+
+impl Packet {
+    /// ICMP errors are never sent about ICMP errors or replies (RFC 1122 §3.2.2).
+    fn may_trigger_error(&self) -> bool {
+        matches!(self.kind, Payload::Request(_))
+    }
+
+    /// Flow identity for ECMP hashing: addresses, protocol and (UDP) port.
+    fn flow_hash(&self, at: DeviceId) -> u64 {
+        let proto_port: u32 = match self.kind {
+            Payload::Request(ProbeKind::Udp { dst_port }) => 17 << 16 | u32::from(dst_port),
+            Payload::PortUnreachable | Payload::Error(_) | Payload::EchoReply | Payload::Request(ProbeKind::Echo) => 1 << 16,
+        };
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for word in [u32::from(self.src), u32::from(self.dst), proto_port, at.0] {
+            for b in word.to_be_bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h
+    }
+}
+
+enum End {
+    Delivered { dev: DeviceId, pkt: Packet },
+    /// A responder beyond an external network's gateway got the packet.
+    Responded { dev: DeviceId, responder: Responder, pkt: Packet },
+    /// `dev` generated an ICMP error about `pkt`, sourced from `from`.
+    Error { dev: DeviceId, from: Ipv4Addr, error: IcmpError, pkt: Packet },
+    Dropped { reason: String },
+}
+
+/// Source NAT done on the way out, undone for the answer.
+#[derive(Clone, Copy, Debug)]
+struct NatEntry {
+    iface: IfId,
+    inside: Ipv4Addr,
+    outside: Ipv4Addr,
+}
+
+struct Walk<'a> {
+    net: &'a Network,
+    st: &'a State,
+    delay_us: u64,
+    nat: Option<NatEntry>,
+}
+
+impl Walk<'_> {
+    /// Walk `pkt` from `origin` (which sends it: no TTL decrement there) until it is delivered,
+    /// answered by a responder, makes some router send an ICMP error, or is dropped.
+    fn walk(&mut self, origin: DeviceId, mut pkt: Packet, forward: bool) -> (End, Vec<Hop>) {
+        let (net, st) = (self.net, self.st);
+        let mut hops = Vec::new();
+        let mut cur = origin;
+        let mut ingress: Option<IfId> = None;
+        for _ in 0..MAX_STEPS {
+            let dev = net.device(cur);
+            let mut hop = Hop { device: cur, ingress, egress: None, ttl_in: pkt.ttl };
+            if let Some(inif) = ingress {
+                if !forward {
+                    self.undo_nat(inif, &mut pkt);
+                }
+                if local_iface(net, st, cur, pkt.dst).is_some() {
+                    hops.push(hop);
+                    return (End::Delivered { dev: cur, pkt }, hops);
+                }
+                if let Some(ext) = &dev.external {
+                    if let Some(r) = ext.responders.iter().find(|r| r.address == pkt.dst) {
+                        hops.push(hop);
+                        if pkt.ttl <= 1 && pkt.may_trigger_error() {
+                            let from = st.ifaces[inif.idx()].addr.map_or(pkt.dst, |a| a.addr());
+                            return (End::Error { dev: cur, from, error: IcmpError::TtlExceeded, pkt }, hops);
+                        }
+                        return (End::Responded { dev: cur, responder: r.clone(), pkt }, hops);
+                    }
+                }
+                if dev.kind == DeviceKind::Linux && !dev.ip_forward {
+                    hops.push(hop);
+                    let reason = format!("{} is not a router (net.ipv4.ip_forward = 0) and {} is not its address", dev.name, pkt.dst);
+                    return (End::Dropped { reason }, hops);
+                }
+                if pkt.ttl <= 1 {
+                    hops.push(hop);
+                    return self.icmp_error(cur, inif, IcmpError::TtlExceeded, pkt, hops);
+                }
+                pkt.ttl -= 1;
+            }
+            let Some(route) = st.devices[cur.idx()].fib.lookup(pkt.dst) else {
+                hops.push(hop);
+                let Some(inif) = ingress else {
+                    return (End::Dropped { reason: format!("{} has no route to {}", dev.name, pkt.dst) }, hops);
+                };
+                if dev.external.is_some() {
+                    let reason = format!("{} has no route back to {} (no NAT applied)", dev.name, pkt.dst);
+                    return (End::Dropped { reason }, hops);
+                }
+                return self.icmp_error(cur, inif, IcmpError::NetUnreachable, pkt, hops);
+            };
+            if route.blackhole || route.nexthops.is_empty() {
+                hops.push(hop);
+                let reason = format!("{} drops it: blackhole route {}", dev.name, route.prefix);
+                return (End::Dropped { reason }, hops);
+            }
+            let nh = &route.nexthops[(pkt.flow_hash(cur) % route.nexthops.len() as u64) as usize];
+            hop.egress = Some(nh.iface);
+            if forward {
+                self.apply_nat(cur, nh.iface, &mut pkt);
+            }
+            let gw = nh.via.unwrap_or(pkt.dst);
+            let Some(next_if) = self.arp(nh.iface, gw) else {
+                hops.push(hop);
+                return match ingress {
+                    None => {
+                        let from = st.ifaces[nh.iface.idx()].addr.map_or(pkt.src, |a| a.addr());
+                        (End::Error { dev: cur, from, error: IcmpError::HostUnreachable, pkt }, hops)
+                    }
+                    Some(inif) => self.icmp_error(cur, inif, IcmpError::HostUnreachable, pkt, hops),
+                };
+            };
+            hops.push(hop);
+            self.delay_us += LINK_DELAY_US;
+            cur = net.iface(next_if).device;
+            ingress = Some(next_if);
+        }
+        (End::Dropped { reason: "forwarding loop: the walk exceeded its hop limit".into() }, hops)
+    }
+
+    /// `dev` answers `pkt` with an ICMP error, unless `pkt` is itself an answer.
+    fn icmp_error(&self, dev: DeviceId, inif: IfId, error: IcmpError, pkt: Packet, hops: Vec<Hop>) -> (End, Vec<Hop>) {
+        let (net, st) = (self.net, self.st);
+        let name = &net.device(dev).name;
+        if !pkt.may_trigger_error() {
+            let reason = format!("{} dropped it: {}", name, error_text(&error));
+            return (End::Dropped { reason }, hops);
+        }
+        let profile = &net.device(dev).profile;
+        let from = if profile.icmp_error_src_inbound {
+            st.ifaces[inif.idx()].addr.map(|a| a.addr())
+        } else {
+            st.devices[dev.idx()].fib.lookup(pkt.src).and_then(|r| {
+                r.src.or_else(|| r.nexthops.first().and_then(|nh| st.ifaces[nh.iface.idx()].addr.map(|a| a.addr())))
+            })
+        };
+        match from {
+            Some(from) => (End::Error { dev, from, error, pkt }, hops),
+            None => (End::Dropped { reason: format!("{} dropped it: {}", name, error_text(&error)) }, hops),
+        }
+    }
+
+    /// The interface on `egress`'s L2 domain that owns `gw` and is up (ARP).
+    fn arp(&self, egress: IfId, gw: Ipv4Addr) -> Option<IfId> {
+        let (net, st) = (self.net, self.st);
+        if !st.ifaces[egress.idx()].usable() {
+            return None;
+        }
+        net.l2_peers(egress).find(|p| {
+            let s = &st.ifaces[p.idx()];
+            s.usable() && s.addr.map(|a| a.addr()) == Some(gw)
+        })
+    }
+
+    /// `ip nat source dynamic access-list ACL overload`: rewrite the source of permitted
+    /// packets to the egress interface's address.
+    fn apply_nat(&mut self, dev: DeviceId, egress: IfId, pkt: &mut Packet) {
+        let (net, st) = (self.net, self.st);
+        let Some(acl_name) = &net.iface(egress).nat_overload_acl else { return };
+        let Some(outside) = st.ifaces[egress.idx()].addr.map(|a| a.addr()) else { return };
+        let permitted = net.device(dev).acls.get(acl_name).is_some_and(|acl| {
+            acl.entries
+                .iter()
+                .find(|e| e.src.contains(&pkt.src) && e.dst.contains(&pkt.dst))
+                .is_some_and(|e| e.action == AclAction::Permit)
+        });
+        if permitted && pkt.src != outside {
+            self.nat = Some(NatEntry { iface: egress, inside: pkt.src, outside });
+            pkt.src = outside;
+        }
+    }
+
+    fn undo_nat(&self, inif: IfId, pkt: &mut Packet) {
+        if let Some(n) = self.nat {
+            if n.iface == inif && pkt.dst == n.outside {
+                pkt.dst = n.inside;
+            }
+        }
     }
 }

@@ -1,7 +1,235 @@
 //! The engine owns virtual time: a discrete-event simulator (events ordered by time, then
 //! sequence number) that boots devices, runs OSPF and DHCP, and computes RIBs and FIBs.
 //! It reads the model and writes `State`; it never parses or formats text.
+//!
+//! History matters (OSPF DR election does not pre-empt; later, BGP ties are decided by arrival
+//! order), so there is no "fresh solve": a change is an event applied to the running state,
+//! which then evolves until quiet.
 
+mod ospf;
+mod rib;
 pub mod state;
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::model::{DeviceId, IfId, Network};
 pub use state::*;
+
+/// How long nothing may change before the network counts as quiet: one OSPF dead interval
+/// (so a neighbour that stopped sending hellos has been declared down) plus a hello.
+const QUIET_MS: u64 = 41_000;
+/// Upper bound on one convergence run, so a network that never settles cannot hang fabsim.
+const MAX_RUN_MS: u64 = 3_600_000;
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Event {
+    Boot(DeviceId),
+    Ospf(ospf::Event),
+    /// Recompute routing tables (coalesced: at most one pending per instant).
+    Recompute,
+}
+
+impl Event {
+    /// Periodic events keep firing forever in a steady network; they do not hold off quiet.
+    fn is_periodic(&self) -> bool {
+        matches!(self, Event::Ospf(e) if e.is_periodic())
+    }
+}
+
+/// What a convergence run found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Convergence {
+    /// Virtual time of the last routing-relevant change.
+    pub last_change_ms: u64,
+    /// False when the run hit `MAX_RUN_MS` with changes still happening.
+    pub quiet: bool,
+}
+
+/// A running simulation of one network.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    net: Network,
+    now: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    one_shot_pending: usize,
+    recompute_pending: bool,
+    last_change: u64,
+    ospf: ospf::Ospf,
+    state: State,
+}
+
+impl Engine {
+    /// Start a simulation: every device is scheduled to power on at its `boot_ms`.
+    pub fn new(net: Network) -> Self {
+        let mut e = Engine {
+            ospf: ospf::Ospf::new(&net),
+            state: State::default(),
+            net,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            one_shot_pending: 0,
+            recompute_pending: false,
+            last_change: 0,
+        };
+        e.state.ifaces = vec![IfState::default(); e.net.interfaces.len()];
+        e.state.devices = (0..e.net.devices.len())
+            .map(|i| DevState { device: Some(DeviceId(i as u32)), ..DevState::default() })
+            .collect();
+        let boots: Vec<u64> = e.net.devices.iter().map(|d| d.boot_ms).collect();
+        for (i, at) in boots.into_iter().enumerate() {
+            e.schedule(at, Event::Boot(DeviceId(i as u32)));
+        }
+        e
+    }
+
+    pub fn network(&self) -> &Network {
+        &self.net
+    }
+
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.now
+    }
+
+    /// Change the configuration. The closure edits the model; the engine then re-derives
+    /// interface state, restarts what the change touched and recomputes routes.
+    pub fn reconfigure<R>(&mut self, edit: impl FnOnce(&mut Network) -> R) -> R {
+        let r = edit(&mut self.net);
+        self.ospf.grow(&self.net);
+        self.state.ifaces.resize(self.net.interfaces.len(), IfState::default());
+        self.refresh_all();
+        r
+    }
+
+    /// Run until nothing has changed for a dead interval and no one-shot timer is pending.
+    pub fn run_until_quiet(&mut self) -> Convergence {
+        let deadline = self.now + MAX_RUN_MS;
+        loop {
+            let Some(Reverse((t, _, ev))) = self.queue.peek() else {
+                self.now = self.now.max(self.last_change + QUIET_MS);
+                return self.convergence(true);
+            };
+            let quiet_at = self.last_change + QUIET_MS;
+            if self.one_shot_pending == 0 && ev.is_periodic() && *t > quiet_at {
+                self.now = self.now.max(quiet_at);
+                self.refresh_timers_view();
+                return self.convergence(true);
+            }
+            if *t > deadline {
+                self.now = deadline;
+                return self.convergence(false);
+            }
+            self.step();
+        }
+    }
+
+    /// Advance virtual time by `ms`, processing every event due until then.
+    pub fn advance(&mut self, ms: u64) {
+        let until = self.now + ms;
+        while let Some(Reverse((t, _, _))) = self.queue.peek() {
+            if *t > until {
+                break;
+            }
+            self.step();
+        }
+        self.now = until;
+        self.refresh_timers_view();
+    }
+
+    fn convergence(&self, quiet: bool) -> Convergence {
+        Convergence { last_change_ms: self.last_change, quiet }
+    }
+
+    pub(crate) fn schedule(&mut self, at: u64, ev: Event) {
+        if !ev.is_periodic() {
+            self.one_shot_pending += 1;
+        }
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq, ev)));
+    }
+
+    fn step(&mut self) {
+        let Some(Reverse((t, _, ev))) = self.queue.pop() else { return };
+        if !ev.is_periodic() {
+            self.one_shot_pending -= 1;
+        }
+        self.now = self.now.max(t);
+        match ev {
+            Event::Boot(dev) => {
+                self.state.devices[dev.idx()].powered = true;
+                self.refresh_all();
+            }
+            Event::Ospf(oev) => {
+                let mut out = Vec::new();
+                let changed = self.ospf.handle(&self.net, self.now, oev, &mut out);
+                for (at, e) in out {
+                    self.schedule(at, Event::Ospf(e));
+                }
+                if changed {
+                    self.mark_changed();
+                }
+            }
+            Event::Recompute => {
+                self.recompute_pending = false;
+                let before = rib::fingerprint(&self.state);
+                rib::recompute(&self.net, &self.ospf, &mut self.state);
+                self.refresh_timers_view();
+                if rib::fingerprint(&self.state) != before {
+                    self.last_change = self.now;
+                }
+            }
+        }
+    }
+
+    /// Something routing-relevant changed: remember when, and recompute routes (once).
+    fn mark_changed(&mut self) {
+        self.last_change = self.now;
+        if !self.recompute_pending {
+            self.recompute_pending = true;
+            self.schedule(self.now, Event::Recompute);
+        }
+    }
+
+    /// Re-derive interface status (power, shutdown, carrier, DHCP) and let OSPF react.
+    fn refresh_all(&mut self) {
+        self.state.ifaces = rib::interface_states(&self.net, &self.state);
+        let mut out = Vec::new();
+        self.ospf.sync(&self.net, &self.state, self.now, &mut out);
+        for (at, e) in out {
+            self.schedule(at, Event::Ospf(e));
+        }
+        // Always recompute: a config edit may change routes without touching interfaces or
+        // OSPF (a static route); the recompute itself tells whether the tables changed.
+        self.mark_changed();
+    }
+
+    /// Copy the OSPF runtime's neighbour tables into the State (dead timers move with time).
+    fn refresh_timers_view(&mut self) {
+        for (i, d) in self.state.devices.iter_mut().enumerate() {
+            d.ospf = self.ospf.view(&self.net, DeviceId(i as u32), self.now);
+        }
+        self.state.time_ms = self.now;
+    }
+}
+
+/// Build the network's state at the converged start: power everything on and run to quiet.
+pub fn converge(net: Network) -> (Engine, Convergence) {
+    let mut e = Engine::new(net);
+    let c = e.run_until_quiet();
+    (e, c)
+}
+
+/// The interface of `dev` that holds `addr`, if any (for "is this packet for me?").
+pub fn local_iface(net: &Network, st: &State, dev: DeviceId, addr: std::net::Ipv4Addr) -> Option<IfId> {
+    net.device(dev)
+        .ifaces
+        .iter()
+        .copied()
+        .find(|i| st.ifaces[i.idx()].addr.map(|a| a.addr()) == Some(addr) && st.ifaces[i.idx()].up)
+}

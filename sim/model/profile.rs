@@ -26,6 +26,10 @@ pub struct VendorProfile {
     pub ospf_max_ecmp: usize,
     /// TTL of locally originated packets (echo replies, ICMP errors).
     pub ttl: u8,
+    /// Source of ICMP errors: the address of the interface the offending packet came in on
+    /// (EOS, as the lab's `From 10.1.11.0` shows) or of the interface the error leaves by
+    /// (Linux default, `net.ipv4.icmp_errors_use_inbound_ifaddr = 0`).
+    pub icmp_error_src_inbound: bool,
     /// Data bytes a bare `ping` sends (EOS 72, iputils 56).
     pub ping_size: u32,
     /// Probes a bare `ping` sends (EOS 5; Linux runs until ^C, fabsim sends 5).
@@ -51,6 +55,7 @@ impl VendorProfile {
             ospf_redist_metric_type: 2,
             ospf_max_ecmp: 128,
             ttl: 64,
+            icmp_error_src_inbound: true,
             ping_size: 72,
             ping_count: 5,
         }
@@ -74,6 +79,7 @@ impl VendorProfile {
             ospf_redist_metric_type: 2,
             ospf_max_ecmp: 64,
             ttl: 64,
+            icmp_error_src_inbound: false,
             ping_size: 56,
             ping_count: 5,
         }

@@ -1,2 +1,9 @@
-//! Scenarios: a topology plus runbook steps, each converged, diffed and checked against its
-//! expectations.
+//! Scenarios: a topology plus runbook steps. Each step's change is applied to the running
+//! engine, the network evolves until quiet, and the step's expectations are checked before and
+//! after. Also opens a plain topology (a scenario with no steps) for the query commands.
+
+pub mod file;
+mod run;
+
+pub use file::{is_scenario, load_scenario, parse_duration, Action, Check, Expectation, Scenario, Step};
+pub use run::*;

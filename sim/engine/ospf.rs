@@ -1,0 +1,797 @@
+//! OSPFv2 (RFC 2328), one area: interface and neighbour state machines in virtual time
+//! (hello, wait timer, DR/BDR election without pre-emption, adjacency, dead timer), the link
+//! state database and SPF with equal-cost next hops, and AS-external (E1/E2) routes from
+//! redistribution.
+//!
+//! Simplifications (see FIDELITY.md): flooding is instantaneous and reliable, so every router
+//! computes SPF over the same LSDB; the DBD/LSR exchange is a single delay
+//! (`VendorProfile::ospf_exchange_ms`) that starts once both ends want the adjacency; all
+//! `network … area` statements are treated as one area.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+use super::state::{DevState, NbrRole, NbrState, NextHop, OspfNeighbor, OspfView, Proto, Route, State};
+use crate::model::{DeviceId, IfId, Network, RedistSource};
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Event {
+    /// Send a hello on this interface (periodic).
+    Hello(IfId),
+    /// The wait timer of an interface that came up expired.
+    Wait { iface: IfId, gen: u32 },
+    /// No hello from this neighbour for a dead interval (rescheduled by every hello).
+    Inactivity { iface: IfId, nbr: Ipv4Addr, gen: u32 },
+    /// Database exchange with this neighbour finished.
+    AdjFull { iface: IfId, nbr: Ipv4Addr, gen: u32 },
+}
+
+impl Event {
+    pub(crate) fn is_periodic(&self) -> bool {
+        matches!(self, Event::Hello(_) | Event::Inactivity { .. })
+    }
+}
+
+/// RFC 2328 §9.1 interface states (Loopback folded into passive handling).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IfSm {
+    Down,
+    Waiting,
+    PointToPoint,
+    DrOther,
+    Backup,
+    Dr,
+}
+
+#[derive(Clone, Debug)]
+struct Nbr {
+    addr: Ipv4Addr,
+    /// The neighbour's interface (simulator bookkeeping: where its side of the adjacency lives).
+    iface: IfId,
+    prio: u8,
+    state: NbrState,
+    dr: Option<Ipv4Addr>,
+    bdr: Option<Ipv4Addr>,
+    last_hello: u64,
+    gen: u32,
+    adj_gen: u32,
+}
+
+#[derive(Clone, Debug)]
+struct OIf {
+    active: bool,
+    passive: bool,
+    p2p: bool,
+    addr: Option<Ipv4Net>,
+    cost: u32,
+    prio: u8,
+    state: IfSm,
+    dr: Option<Ipv4Addr>,
+    bdr: Option<Ipv4Addr>,
+    nbrs: BTreeMap<Ipv4Addr, Nbr>,
+    gen: u32,
+    hello_scheduled: bool,
+}
+
+impl Default for OIf {
+    fn default() -> Self {
+        OIf {
+            active: false,
+            passive: false,
+            p2p: false,
+            addr: None,
+            cost: 10,
+            prio: 1,
+            state: IfSm::Down,
+            dr: None,
+            bdr: None,
+            nbrs: BTreeMap::new(),
+            gen: 0,
+            hello_scheduled: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Router {
+    process_id: u32,
+    rid: Ipv4Addr,
+}
+
+/// The OSPF runtime of every device.
+#[derive(Clone, Debug)]
+pub(crate) struct Ospf {
+    routers: Vec<Option<Router>>,
+    ifs: Vec<OIf>,
+}
+
+type Out = Vec<(u64, Event)>;
+
+impl Ospf {
+    pub(crate) fn new(net: &Network) -> Self {
+        Ospf { routers: vec![None; net.devices.len()], ifs: vec![OIf::default(); net.interfaces.len()] }
+    }
+
+    /// Make room for devices/interfaces a config change created.
+    pub(crate) fn grow(&mut self, net: &Network) {
+        self.routers.resize(net.devices.len(), None);
+        self.ifs.resize(net.interfaces.len(), OIf::default());
+    }
+
+    fn dev_of(net: &Network, i: IfId) -> DeviceId {
+        net.iface(i).device
+    }
+
+    /// Bring processes and interfaces in line with config and interface state. Returns true if
+    /// anything changed.
+    pub(crate) fn sync(&mut self, net: &Network, st: &State, now: u64, out: &mut Out) -> bool {
+        let mut changed = false;
+        for (d, dev) in net.devices.iter().enumerate() {
+            let powered = st.devices.get(d).is_some_and(|s| s.powered);
+            let cfg = dev.ospf.as_ref().filter(|c| powered && !c.shutdown);
+            match (cfg, self.routers[d].is_some()) {
+                (Some(c), false) => {
+                    if let Some(rid) = c.router_id.or_else(|| default_router_id(net, st, DeviceId(d as u32))) {
+                        self.routers[d] = Some(Router { process_id: c.process_id, rid });
+                        changed = true;
+                    }
+                }
+                (None, true) => {
+                    self.routers[d] = None;
+                    changed = true;
+                }
+                _ => {}
+            }
+            for &i in &dev.ifaces {
+                changed |= self.sync_iface(net, st, now, i, out);
+            }
+        }
+        changed
+    }
+
+    fn sync_iface(&mut self, net: &Network, st: &State, now: u64, i: IfId, out: &mut Out) -> bool {
+        let ifc = net.iface(i);
+        let dev = net.device(ifc.device);
+        let s = &st.ifaces[i.idx()];
+        let running = self.routers[ifc.device.idx()].is_some();
+        let desired = match (&dev.ospf, s.addr) {
+            (Some(cfg), Some(addr)) if running && s.usable() => {
+                cfg.networks.iter().filter(|n| n.prefix.contains(&addr.addr())).max_by_key(|n| n.prefix.prefix_len()).map(
+                    |_| {
+                        let listed = cfg.passive_exceptions.iter().any(|p| p.eq_ignore_ascii_case(&ifc.name));
+                        let passive = ifc.ospf.passive || (cfg.passive_default != listed);
+                        (addr, passive)
+                    },
+                )
+            }
+            _ => None,
+        };
+        let cost = ifc.ospf.cost.unwrap_or(dev.profile.ospf_cost);
+        let prio = ifc.ospf.priority.unwrap_or(1);
+        let o = &mut self.ifs[i.idx()];
+        match desired {
+            None if o.active => {
+                *o = OIf { gen: o.gen + 1, ..OIf::default() };
+                true
+            }
+            None => false,
+            Some((addr, passive)) => {
+                let restart = !o.active || o.addr != Some(addr) || o.passive != passive || o.p2p != ifc.ospf.point_to_point;
+                let tuned = o.cost != cost || o.prio != prio;
+                if restart {
+                    let gen = o.gen + 1;
+                    let state = if ifc.ospf.point_to_point {
+                        IfSm::PointToPoint
+                    } else if prio == 0 {
+                        IfSm::DrOther
+                    } else {
+                        IfSm::Waiting
+                    };
+                    *o = OIf {
+                        active: true,
+                        passive,
+                        p2p: ifc.ospf.point_to_point,
+                        addr: Some(addr),
+                        cost,
+                        prio,
+                        state,
+                        gen,
+                        hello_scheduled: o.hello_scheduled,
+                        ..OIf::default()
+                    };
+                    if !passive {
+                        if !o.hello_scheduled {
+                            o.hello_scheduled = true;
+                            out.push((now, Event::Hello(i)));
+                        }
+                        if state == IfSm::Waiting {
+                            out.push((now + dev.profile.ospf_dead_ms, Event::Wait { iface: i, gen }));
+                        }
+                    }
+                } else if tuned {
+                    o.cost = cost;
+                    o.prio = prio;
+                }
+                restart || tuned
+            }
+        }
+    }
+
+    /// Handle one OSPF event. Returns true if routing-relevant state changed.
+    pub(crate) fn handle(&mut self, net: &Network, now: u64, ev: Event, out: &mut Out) -> bool {
+        match ev {
+            Event::Hello(i) => self.send_hello(net, now, i, out),
+            Event::Wait { iface, gen } => {
+                let o = &self.ifs[iface.idx()];
+                if o.gen != gen || o.state != IfSm::Waiting {
+                    return false;
+                }
+                self.elect(net, now, iface, out);
+                true
+            }
+            Event::Inactivity { iface, nbr, gen } => {
+                let o = &mut self.ifs[iface.idx()];
+                if o.nbrs.get(&nbr).is_none_or(|n| n.gen != gen) {
+                    return false;
+                }
+                o.nbrs.remove(&nbr);
+                self.neighbor_change(net, now, iface, out);
+                true
+            }
+            Event::AdjFull { iface, nbr, gen } => {
+                match self.ifs[iface.idx()].nbrs.get_mut(&nbr) {
+                    Some(n) if n.adj_gen == gen && n.state == NbrState::ExStart => {
+                        n.state = NbrState::Full;
+                        true
+                    }
+                    _ => false,
+                }
+            }
+        }
+    }
+
+    fn send_hello(&mut self, net: &Network, now: u64, from: IfId, out: &mut Out) -> bool {
+        let o = &self.ifs[from.idx()];
+        if !o.active || o.passive {
+            self.ifs[from.idx()].hello_scheduled = false;
+            return false;
+        }
+        let Some(sender) = self.routers[Self::dev_of(net, from).idx()].clone() else {
+            self.ifs[from.idx()].hello_scheduled = false;
+            return false;
+        };
+        let hello_ms = net.device(Self::dev_of(net, from)).profile.ospf_hello_ms;
+        out.push((now + hello_ms, Event::Hello(from)));
+        let mut changed = false;
+        let peers: Vec<IfId> = net.l2_peers(from).collect();
+        for to in peers {
+            changed |= self.receive_hello(net, now, to, from, &sender, out);
+        }
+        changed
+    }
+
+    /// RFC 2328 §10.5 for the hello `from` sent, arriving on `to`.
+    fn receive_hello(&mut self, net: &Network, now: u64, to: IfId, from: IfId, sender: &Router, out: &mut Out) -> bool {
+        let (Some(my_rid), Some(s_addr)) =
+            (self.routers[Self::dev_of(net, to).idx()].as_ref().map(|r| r.rid), self.ifs[from.idx()].addr)
+        else {
+            return false;
+        };
+        let (s_prio, s_dr, s_bdr, s_p2p, lists_me) = {
+            let s = &self.ifs[from.idx()];
+            (s.prio, s.dr, s.bdr, s.p2p, s.nbrs.contains_key(&my_rid))
+        };
+        let me = &mut self.ifs[to.idx()];
+        let same_subnet = me.addr.is_some_and(|a| a.trunc() == s_addr.trunc() && a.prefix_len() == s_addr.prefix_len());
+        if !me.active || me.passive || me.p2p != s_p2p || !same_subnet {
+            return false;
+        }
+        let dead_ms = net.device(Self::dev_of(net, to)).profile.ospf_dead_ms;
+        let addr = s_addr.addr();
+        let is_new = !me.nbrs.contains_key(&sender.rid);
+        let n = me.nbrs.entry(sender.rid).or_insert(Nbr {
+            addr,
+            iface: from,
+            prio: s_prio,
+            state: NbrState::Init,
+            dr: s_dr,
+            bdr: s_bdr,
+            last_hello: now,
+            gen: 0,
+            adj_gen: 0,
+        });
+        n.last_hello = now;
+        n.gen += 1;
+        out.push((now + dead_ms, Event::Inactivity { iface: to, nbr: sender.rid, gen: n.gen }));
+        let declared = |dr: Option<Ipv4Addr>, bdr: Option<Ipv4Addr>| (dr == Some(addr), bdr == Some(addr));
+        let nbr_change = n.prio != s_prio || declared(n.dr, n.bdr) != declared(s_dr, s_bdr);
+        n.prio = s_prio;
+        n.dr = s_dr;
+        n.bdr = s_bdr;
+        if !lists_me {
+            // 1-WayReceived: the neighbour no longer sees us; processing stops here.
+            if n.state >= NbrState::TwoWay {
+                n.state = NbrState::Init;
+                self.neighbor_change(net, now, to, out);
+                return true;
+            }
+            return is_new;
+        }
+        let two_way = n.state == NbrState::Init;
+        if two_way {
+            n.state = NbrState::TwoWay;
+        }
+        let state = me.state;
+        if state == IfSm::Waiting {
+            let backup_seen = s_bdr == Some(addr) || (s_dr == Some(addr) && s_bdr.is_none());
+            if backup_seen {
+                self.elect(net, now, to, out);
+                return true;
+            }
+        } else if state != IfSm::PointToPoint && (two_way || nbr_change) {
+            self.elect(net, now, to, out);
+            return true;
+        }
+        if two_way {
+            self.check_adjacencies(net, now, to, out);
+        }
+        two_way || nbr_change || is_new
+    }
+
+    fn neighbor_change(&mut self, net: &Network, now: u64, i: IfId, out: &mut Out) {
+        match self.ifs[i.idx()].state {
+            IfSm::DrOther | IfSm::Backup | IfSm::Dr => self.elect(net, now, i, out),
+            _ => self.check_adjacencies(net, now, i, out),
+        }
+    }
+
+    /// RFC 2328 §9.4. Declarations already made win (no pre-emption): a router that declares
+    /// itself DR stays DR while it lives.
+    fn elect(&mut self, net: &Network, now: u64, i: IfId, out: &mut Out) {
+        let Some(my_rid) = self.routers[Self::dev_of(net, i).idx()].as_ref().map(|r| r.rid) else { return };
+        let o = &self.ifs[i.idx()];
+        let Some(my_addr) = o.addr.map(|a| a.addr()) else { return };
+        if o.p2p {
+            return;
+        }
+        // (rid, prio, addr, declares DR, declares BDR)
+        let others: Vec<(Ipv4Addr, u8, Ipv4Addr, bool, bool)> = o
+            .nbrs
+            .iter()
+            .filter(|(_, n)| n.state >= NbrState::TwoWay && n.prio > 0)
+            .map(|(rid, n)| (*rid, n.prio, n.addr, n.dr == Some(n.addr), n.bdr == Some(n.addr)))
+            .collect();
+        let mut my_dr = o.dr == Some(my_addr);
+        let mut my_bdr = o.bdr == Some(my_addr);
+        let my_prio = o.prio;
+        let mut result = (None, None);
+        for _round in 0..2 {
+            let mut cands = others.clone();
+            if my_prio > 0 {
+                cands.push((my_rid, my_prio, my_addr, my_dr, my_bdr));
+            }
+            let rank = |c: &&(Ipv4Addr, u8, Ipv4Addr, bool, bool)| (c.1, c.0);
+            let not_dr: Vec<_> = cands.iter().filter(|c| !c.3).collect();
+            let bdr = not_dr
+                .iter()
+                .filter(|c| c.4)
+                .max_by_key(|c| rank(c))
+                .or_else(|| not_dr.iter().max_by_key(|c| rank(c)))
+                .map(|c| c.2);
+            let dr = cands.iter().filter(|c| c.3).max_by_key(rank).map(|c| c.2).or(bdr);
+            result = (dr, bdr);
+            let (now_dr, now_bdr) = (dr == Some(my_addr), bdr == Some(my_addr));
+            if now_dr == my_dr && now_bdr == my_bdr {
+                break;
+            }
+            my_dr = now_dr;
+            my_bdr = now_bdr;
+        }
+        let o = &mut self.ifs[i.idx()];
+        o.dr = result.0;
+        o.bdr = result.1;
+        o.state = if o.dr == Some(my_addr) {
+            IfSm::Dr
+        } else if o.bdr == Some(my_addr) {
+            IfSm::Backup
+        } else {
+            IfSm::DrOther
+        };
+        self.check_adjacencies(net, now, i, out);
+    }
+
+    /// RFC 2328 §10.4: form adjacencies with the DR/BDR (or everyone, if we are DR/BDR, or on
+    /// point-to-point links); tear down the ones no longer wanted.
+    fn check_adjacencies(&mut self, net: &Network, now: u64, i: IfId, out: &mut Out) {
+        let Some(my_rid) = self.routers[Self::dev_of(net, i).idx()].as_ref().map(|r| r.rid) else { return };
+        let exchange = net.device(Self::dev_of(net, i)).profile.ospf_exchange_ms;
+        let o = &self.ifs[i.idx()];
+        let me_designated = matches!(o.state, IfSm::Dr | IfSm::Backup);
+        let decisions: Vec<(Ipv4Addr, bool)> = o
+            .nbrs
+            .iter()
+            .filter(|(_, n)| n.state >= NbrState::TwoWay)
+            .map(|(rid, n)| {
+                let want = o.p2p || me_designated || o.dr == Some(n.addr) || o.bdr == Some(n.addr);
+                (*rid, want)
+            })
+            .collect();
+        for (rid, want) in decisions {
+            let Some(n) = self.ifs[i.idx()].nbrs.get_mut(&rid) else { continue };
+            if want && n.state == NbrState::TwoWay {
+                n.state = NbrState::ExStart;
+                let peer_if = n.iface;
+                // The exchange runs once both ends want it; then both go Full together.
+                let peer_ready = self.ifs[peer_if.idx()].nbrs.get(&my_rid).is_some_and(|p| p.state >= NbrState::ExStart);
+                if peer_ready {
+                    for (side, other) in [(i, rid), (peer_if, my_rid)] {
+                        if let Some(x) = self.ifs[side.idx()].nbrs.get_mut(&other) {
+                            x.state = NbrState::ExStart;
+                            x.adj_gen += 1;
+                            out.push((now + exchange, Event::AdjFull { iface: side, nbr: other, gen: x.adj_gen }));
+                        }
+                    }
+                }
+            } else if !want && n.state > NbrState::TwoWay {
+                n.state = NbrState::TwoWay;
+                n.adj_gen += 1;
+            }
+        }
+    }
+
+    /// What `show ip ospf neighbor` needs.
+    pub(crate) fn view(&self, net: &Network, d: DeviceId, now: u64) -> Option<OspfView> {
+        let r = self.routers.get(d.idx())?.as_ref()?;
+        let dev = net.device(d);
+        let mut neighbors = Vec::new();
+        for &i in &dev.ifaces {
+            let o = &self.ifs[i.idx()];
+            for (rid, n) in &o.nbrs {
+                let role = if o.p2p {
+                    NbrRole::None
+                } else if o.dr == Some(n.addr) {
+                    NbrRole::Dr
+                } else if o.bdr == Some(n.addr) {
+                    NbrRole::Bdr
+                } else {
+                    NbrRole::DrOther
+                };
+                neighbors.push(OspfNeighbor {
+                    router_id: *rid,
+                    address: n.addr,
+                    iface: i,
+                    priority: n.prio,
+                    state: n.state,
+                    role,
+                    dead_ms_left: (n.last_hello + dev.profile.ospf_dead_ms).saturating_sub(now),
+                });
+            }
+        }
+        let process_id = r.process_id;
+        Some(OspfView { process_id, router_id: Some(r.rid), neighbors })
+    }
+
+    /// Compute every OSPF router's routes from the shared LSDB. `local` holds each device's
+    /// connected and static routes (the sources of redistribution).
+    pub(crate) fn routes(&self, net: &Network, st: &State, local: &[Vec<Route>]) -> BTreeMap<DeviceId, Vec<Route>> {
+        let lsdb = self.build_lsdb(net, st, local);
+        let mut out = BTreeMap::new();
+        for (d, r) in self.routers.iter().enumerate() {
+            if let Some(r) = r {
+                let id = DeviceId(d as u32);
+                out.insert(id, spf(net, &lsdb, id, r.rid));
+            }
+        }
+        out
+    }
+
+    fn build_lsdb(&self, net: &Network, st: &State, local: &[Vec<Route>]) -> Lsdb {
+        let mut db = Lsdb::default();
+        for (d, r) in self.routers.iter().enumerate() {
+            let Some(r) = r else { continue };
+            let dev = &net.devices[d];
+            let mut links = Vec::new();
+            for &i in &dev.ifaces {
+                let o = &self.ifs[i.idx()];
+                let (true, Some(addr)) = (o.active, o.addr) else { continue };
+                let full: Vec<(&Ipv4Addr, &Nbr)> = o.nbrs.iter().filter(|(_, n)| n.state == NbrState::Full).collect();
+                if o.p2p {
+                    for (rid, _) in &full {
+                        links.push(Link::P2p { nbr: **rid, my_addr: addr.addr(), iface: i, cost: o.cost });
+                    }
+                    links.push(Link::Stub { net: addr.trunc(), cost: o.cost });
+                    continue;
+                }
+                let dr_full = o.dr.is_some_and(|dr| full.iter().any(|(_, n)| n.addr == dr));
+                let i_am_dr_with_nbr = o.state == IfSm::Dr && !full.is_empty();
+                if !o.passive && o.state != IfSm::Waiting && (i_am_dr_with_nbr || dr_full) {
+                    if let Some(dr) = o.dr {
+                        links.push(Link::Transit { dr, my_addr: addr.addr(), iface: i, cost: o.cost });
+                    }
+                } else {
+                    links.push(Link::Stub { net: addr.trunc(), cost: o.cost });
+                }
+                if i_am_dr_with_nbr {
+                    let mut attached: Vec<Ipv4Addr> = full.iter().map(|(rid, _)| **rid).collect();
+                    attached.push(r.rid);
+                    attached.sort();
+                    db.networks.insert(addr.addr(), NetworkLsa { net: addr.trunc(), attached });
+                }
+            }
+            db.routers.insert(r.rid, RouterLsa { links });
+            if let Some(cfg) = &dev.ospf {
+                for red in &cfg.redistribute {
+                    for rt in &local[d] {
+                        let matches = match red.source {
+                            RedistSource::Static => rt.proto == Proto::Static,
+                            RedistSource::Connected => {
+                                rt.proto == Proto::Connected && rt.nexthops.iter().all(|nh| !self.ifs[nh.iface.idx()].active)
+                            }
+                            RedistSource::Bgp => false,
+                        };
+                        if !matches || st.devices.get(d).is_none_or(|s: &DevState| !s.powered) {
+                            continue;
+                        }
+                        let metric = red.metric.unwrap_or(if rt.prefix.prefix_len() == 0 {
+                            dev.profile.ospf_redist_default_metric
+                        } else {
+                            dev.profile.ospf_redist_metric
+                        });
+                        let e1 = red.metric_type.unwrap_or(dev.profile.ospf_redist_metric_type) == 1;
+                        db.externals.insert((rt.prefix, r.rid), External { metric, e1 });
+                    }
+                }
+            }
+        }
+        db
+    }
+}
+
+/// Router ID when none is configured: the highest address on an up loopback, else the highest
+/// address on any up interface (EOS, Cisco heritage; eos-linux-formats.md §1.3).
+fn default_router_id(net: &Network, st: &State, d: DeviceId) -> Option<Ipv4Addr> {
+    let addrs = |loopbacks: bool| {
+        net.device(d)
+            .ifaces
+            .iter()
+            .filter(|i| net.iface(**i).name.starts_with("Loopback") == loopbacks)
+            .filter(|i| st.ifaces[i.idx()].up)
+            .filter_map(|i| st.ifaces[i.idx()].addr.map(|a| a.addr()))
+            .max()
+    };
+    addrs(true).or_else(|| addrs(false))
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Link {
+    P2p { nbr: Ipv4Addr, my_addr: Ipv4Addr, iface: IfId, cost: u32 },
+    Transit { dr: Ipv4Addr, my_addr: Ipv4Addr, iface: IfId, cost: u32 },
+    Stub { net: Ipv4Net, cost: u32 },
+}
+
+#[derive(Clone, Debug)]
+struct RouterLsa {
+    links: Vec<Link>,
+}
+
+#[derive(Clone, Debug)]
+struct NetworkLsa {
+    net: Ipv4Net,
+    attached: Vec<Ipv4Addr>,
+}
+
+#[derive(Clone, Debug)]
+struct External {
+    metric: u32,
+    e1: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Lsdb {
+    routers: BTreeMap<Ipv4Addr, RouterLsa>,
+    /// Keyed by the DR's interface address (the network LSA's link state ID).
+    networks: BTreeMap<Ipv4Addr, NetworkLsa>,
+    /// (prefix, advertising router) → metric and type.
+    externals: BTreeMap<(Ipv4Net, Ipv4Addr), External>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Vertex {
+    Router(Ipv4Addr),
+    Network(Ipv4Addr),
+}
+
+/// Dijkstra from `root` over the LSDB with the two-way check, keeping every equal-cost set of
+/// next hops; then stub, transit and external routes.
+fn spf(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> Vec<Route> {
+    let profile = &net.device(dev).profile;
+    let max_paths = net.device(dev).ospf.as_ref().and_then(|c| c.max_paths).map_or(profile.ospf_max_ecmp, |m| m as usize);
+    let mut dist: BTreeMap<Vertex, (u32, BTreeSet<NextHop>)> = BTreeMap::new();
+    let mut done: BTreeSet<Vertex> = BTreeSet::new();
+    let mut queue: BTreeSet<(u32, Vertex)> = BTreeSet::new();
+    dist.insert(Vertex::Router(root), (0, BTreeSet::new()));
+    queue.insert((0, Vertex::Router(root)));
+    while let Some((d, v)) = queue.pop_first() {
+        if !done.insert(v) {
+            continue;
+        }
+        let parent_hops = dist.get(&v).map(|x| x.1.clone()).unwrap_or_default();
+        for (w, cost, hop) in edges(db, v, root) {
+            if done.contains(&w) {
+                continue;
+            }
+            let nd = d + cost;
+            // Next hops: inherited, except on the first hop out of the root (its own interface)
+            // and from a network the root sits on (the neighbour's address on that network).
+            let hops: BTreeSet<NextHop> = match (v, hop) {
+                (Vertex::Router(r), Some(h)) if r == root => [h].into(),
+                (Vertex::Network(n), _) if root_attached(db, root, n) => match w {
+                    Vertex::Router(rid) => {
+                        addr_on_network(db, rid, n).and_then(|a| root_iface_on(db, root, n).map(|i| NextHop { via: Some(a), iface: i })).into_iter().collect()
+                    }
+                    Vertex::Network(_) => BTreeSet::new(),
+                },
+                _ => parent_hops.clone(),
+            };
+            let entry = dist.entry(w).or_insert((u32::MAX, BTreeSet::new()));
+            if nd < entry.0 {
+                queue.remove(&(entry.0, w));
+                *entry = (nd, hops);
+                queue.insert((nd, w));
+            } else if nd == entry.0 {
+                entry.1.extend(hops);
+            }
+        }
+    }
+    let mut best: BTreeMap<Ipv4Net, (u32, BTreeSet<NextHop>)> = BTreeMap::new();
+    let mut offer = |prefix: Ipv4Net, cost: u32, hops: &BTreeSet<NextHop>| {
+        let e = best.entry(prefix).or_insert((u32::MAX, BTreeSet::new()));
+        if cost < e.0 {
+            *e = (cost, hops.clone());
+        } else if cost == e.0 {
+            e.1.extend(hops.iter().cloned());
+        }
+    };
+    for (v, (d, hops)) in &dist {
+        if !done.contains(v) {
+            continue;
+        }
+        match v {
+            Vertex::Router(rid) if *rid != root => {
+                if let Some(lsa) = db.routers.get(rid) {
+                    for l in &lsa.links {
+                        if let Link::Stub { net, cost } = l {
+                            offer(*net, d + cost, hops);
+                        }
+                    }
+                }
+            }
+            Vertex::Network(n) if !root_attached(db, root, *n) => {
+                if let Some(nl) = db.networks.get(n) {
+                    offer(nl.net, *d, hops);
+                }
+            }
+            _ => {}
+        }
+    }
+    // The root's own networks are connected routes; OSPF does not install them.
+    if let Some(lsa) = db.routers.get(&root) {
+        for l in &lsa.links {
+            if let Link::Stub { net, .. } = l {
+                best.remove(net);
+            }
+        }
+    }
+    let mut routes: Vec<Route> = best
+        .into_iter()
+        .filter(|(_, (_, hops))| !hops.is_empty())
+        .map(|(prefix, (cost, hops))| mk_route(prefix, Proto::OspfIntra, profile.distance_ospf, cost, hops, max_paths))
+        .collect();
+    let intra: BTreeSet<Ipv4Net> = routes.iter().map(|r| r.prefix).collect();
+    // AS-external: E1 beats E2; E2 compares the external metric, then the cost to the ASBR.
+    let mut ext: BTreeMap<Ipv4Net, ((bool, u32, u32), BTreeSet<NextHop>)> = BTreeMap::new();
+    for ((prefix, asbr), e) in &db.externals {
+        if *asbr == root || intra.contains(prefix) {
+            continue;
+        }
+        let Some((d, hops)) = dist.get(&Vertex::Router(*asbr)).filter(|_| done.contains(&Vertex::Router(*asbr))) else {
+            continue;
+        };
+        let key = if e.e1 { (false, d + e.metric, 0) } else { (true, e.metric, *d) };
+        let slot = ext.entry(*prefix).or_insert(((true, u32::MAX, u32::MAX), BTreeSet::new()));
+        if key < slot.0 {
+            *slot = (key, hops.clone());
+        } else if key == slot.0 {
+            slot.1.extend(hops.iter().cloned());
+        }
+    }
+    for (prefix, ((e2, metric, _), hops)) in ext {
+        if hops.is_empty() {
+            continue;
+        }
+        let proto = if e2 { Proto::OspfE2 } else { Proto::OspfE1 };
+        routes.push(mk_route(prefix, proto, profile.distance_ospf, metric, hops, max_paths));
+    }
+    routes
+}
+
+fn mk_route(prefix: Ipv4Net, proto: Proto, distance: u8, metric: u32, hops: BTreeSet<NextHop>, max_paths: usize) -> Route {
+    Route {
+        prefix,
+        proto,
+        distance,
+        metric,
+        nexthops: hops.into_iter().take(max_paths.max(1)).collect(),
+        src: None,
+        blackhole: false,
+        linux_proto: Some("ospf"),
+        scope_link: false,
+    }
+}
+
+/// Outgoing edges of a vertex that pass the two-way check. The third item is the root's own
+/// next hop when the edge leaves the root.
+fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextHop>)> {
+    let mut out = Vec::new();
+    match v {
+        Vertex::Router(rid) => {
+            let Some(lsa) = db.routers.get(&rid) else { return out };
+            for l in &lsa.links {
+                match l {
+                    Link::Transit { dr, iface, cost, .. } => {
+                        if db.networks.get(dr).is_some_and(|n| n.attached.contains(&rid)) {
+                            let hop = (rid == root).then_some(NextHop { via: None, iface: *iface });
+                            out.push((Vertex::Network(*dr), *cost, hop));
+                        }
+                    }
+                    Link::P2p { nbr, iface, cost, .. } => {
+                        let back = db.routers.get(nbr).is_some_and(|n| n.links.iter().any(|x| matches!(x, Link::P2p { nbr: b, .. } if *b == rid)));
+                        if back {
+                            let via = p2p_addr(db, *nbr, rid);
+                            let hop = (rid == root).then_some(NextHop { via, iface: *iface });
+                            out.push((Vertex::Router(*nbr), *cost, hop));
+                        }
+                    }
+                    Link::Stub { .. } => {}
+                }
+            }
+        }
+        Vertex::Network(dr) => {
+            let Some(n) = db.networks.get(&dr) else { return out };
+            for rid in &n.attached {
+                let back = db.routers.get(rid).is_some_and(|r| r.links.iter().any(|x| matches!(x, Link::Transit { dr: d, .. } if *d == dr)));
+                if back {
+                    out.push((Vertex::Router(*rid), 0, None));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn p2p_addr(db: &Lsdb, of: Ipv4Addr, towards: Ipv4Addr) -> Option<Ipv4Addr> {
+    db.routers.get(&of)?.links.iter().find_map(|l| match l {
+        Link::P2p { nbr, my_addr, .. } if *nbr == towards => Some(*my_addr),
+        _ => None,
+    })
+}
+
+fn addr_on_network(db: &Lsdb, rid: Ipv4Addr, dr: Ipv4Addr) -> Option<Ipv4Addr> {
+    db.routers.get(&rid)?.links.iter().find_map(|l| match l {
+        Link::Transit { dr: d, my_addr, .. } if *d == dr => Some(*my_addr),
+        _ => None,
+    })
+}
+
+fn root_iface_on(db: &Lsdb, root: Ipv4Addr, dr: Ipv4Addr) -> Option<IfId> {
+    db.routers.get(&root)?.links.iter().find_map(|l| match l {
+        Link::Transit { dr: d, iface, .. } if *d == dr => Some(*iface),
+        _ => None,
+    })
+}
+
+fn root_attached(db: &Lsdb, root: Ipv4Addr, dr: Ipv4Addr) -> bool {
+    root_iface_on(db, root, dr).is_some()
+}

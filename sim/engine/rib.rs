@@ -1,0 +1,232 @@
+//! Interface status and routing tables: connected, static (EOS `ip route`, netplan, `ip route
+//! add`), DHCP, and OSPF routes, merged by administrative distance (EOS) or kept side by side
+//! by metric (Linux kernel table).
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+use super::ospf::Ospf;
+use super::state::*;
+use crate::model::{AddrConfig, Device, DeviceId, DeviceKind, IfId, Network, RouteOrigin, StaticRoute};
+
+/// Metric networkd gives to routes it installs from a DHCP lease (and to the lease's prefix).
+const DHCP_ROUTE_METRIC: u32 = 100;
+
+/// Interfaces without a wire that are up whenever they are enabled.
+fn is_virtual(name: &str) -> bool {
+    name == "lo" || name.starts_with("Loopback")
+}
+
+/// Derive every interface's status from power, `shutdown`, switchport mode, carrier and DHCP.
+pub(super) fn interface_states(net: &Network, st: &State) -> Vec<IfState> {
+    let powered = |d: DeviceId| st.devices.get(d.idx()).is_some_and(|s| s.powered);
+    let physically_up = |i: IfId| {
+        let ifc = net.iface(i);
+        powered(ifc.device) && ifc.admin_up
+    };
+    net.interfaces
+        .iter()
+        .enumerate()
+        .map(|(idx, ifc)| {
+            let id = IfId(idx as u32);
+            let up = physically_up(id) && ifc.routed;
+            let line_up = if is_virtual(&ifc.name) {
+                up
+            } else {
+                physically_up(id) && net.l2_peers(id).any(physically_up)
+            };
+            let (addr, dhcp) = match &ifc.addr {
+                AddrConfig::None => (None, false),
+                AddrConfig::Static(a) => (Some(*a), false),
+                AddrConfig::Dhcp if up && line_up => (dhcp_lease(net, st, id), true),
+                AddrConfig::Dhcp => (None, true),
+            };
+            IfState { up, line_up, addr, dhcp }
+        })
+        .collect()
+}
+
+/// The lease the DHCP server on this interface's segment holds for it, if the server is up.
+fn dhcp_lease(net: &Network, st: &State, ifid: IfId) -> Option<Ipv4Net> {
+    let ifc = net.iface(ifid);
+    let me = &net.device(ifc.device).name;
+    net.l2_peers(ifid).find_map(|peer| {
+        let server = net.device(net.iface(peer).device);
+        let ext = server.external.as_ref()?;
+        let server_up = st.devices.get(net.iface(peer).device.idx()).is_some_and(|s| s.powered);
+        if !server_up {
+            return None;
+        }
+        ext.leases
+            .iter()
+            .find(|l| &l.device == me && l.interface.eq_ignore_ascii_case(&ifc.name))
+            .map(|l| l.address)
+    })
+}
+
+/// A cheap summary of everything routing-relevant, to tell whether a recompute changed it.
+pub(super) fn fingerprint(st: &State) -> Vec<(DeviceId, Vec<(Ipv4Net, u32, Proto, Vec<NextHop>)>)> {
+    st.devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let routes = d
+                .fib
+                .iter()
+                .map(|r| (r.prefix, r.metric, r.proto, r.nexthops.clone()))
+                .collect();
+            (DeviceId(i as u32), routes)
+        })
+        .collect()
+}
+
+/// Recompute every device's table from interface state, static config and OSPF.
+pub(super) fn recompute(net: &Network, ospf: &Ospf, st: &mut State) {
+    let mut local: Vec<Vec<Route>> = Vec::with_capacity(net.devices.len());
+    for (i, dev) in net.devices.iter().enumerate() {
+        let id = DeviceId(i as u32);
+        let powered = st.devices[i].powered;
+        local.push(if powered { local_routes(net, st, id, dev) } else { Vec::new() });
+    }
+    let ospf_routes = ospf.routes(net, st, &local);
+    for (i, dev) in net.devices.iter().enumerate() {
+        let mut candidates = std::mem::take(&mut local[i]);
+        if let Some(rs) = ospf_routes.get(&DeviceId(i as u32)) {
+            candidates.extend(rs.iter().cloned());
+        }
+        st.devices[i].fib = match dev.kind {
+            DeviceKind::Linux => kernel_table(candidates),
+            DeviceKind::Eos | DeviceKind::External => best_by_distance(candidates),
+        };
+    }
+}
+
+/// Connected, DHCP and static routes of one device (before OSPF).
+pub(super) fn local_routes(net: &Network, st: &State, id: DeviceId, dev: &Device) -> Vec<Route> {
+    let mut out = Vec::new();
+    for &i in &dev.ifaces {
+        let s = &st.ifaces[i.idx()];
+        let (Some(addr), true) = (s.addr, s.usable()) else { continue };
+        if is_virtual(&net.iface(i).name) && dev.kind == DeviceKind::Linux {
+            continue; // `lo` routes live in the local table, not in `ip route`
+        }
+        let metric = if s.dhcp && dev.kind == DeviceKind::Linux { DHCP_ROUTE_METRIC } else { 0 };
+        out.push(Route {
+            prefix: addr.trunc(),
+            proto: Proto::Connected,
+            distance: dev.profile.distance_connected,
+            metric,
+            nexthops: vec![NextHop { via: None, iface: i }],
+            src: Some(addr.addr()),
+            blackhole: false,
+            linux_proto: Some("kernel"),
+            scope_link: true,
+        });
+        if s.dhcp && dev.kind == DeviceKind::Linux {
+            out.extend(dhcp_routes(net, st, i, addr));
+        }
+    }
+    let connected = out.clone();
+    for sr in &dev.statics {
+        if let Some(r) = resolve_static(net, id, dev, sr, &connected) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// What networkd installs from a lease: a default via the gateway and an on-link route to it.
+fn dhcp_routes(net: &Network, st: &State, ifid: IfId, addr: Ipv4Net) -> Vec<Route> {
+    let gw = net.l2_peers(ifid).find_map(|p| {
+        let dev = net.device(net.iface(p).device);
+        dev.external.as_ref().filter(|_| st.ifaces[p.idx()].up).map(|e| e.gateway.addr())
+    });
+    let Some(gw) = gw else { return Vec::new() };
+    let mk = |prefix: Ipv4Net, via: Option<Ipv4Addr>, scope_link: bool| Route {
+        prefix,
+        proto: Proto::Dhcp,
+        distance: 0,
+        metric: DHCP_ROUTE_METRIC,
+        nexthops: vec![NextHop { via, iface: ifid }],
+        src: Some(addr.addr()),
+        blackhole: false,
+        linux_proto: Some("dhcp"),
+        scope_link,
+    };
+    let default = Ipv4Net::new(Ipv4Addr::UNSPECIFIED, 0).unwrap_or_default();
+    vec![mk(default, Some(gw), false), mk(Ipv4Net::from(gw), None, true)]
+}
+
+/// A static route is installed only while its next hop is on a connected subnet of an up
+/// interface (the interface named by `dev`, if given).
+fn resolve_static(net: &Network, id: DeviceId, dev: &Device, sr: &StaticRoute, connected: &[Route]) -> Option<Route> {
+    let linux = dev.kind == DeviceKind::Linux;
+    let named_if = match &sr.dev {
+        Some(name) => Some(net.iface_by_name(id, name)?),
+        None => None,
+    };
+    let nexthop = if sr.blackhole {
+        None
+    } else {
+        match sr.via {
+            Some(gw) => {
+                let c = connected
+                    .iter()
+                    .filter(|c| c.prefix.contains(&gw))
+                    .find(|c| named_if.is_none_or(|n| c.nexthops[0].iface == n))?;
+                Some(NextHop { via: Some(gw), iface: c.nexthops[0].iface })
+            }
+            None => {
+                let iface = named_if?;
+                connected.iter().find(|c| c.nexthops[0].iface == iface)?;
+                Some(NextHop { via: None, iface })
+            }
+        }
+    };
+    Some(Route {
+        prefix: sr.prefix.trunc(),
+        proto: Proto::Static,
+        distance: if linux { 0 } else { sr.distance.unwrap_or(dev.profile.distance_static) },
+        metric: if linux { sr.metric } else { 0 },
+        nexthops: nexthop.into_iter().collect(),
+        src: None,
+        blackhole: sr.blackhole,
+        linux_proto: match sr.origin {
+            RouteOrigin::Netplan => Some("static"),
+            RouteOrigin::Manual => None,
+        },
+        scope_link: linux && sr.via.is_none() && !sr.blackhole,
+    })
+}
+
+/// The Linux main table: every route is installed, keyed by (prefix, metric); a later route
+/// with the same key replaces an earlier one, as `ip route replace` would.
+fn kernel_table(candidates: Vec<Route>) -> Fib {
+    let mut fib = Fib::default();
+    for r in candidates {
+        fib.routes.entry((r.prefix, r.metric)).or_insert(r);
+    }
+    fib
+}
+
+/// A router's FIB: per prefix, the route with the lowest administrative distance; on a tie the
+/// protocol order of `Proto` (connected before static before OSPF) decides.
+fn best_by_distance(candidates: Vec<Route>) -> Fib {
+    let mut best: BTreeMap<Ipv4Net, Route> = BTreeMap::new();
+    for r in candidates {
+        match best.get(&r.prefix) {
+            Some(b) if (b.distance, b.proto) <= (r.distance, r.proto) => {}
+            _ => {
+                best.insert(r.prefix, r);
+            }
+        }
+    }
+    let mut fib = Fib::default();
+    // Router tables hold one route per prefix, so the key's metric slot is always 0.
+    for (prefix, r) in best {
+        fib.routes.insert((prefix, 0), r);
+    }
+    fib
+}

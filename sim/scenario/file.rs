@@ -1,0 +1,256 @@
+//! The scenario file: a topology and a list of runbook steps, each with an id, one change,
+//! and expectations checked before and after it.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use ipnet::Ipv4Net;
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Option<String>,
+    description: Option<String>,
+    topology: Spanned<String>,
+    #[serde(default)]
+    steps: Vec<RawStep>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    id: Spanned<String>,
+    name: Option<String>,
+    /// Free text: why the step exists, with the reference it reproduces.
+    note: Option<String>,
+    on: Option<Spanned<String>>,
+    config: Option<Spanned<String>>,
+    netplan: Option<Spanned<String>>,
+    wait: Option<Spanned<String>>,
+    #[serde(default)]
+    expect: RawExpect,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    #[serde(default)]
+    before: Vec<Spanned<RawCheck>>,
+    #[serde(default)]
+    after: Vec<Spanned<RawCheck>>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+enum RawCheck {
+    /// A ping from a device gets an echo reply.
+    Reach { from: String, to: String },
+    /// A ping gets no reply; optionally, the ICMP error and who sent it.
+    Unreachable {
+        from: String,
+        to: String,
+        #[serde(default)]
+        icmp_from: Option<Ipv4Addr>,
+    },
+    /// A route is (or is not) in a device's forwarding table.
+    Route {
+        on: String,
+        prefix: Ipv4Net,
+        #[serde(default = "yes")]
+        present: bool,
+    },
+    /// A command's output contains these lines (whitespace-normalised) and not those.
+    Output {
+        on: String,
+        run: String,
+        #[serde(default)]
+        contains: Vec<String>,
+        #[serde(default)]
+        absent: Vec<String>,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What a step changes.
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// No change: a checkpoint on the state reached so far.
+    Checkpoint,
+    /// EOS configuration-mode lines on a switch.
+    EosConfig { device: String, text: String, origin: TextOrigin },
+    /// A new netplan file on a Linux host, then `netplan apply`.
+    Netplan { device: String, text: String, origin: TextOrigin },
+    /// Let virtual time pass.
+    Wait { ms: u64 },
+}
+
+#[derive(Clone, Debug)]
+pub enum Check {
+    Reach { from: String, to: String },
+    Unreachable { from: String, to: String, icmp_from: Option<Ipv4Addr> },
+    Route { on: String, prefix: Ipv4Net, present: bool },
+    Output { on: String, run: String, contains: Vec<String>, absent: Vec<String> },
+}
+
+#[derive(Clone, Debug)]
+pub struct Expectation {
+    pub check: Check,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub id: String,
+    pub name: Option<String>,
+    pub note: Option<String>,
+    pub action: Action,
+    pub before: Vec<Expectation>,
+    pub after: Vec<Expectation>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub description: Option<String>,
+    pub file: String,
+    pub topology: PathBuf,
+    pub topology_span: Span,
+    pub steps: Vec<Step>,
+}
+
+impl Scenario {
+    pub fn step_index(&self, id: &str) -> Option<usize> {
+        self.steps.iter().position(|s| s.id == id)
+    }
+}
+
+/// A YAML file is a scenario when it names a topology at its top level.
+pub fn is_scenario(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with("topology:"))
+}
+
+fn span_of<T>(file: &str, s: &Spanned<T>) -> Span {
+    Span::new(file, s.referenced.line() as u32, s.referenced.column() as u32)
+}
+
+/// The origin of a block scalar's first content line: the line after the `|` indicator,
+/// indented like the key's children (serde-saphyr locates the indicator).
+fn block_origin(file: &str, key_col: u32, s: &Spanned<String>, text_src: &str) -> TextOrigin {
+    let line = s.referenced.line() as u32;
+    let is_block = text_src
+        .lines()
+        .nth(line.saturating_sub(1) as usize)
+        .is_some_and(|l| l.trim_end().ends_with('|') || l.trim_end().ends_with('>'));
+    if !is_block {
+        return TextOrigin { file: file.into(), line, col: s.referenced.column() as u32 };
+    }
+    let first = text_src.lines().nth(line as usize).unwrap_or("");
+    let indent = first.len() - first.trim_start().len();
+    TextOrigin { file: file.into(), line: line + 1, col: (indent as u32 + 1).max(key_col) }
+}
+
+/// Parse a duration like `40s`, `500ms`, `2m`, `1h`.
+pub fn parse_duration(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mult = match unit {
+        "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+pub fn load_scenario(path: &Path) -> Result<Scenario, InputError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Diagnostic::error(Span::new(&file, 1, 1), format!("cannot read scenario: {e}")))?;
+    parse_scenario(&text, &file, path.parent().unwrap_or(Path::new(".")))
+}
+
+pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, InputError> {
+    let raw: RawScenario = serde_saphyr::from_str(text).map_err(|e| {
+        let (line, col) = e.location().map_or((1, 1), |l| (l.line() as u32, l.column() as u32));
+        let msg = e.to_string();
+        let first = msg.lines().next().unwrap_or("invalid YAML").to_string();
+        Diagnostic::error(Span::new(file, line, col), first)
+    })?;
+    let mut errors = Vec::new();
+    let mut steps = Vec::new();
+    for rs in raw.steps {
+        match convert_step(rs, file, text) {
+            Ok(s) => steps.push(s),
+            Err(d) => errors.push(d),
+        }
+    }
+    for (i, s) in steps.iter().enumerate() {
+        if steps[..i].iter().any(|p| p.id == s.id) {
+            errors.push(Diagnostic::error(s.span.clone(), format!("duplicate step id '{}'", s.id)));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(InputError(errors));
+    }
+    Ok(Scenario {
+        name: raw.name.unwrap_or_else(|| file.to_string()),
+        description: raw.description,
+        file: file.to_string(),
+        topology: base.join(&raw.topology.value),
+        topology_span: span_of(file, &raw.topology),
+        steps,
+    })
+}
+
+fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic> {
+    let span = span_of(file, &rs.id);
+    let device = |what: &str| {
+        rs.on.as_ref().map(|o| o.value.clone()).ok_or_else(|| {
+            Diagnostic::error(span.clone(), format!("step '{}' has `{what}:` but no `on: DEVICE`", rs.id.value))
+        })
+    };
+    let kinds = [rs.config.is_some(), rs.netplan.is_some(), rs.wait.is_some()];
+    if kinds.iter().filter(|k| **k).count() > 1 {
+        return Err(Diagnostic::error(span, "a step does one thing: use only one of `config:`, `netplan:`, `wait:`")
+            .with_hint("split it into several steps with their own ids"));
+    }
+    let action = if let Some(c) = &rs.config {
+        Action::EosConfig { device: device("config")?, text: c.value.clone(), origin: block_origin(file, 1, c, text) }
+    } else if let Some(n) = &rs.netplan {
+        Action::Netplan { device: device("netplan")?, text: n.value.clone(), origin: block_origin(file, 1, n, text) }
+    } else if let Some(w) = &rs.wait {
+        let ms = parse_duration(&w.value).ok_or_else(|| {
+            Diagnostic::error(span_of(file, w), format!("expected a duration like 40s, 500ms or 2m, found '{}'", w.value))
+        })?;
+        Action::Wait { ms }
+    } else {
+        if let Some(o) = &rs.on {
+            return Err(Diagnostic::error(span_of(file, o), "`on:` needs a change: `config:` (EOS) or `netplan:` (Linux)"));
+        }
+        Action::Checkpoint
+    };
+    let conv = |v: Vec<Spanned<RawCheck>>| {
+        v.into_iter().map(|c| Expectation { span: span_of(file, &c), check: convert_check(c.value) }).collect()
+    };
+    Ok(Step { id: rs.id.value, name: rs.name, note: rs.note, action, before: conv(rs.expect.before), after: conv(rs.expect.after), span })
+}
+
+fn convert_check(c: RawCheck) -> Check {
+    match c {
+        RawCheck::Reach { from, to } => Check::Reach { from, to },
+        RawCheck::Unreachable { from, to, icmp_from } => Check::Unreachable { from, to, icmp_from },
+        RawCheck::Route { on, prefix, present } => Check::Route { on, prefix, present },
+        RawCheck::Output { on, run, contains, absent } => Check::Output { on, run, contains, absent },
+    }
+}

@@ -1,0 +1,350 @@
+//! Running a scenario: apply each step to the engine, converge, diff routing tables, check
+//! expectations.
+
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
+use crate::dataplane::{probe, IcmpError, ProbeKind, ProbeOutcome};
+use crate::diag::{Diagnostic, InputError, Span};
+use crate::engine::{Engine, State};
+use crate::input::{eos, netplan, topology};
+use crate::model::{DeviceId, DeviceKind, Network};
+use crate::views;
+
+/// What a file opened: a topology (no steps) or a scenario over one.
+pub struct Opened {
+    pub scenario: Option<Scenario>,
+    pub topology_name: String,
+    pub net: Network,
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Open FILE, which is a topology or a scenario.
+pub fn open(path: &Path) -> Result<Opened, InputError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Diagnostic::error(Span::new(&file, 1, 1), format!("cannot read file: {e}")))?;
+    if is_scenario(&text) {
+        let scn = load_scenario(path)?;
+        let loaded = topology::load_topology(&scn.topology).map_err(|e| {
+            let mut ds = e.0;
+            if ds.iter().all(|d| d.span.file != scn.topology.display().to_string()) {
+                ds.insert(0, Diagnostic::error(scn.topology_span.clone(), "cannot load the scenario's topology"));
+            }
+            InputError(ds)
+        })?;
+        Ok(Opened { topology_name: loaded.name, net: loaded.net, warnings: loaded.warnings, scenario: Some(scn) })
+    } else {
+        let loaded = topology::load_topology(path)?;
+        Ok(Opened { topology_name: loaded.name, net: loaded.net, warnings: loaded.warnings, scenario: None })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    Before,
+    After,
+}
+
+#[derive(Clone, Debug)]
+pub struct CheckResult {
+    pub when: When,
+    pub what: String,
+    pub ok: bool,
+    pub detail: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct StepReport {
+    pub id: String,
+    pub name: Option<String>,
+    pub change: String,
+    /// Virtual time the step started and when its last routing change happened.
+    pub start_ms: u64,
+    pub settled_ms: u64,
+    pub quiet: bool,
+    pub route_changes: Vec<String>,
+    pub warnings: Vec<Diagnostic>,
+    pub checks: Vec<CheckResult>,
+}
+
+impl StepReport {
+    pub fn failed(&self) -> usize {
+        self.checks.iter().filter(|c| !c.ok).count()
+    }
+}
+
+/// The engine after the topology's converged start, and after each step run so far.
+pub struct Run {
+    pub engine: Engine,
+    pub start: StepReport,
+    pub steps: Vec<StepReport>,
+}
+
+/// Converge the topology, then run the scenario's steps up to and including `until` (all
+/// steps if `None`).
+pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
+    let mut engine = Engine::new(opened.net.clone());
+    let c = engine.run_until_quiet();
+    let start = StepReport {
+        id: "start".into(),
+        name: Some("topology boots and converges".into()),
+        change: format!("power on {} devices", opened.net.devices.len()),
+        start_ms: 0,
+        settled_ms: c.last_change_ms,
+        quiet: c.quiet,
+        route_changes: Vec::new(),
+        warnings: opened.warnings.clone(),
+        checks: Vec::new(),
+    };
+    let mut run = Run { engine, start, steps: Vec::new() };
+    let Some(scn) = &opened.scenario else {
+        return match until {
+            Some(id) => Err(Diagnostic::error(
+                Span::new(opened.topology_name.clone(), 1, 1),
+                format!("--step {id}: a topology has no steps (give a scenario file)"),
+            )
+            .into()),
+            None => Ok(run),
+        };
+    };
+    let last = match until {
+        Some(id) => scn.step_index(id).ok_or_else(|| {
+            let known: Vec<&str> = scn.steps.iter().map(|s| s.id.as_str()).collect();
+            Diagnostic::error(Span::new(&scn.file, 1, 1), format!("no step '{id}' in this scenario"))
+                .with_hint(format!("steps: {}", known.join(", ")))
+        })?,
+        None => scn.steps.len().saturating_sub(1),
+    };
+    for step in scn.steps.iter().take(last + 1) {
+        let report = run_step(&mut run.engine, step)?;
+        run.steps.push(report);
+    }
+    Ok(run)
+}
+
+fn run_step(engine: &mut Engine, step: &Step) -> Result<StepReport, InputError> {
+    let mut checks = Vec::new();
+    for e in &step.before {
+        checks.push(evaluate(engine, e, When::Before)?);
+    }
+    let before = engine.state().clone();
+    let start_ms = engine.now_ms();
+    let (change, warnings) = apply(engine, step)?;
+    let (settled_ms, quiet) = match step.action {
+        Action::Wait { ms } => {
+            engine.advance(ms);
+            (engine.now_ms(), true)
+        }
+        _ => {
+            let c = engine.run_until_quiet();
+            (c.last_change_ms.max(start_ms), c.quiet)
+        }
+    };
+    let route_changes = route_diff(engine.network(), &before, engine.state());
+    for e in &step.after {
+        checks.push(evaluate(engine, e, When::After)?);
+    }
+    Ok(StepReport {
+        id: step.id.clone(),
+        name: step.name.clone(),
+        change,
+        start_ms,
+        settled_ms,
+        quiet,
+        route_changes,
+        warnings,
+        checks,
+    })
+}
+
+fn device_of(net: &Network, name: &str, span: &Span) -> Result<DeviceId, Diagnostic> {
+    net.device_by_name(name).ok_or_else(|| {
+        let known: Vec<&str> = net.devices.iter().map(|d| d.name.as_str()).collect();
+        Diagnostic::error(span.clone(), format!("unknown device '{name}'")).with_hint(format!("devices: {}", known.join(", ")))
+    })
+}
+
+/// Apply a step's change to the engine's model. Returns a one-line description and warnings.
+fn apply(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnostic>), InputError> {
+    match &step.action {
+        Action::Checkpoint => Ok(("no change (checkpoint)".into(), Vec::new())),
+        Action::Wait { ms } => Ok((format!("wait {}", fmt_ms(*ms)), Vec::new())),
+        Action::EosConfig { device, text, origin } => {
+            let dev = device_of(engine.network(), device, &step.span)?;
+            if engine.network().device(dev).kind != DeviceKind::Eos {
+                return Err(Diagnostic::error(step.span.clone(), format!("`config:` takes EOS lines, but {device} is not an EOS switch"))
+                    .with_hint("use `netplan:` for a Linux host")
+                    .into());
+            }
+            let warnings = engine.reconfigure(|net| eos::apply_config(net, dev, text, origin))?;
+            let n = text.lines().filter(|l| !l.trim().is_empty()).count();
+            Ok((format!("{device}: {n} EOS config lines"), warnings))
+        }
+        Action::Netplan { device, text, origin } => {
+            let dev = device_of(engine.network(), device, &step.span)?;
+            if engine.network().device(dev).kind != DeviceKind::Linux {
+                return Err(Diagnostic::error(step.span.clone(), format!("`netplan:` is for Linux hosts, but {device} is not one"))
+                    .with_hint("use `config:` for an EOS switch")
+                    .into());
+            }
+            let warnings = engine.reconfigure(|net| netplan::apply_netplan(net, dev, text, origin))?;
+            Ok((format!("{device}: new netplan file, netplan apply"), warnings))
+        }
+    }
+}
+
+pub fn fmt_ms(ms: u64) -> String {
+    if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{}.{:03}s", ms / 1000, ms % 1000)
+    }
+}
+
+/// Per device, the routes that appeared, disappeared or changed next hops.
+pub fn route_diff(net: &Network, before: &State, after: &State) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, dev) in net.devices.iter().enumerate() {
+        let key = |st: &State| -> BTreeSet<String> {
+            st.devices.get(i).map_or_else(BTreeSet::new, |d| {
+                d.fib
+                    .iter()
+                    .map(|r| {
+                        let hops: Vec<String> = r
+                            .nexthops
+                            .iter()
+                            .map(|h| match h.via {
+                                Some(v) => format!("via {v} {}", net.iface(h.iface).name),
+                                None => format!("dev {}", net.iface(h.iface).name),
+                            })
+                            .collect();
+                        let hops = if r.blackhole { "blackhole".to_string() } else { hops.join(", ") };
+                        format!("{} {:?} [{}/{}] {}", r.prefix, r.proto, r.distance, r.metric, hops)
+                    })
+                    .collect()
+            })
+        };
+        let (b, a) = (key(before), key(after));
+        for gone in b.difference(&a) {
+            out.push(format!("{}: - {gone}", dev.name));
+        }
+        for new in a.difference(&b) {
+            out.push(format!("{}: + {new}", dev.name));
+        }
+    }
+    out
+}
+
+/// A ping target: an address, or a device name (its first addressed interface).
+pub fn resolve_target(net: &Network, st: &State, to: &str) -> Option<Ipv4Addr> {
+    if let Ok(a) = to.parse() {
+        return Some(a);
+    }
+    let dev = net.device_by_name(to)?;
+    net.device(dev)
+        .ifaces
+        .iter()
+        .filter(|i| net.iface(**i).name != "lo")
+        .find_map(|i| st.ifaces[i.idx()].addr.map(|a| a.addr()))
+}
+
+fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult, InputError> {
+    let (net, st) = (engine.network(), engine.state());
+    let result = |what: String, ok: bool, detail: String| CheckResult { when, what, ok, detail, span: e.span.clone() };
+    match &e.check {
+        Check::Reach { from, to } | Check::Unreachable { from, to, .. } => {
+            let src = device_of(net, from, &e.span)?;
+            let dst = resolve_target(net, st, to)
+                .ok_or_else(|| Diagnostic::error(e.span.clone(), format!("'{to}' is neither an address nor an addressed device")))?;
+            let p = probe(net, st, src, dst, net.device(src).profile.ttl, ProbeKind::Echo, 1);
+            let seen = describe_outcome(&p.outcome);
+            Ok(match &e.check {
+                Check::Reach { .. } => {
+                    result(format!("{from} reaches {to}"), matches!(p.outcome, ProbeOutcome::Reply { .. }), seen)
+                }
+                Check::Unreachable { icmp_from, .. } => {
+                    let ok = match (&p.outcome, icmp_from) {
+                        (ProbeOutcome::Reply { .. }, _) => false,
+                        (ProbeOutcome::Error { from, .. }, Some(want)) => from == want,
+                        (_, Some(_)) => false,
+                        (_, None) => true,
+                    };
+                    let what = match icmp_from {
+                        Some(a) => format!("{from} cannot reach {to} (ICMP error from {a})"),
+                        None => format!("{from} cannot reach {to}"),
+                    };
+                    result(what, ok, seen)
+                }
+                _ => unreachable!("matched above"),
+            })
+        }
+        Check::Route { on, prefix, present } => {
+            let dev = device_of(net, on, &e.span)?;
+            let found = st.devices[dev.idx()].fib.iter().any(|r| r.prefix == *prefix);
+            let what = format!("{on} has {}a route for {prefix}", if *present { "" } else { "no " });
+            Ok(result(what, found == *present, if found { "present".into() } else { "absent".into() }))
+        }
+        Check::Output { on, run, contains, absent } => {
+            let dev = device_of(net, on, &e.span)?;
+            let out = views::run_command(net, st, dev, run).map_err(|err| {
+                Diagnostic::error(e.span.clone(), format!("command '{run}' on {on} failed: {}", err.message))
+            })?;
+            let missing: Vec<&String> = contains.iter().filter(|c| !has_line(&out, c)).collect();
+            let present: Vec<&String> = absent.iter().filter(|c| has_line(&out, c)).collect();
+            let ok = missing.is_empty() && present.is_empty();
+            let mut detail = String::new();
+            for m in missing {
+                detail.push_str(&format!("missing line: {m}\n"));
+            }
+            for p in present {
+                detail.push_str(&format!("unexpected line: {p}\n"));
+            }
+            if !ok {
+                detail.push_str("output was:\n");
+                detail.push_str(&out);
+            }
+            Ok(result(format!("{on}# {run}"), ok, detail))
+        }
+    }
+}
+
+/// Does some line of `output` contain `pattern`, comparing whitespace-insensitively? `...` in
+/// the pattern stands for any text (as in seed-lab.md's checks table).
+pub fn has_line(output: &str, pattern: &str) -> bool {
+    let parts: Vec<String> = pattern.split("...").map(normalize).collect();
+    output.lines().map(normalize).any(|line| {
+        let mut rest = line.as_str();
+        parts.iter().all(|p| match rest.find(p.as_str()) {
+            Some(i) => {
+                rest = &rest[i + p.len()..];
+                true
+            }
+            None => false,
+        })
+    })
+}
+
+/// Collapse runs of whitespace: the seed's pastes lost their column padding.
+pub fn normalize(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+pub fn describe_outcome(o: &ProbeOutcome) -> String {
+    match o {
+        ProbeOutcome::LocalNoRoute => "connect: Network is unreachable".into(),
+        ProbeOutcome::Reply { from, ttl } => format!("reply from {from} ttl={ttl}"),
+        ProbeOutcome::Error { from, error, .. } => format!(
+            "From {from} {}",
+            match error {
+                IcmpError::NetUnreachable => "Destination Net Unreachable",
+                IcmpError::HostUnreachable => "Destination Host Unreachable",
+                IcmpError::TtlExceeded => "Time to live exceeded",
+            }
+        ),
+        ProbeOutcome::Lost { reason } => format!("no reply: {reason}"),
+    }
+}

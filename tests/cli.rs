@@ -1,0 +1,116 @@
+//! The `fabsim` binary end to end: exit codes, byte-identical output on repeated runs for every
+//! bundled file, and bad input rejected with exit code 2 and the intended message.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fabsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fabsim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run fabsim")
+}
+
+fn yaml_files(dir: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(dir))
+        .expect("read dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(p).display().to_string()
+}
+
+/// Every query command, run twice on every bundled topology and scenario, prints the same bytes.
+#[test]
+fn every_bundled_file_gives_byte_identical_output() {
+    let files: Vec<PathBuf> = yaml_files("topologies").into_iter().chain(yaml_files("scenarios")).collect();
+    assert!(!files.is_empty());
+    for f in &files {
+        let f = rel(f);
+        let mut commands: Vec<Vec<&str>> = vec![
+            vec!["reach", &f],
+            vec!["routes", &f],
+            vec!["dump", &f],
+            vec!["show", &f, "Leaf-1", "show ip route"],
+            vec!["show", &f, "Spine-1", "show ip ospf neighbor"],
+            vec!["show", &f, "k-w1", "ip route"],
+            vec!["traceroute", &f, "k-w3", "10.0.11.1"],
+            vec!["ping", &f, "k-w3", "k-master"],
+        ];
+        if f.starts_with("scenarios") {
+            commands.push(vec!["run", &f]);
+        }
+        for args in &commands {
+            let a = fabsim(args);
+            let b = fabsim(args);
+            assert!(a.status.code().is_some_and(|c| c <= 1), "{args:?}: {}", String::from_utf8_lossy(&a.stderr));
+            assert!(!a.stdout.is_empty(), "{args:?} printed nothing");
+            assert_eq!(a.stdout, b.stdout, "{args:?}: stdout differs between runs");
+            assert_eq!(a.stderr, b.stderr, "{args:?}: stderr differs between runs");
+        }
+    }
+}
+
+/// The bundled seed-lab scenario passes all its expectations.
+#[test]
+fn seed_lab_scenario_runs_green() {
+    let o = fabsim(&["run", "scenarios/seed-lab.yaml"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains(" 0 failed"), "{stdout}");
+}
+
+/// Each file in tests/bad/ is rejected with exit code 2 and the message in its `.expected`.
+#[test]
+fn bad_inputs_exit_2_with_their_message() {
+    let bad = yaml_files("tests/bad");
+    assert!(bad.len() >= 10, "at least ten bad-input files");
+    for f in &bad {
+        let f = rel(f);
+        let expected = std::fs::read_to_string(Path::new(&f).with_extension("expected")).expect("expected file");
+        let o = fabsim(&["routes", &f]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{f}: {stderr}");
+        assert!(stderr.contains(expected.trim_end()), "{f}: expected\n{expected}\ngot\n{stderr}");
+    }
+}
+
+#[test]
+fn unknown_step_and_device_are_input_errors() {
+    let o = fabsim(&["show", "scenarios/seed-lab.yaml", "--step", "nope", "Leaf-1", "show ip route"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no step 'nope'"));
+    let o = fabsim(&["show", "topologies/seed-lab.yaml", "Leaf-9", "show ip route"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown device 'Leaf-9'"));
+    let o = fabsim(&["show", "no/such/file.yaml", "Leaf-1", "show ip route"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn a_failed_expectation_exits_1() {
+    let dir = std::env::temp_dir().join(format!("fabsim-fail-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let topo = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/seed-lab.yaml");
+    let scn = dir.join("fail.yaml");
+    std::fs::write(
+        &scn,
+        format!(
+            "topology: {}\nsteps:\n  - id: x\n    expect:\n      after:\n        - reach: {{from: k-w1, to: 8.8.8.8}}\n",
+            topo.display()
+        ),
+    )
+    .expect("write");
+    let o = fabsim(&["run", scn.to_str().expect("utf8")]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("FAIL after  k-w1 reaches 8.8.8.8"), "{stdout}");
+    assert!(stdout.contains("Destination Net Unreachable"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
