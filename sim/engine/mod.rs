@@ -14,6 +14,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::model::{DeviceId, IfId, Network};
+#[cfg(test)]
+use crate::model::L2Id;
 pub use state::*;
 
 /// How long nothing may change before the network counts as quiet: one OSPF dead interval
@@ -25,6 +27,8 @@ const MAX_RUN_MS: u64 = 3_600_000;
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Event {
     Boot(DeviceId),
+    /// An engineer enters a device's configuration (`Network::timed[i]`).
+    TimedConfig(usize),
     Ospf(ospf::Event),
     /// Recompute routing tables (coalesced: at most one pending per instant).
     Recompute,
@@ -81,6 +85,10 @@ impl Engine {
         let boots: Vec<u64> = e.net.devices.iter().map(|d| d.boot_ms).collect();
         for (i, at) in boots.into_iter().enumerate() {
             e.schedule(at, Event::Boot(DeviceId(i as u32)));
+        }
+        let timed: Vec<u64> = e.net.timed.iter().map(|t| t.at_ms).collect();
+        for (i, at) in timed.into_iter().enumerate() {
+            e.schedule(at, Event::TimedConfig(i));
         }
         e
     }
@@ -165,6 +173,15 @@ impl Engine {
                 self.state.devices[dev.idx()].powered = true;
                 self.refresh_all();
             }
+            Event::TimedConfig(i) => {
+                if let Some(t) = self.net.timed.get(i).cloned() {
+                    for (id, ifc) in t.ifaces {
+                        self.net.interfaces[id.idx()] = ifc;
+                    }
+                    self.net.devices[t.device.idx()] = t.config;
+                    self.refresh_all();
+                }
+            }
             Event::Ospf(oev) => {
                 let mut out = Vec::new();
                 let changed = self.ospf.handle(&self.net, self.now, oev, &mut out);
@@ -233,3 +250,6 @@ pub fn local_iface(net: &Network, st: &State, dev: DeviceId, addr: std::net::Ipv
         .copied()
         .find(|i| st.ifaces[i.idx()].addr.map(|a| a.addr()) == Some(addr) && st.ifaces[i.idx()].up)
 }
+
+#[cfg(test)]
+mod tests;

@@ -46,6 +46,20 @@ pub struct Network {
     pub devices: Vec<Device>,
     pub interfaces: Vec<Interface>,
     pub l2: Vec<L2Domain>,
+    /// Configurations entered some time after power-on (see `Network::defer_config`).
+    pub timed: Vec<TimedConfig>,
+}
+
+/// A device's configuration as it is once an engineer has entered it at `at_ms`; until then
+/// the device runs with factory defaults (EOS: every Ethernet port a switchport, no routing).
+/// This is how a topology says "the leaves were configured before the spine", which decides
+/// the OSPF DR (seed-lab.md s0) without forcing it.
+#[derive(Clone, Debug, Serialize)]
+pub struct TimedConfig {
+    pub at_ms: u64,
+    pub device: DeviceId,
+    pub config: Device,
+    pub ifaces: Vec<(IfId, Interface)>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -96,6 +110,18 @@ pub struct Interface {
     /// Kernel interface index (Linux; `ip addr` numbering). Loopback is 1.
     pub ifindex: u32,
     pub span: Span,
+}
+
+impl Interface {
+    /// Back to what the box ships with: EOS Ethernet ports are switchports; everything is
+    /// enabled and unaddressed.
+    pub fn factory_reset(&mut self, kind: DeviceKind) {
+        self.routed = !(kind == DeviceKind::Eos && self.name.starts_with("Ethernet"));
+        self.admin_up = true;
+        self.addr = AddrConfig::None;
+        self.ospf = IfOspf::default();
+        self.nat_overload_acl = None;
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -249,6 +275,23 @@ impl Network {
             .copied()
             .find(|i| self.iface(*i).name.eq_ignore_ascii_case(name))
     }
+    /// Move `dev`'s current configuration to a `TimedConfig` applied at `at_ms`, leaving the
+    /// device at factory defaults until then. Interfaces keep their identity and links.
+    pub fn defer_config(&mut self, dev: DeviceId, at_ms: u64) {
+        let config = self.devices[dev.idx()].clone();
+        let ifaces: Vec<(IfId, Interface)> =
+            config.ifaces.iter().map(|i| (*i, self.interfaces[i.idx()].clone())).collect();
+        let d = &mut self.devices[dev.idx()];
+        d.hostname = None;
+        d.statics.clear();
+        d.ospf = None;
+        d.acls.clear();
+        for (id, _) in &ifaces {
+            self.interfaces[id.idx()].factory_reset(config.kind);
+        }
+        self.timed.push(TimedConfig { at_ms, device: dev, config, ifaces });
+    }
+
     /// The other members of an interface's L2 domain.
     pub fn l2_peers(&self, ifid: IfId) -> impl Iterator<Item = IfId> + '_ {
         let l2 = self.iface(ifid).l2;

@@ -1,0 +1,162 @@
+//! Engine tests on small fabrics built by hand (the EOS parser applies the configs).
+
+use super::*;
+use crate::diag::{Span, TextOrigin};
+use crate::input::eos::apply_config;
+use crate::model::{AddrConfig, Device, DeviceKind, IfOspf, Interface, L2Domain, VendorProfile};
+
+fn switch(net: &mut Network, name: &str, boot_ms: u64, config: &str) -> DeviceId {
+    let id = DeviceId(net.devices.len() as u32);
+    net.devices.push(Device {
+        name: name.into(),
+        kind: DeviceKind::Eos,
+        hostname: None,
+        ifaces: Vec::new(),
+        boot_ms,
+        profile: VendorProfile::eos(),
+        statics: Vec::new(),
+        ospf: None,
+        acls: Default::default(),
+        ip_forward: true,
+        external: None,
+        span: Span::default(),
+    });
+    let origin = TextOrigin { file: "test".into(), line: 1, col: 1 };
+    apply_config(net, id, config, &origin).expect("config parses");
+    id
+}
+
+fn link(net: &mut Network, a: (DeviceId, &str), b: (DeviceId, &str)) {
+    let l2 = L2Id(net.l2.len() as u32);
+    let mut members = Vec::new();
+    for (dev, name) in [a, b] {
+        let id = net.iface_by_name(dev, name).unwrap_or_else(|| {
+            let id = IfId(net.interfaces.len() as u32);
+            net.interfaces.push(Interface {
+                device: dev,
+                name: name.into(),
+                l2: None,
+                routed: false,
+                admin_up: true,
+                addr: AddrConfig::None,
+                mtu: 1500,
+                ospf: IfOspf::default(),
+                nat_overload_acl: None,
+                ifindex: 0,
+                span: Span::default(),
+            });
+            net.devices[dev.idx()].ifaces.push(id);
+            id
+        });
+        net.interfaces[id.idx()].l2 = Some(l2);
+        members.push(id);
+    }
+    net.l2.push(L2Domain { name: format!("l{}", l2.0), members, span: Span::default() });
+}
+
+const OSPF: &str = "router ospf 1\n network 0.0.0.0/0 area 0.0.0.0\n";
+
+/// A spine and two leaves (each with a host port cabled to an unconfigured box); the spine's
+/// configuration is entered `leaf_head_start` ms after the leaves'.
+fn fabric(leaf_head_start: u64) -> (Network, [DeviceId; 3]) {
+    let mut net = Network::default();
+    let spine = switch(
+        &mut net,
+        "Spine",
+        0,
+        &format!("interface Ethernet1\n no switchport\n ip address 10.11.99.0/31\ninterface Ethernet2\n no switchport\n ip address 10.22.99.0/31\n{OSPF}"),
+    );
+    let l1 = switch(
+        &mut net,
+        "Leaf1",
+        0,
+        &format!("interface Ethernet1\n no switchport\n ip address 10.11.99.1/31\ninterface Ethernet2\n no switchport\n ip address 10.1.11.0/31\n{OSPF}"),
+    );
+    let l2 = switch(
+        &mut net,
+        "Leaf2",
+        0,
+        &format!("interface Ethernet1\n no switchport\n ip address 10.22.99.1/31\ninterface Ethernet2\n no switchport\n ip address 10.2.22.0/31\n{OSPF}"),
+    );
+    link(&mut net, (spine, "Ethernet1"), (l1, "Ethernet1"));
+    link(&mut net, (spine, "Ethernet2"), (l2, "Ethernet1"));
+    for leaf in [l1, l2] {
+        let host = switch(&mut net, "Host", 0, "");
+        link(&mut net, (leaf, "Ethernet2"), (host, "Ethernet1"));
+    }
+    if leaf_head_start > 0 {
+        net.defer_config(spine, leaf_head_start);
+    }
+    (net, [spine, l1, l2])
+}
+
+fn roles(e: &Engine, d: DeviceId) -> Vec<(Ipv4Addr, NbrState, NbrRole)> {
+    e.state().devices[d.idx()]
+        .ospf
+        .as_ref()
+        .map(|o| o.neighbors.iter().map(|n| (n.router_id, n.state, n.role)).collect())
+        .unwrap_or_default()
+}
+
+use std::net::Ipv4Addr;
+
+#[test]
+fn leaves_first_stay_dr_without_preemption() {
+    let (net, [spine, ..]) = fabric(60_000);
+    let (e, c) = converge(net);
+    assert!(c.quiet);
+    let r = roles(&e, spine);
+    assert_eq!(
+        r,
+        vec![
+            (Ipv4Addr::new(10, 11, 99, 1), NbrState::Full, NbrRole::Dr),
+            (Ipv4Addr::new(10, 22, 99, 1), NbrState::Full, NbrRole::Dr),
+        ]
+    );
+}
+
+#[test]
+fn simultaneous_start_elects_the_highest_router_id() {
+    // The spine's router id (10.22.99.0) beats Leaf1's (10.11.99.1) but not Leaf2's (10.22.99.1).
+    let (net, [spine, ..]) = fabric(0);
+    let (e, _) = converge(net);
+    let r = roles(&e, spine);
+    assert_eq!(r[0], (Ipv4Addr::new(10, 11, 99, 1), NbrState::Full, NbrRole::Bdr));
+    assert_eq!(r[1], (Ipv4Addr::new(10, 22, 99, 1), NbrState::Full, NbrRole::Dr));
+}
+
+#[test]
+fn spf_costs_and_next_hops() {
+    let (net, [spine, l1, _]) = fabric(60_000);
+    let (e, _) = converge(net);
+    let fib = &e.state().devices[l1.idx()].fib;
+    let r = fib.lookup(Ipv4Addr::new(10, 2, 22, 1)).expect("route to Leaf2's host /31");
+    assert_eq!((r.proto, r.distance, r.metric), (Proto::OspfIntra, 110, 30));
+    assert_eq!(r.nexthops[0].via, Some(Ipv4Addr::new(10, 11, 99, 0)));
+    let r = e.state().devices[spine.idx()].fib.lookup(Ipv4Addr::new(10, 1, 11, 1)).expect("spine route");
+    assert_eq!(r.metric, 20);
+}
+
+#[test]
+fn link_shutdown_withdraws_routes_and_restore_brings_them_back() {
+    let (net, [_, l1, l2]) = fabric(60_000);
+    let (mut e, _) = converge(net);
+    let origin = TextOrigin { file: "step".into(), line: 1, col: 1 };
+    e.reconfigure(|n| apply_config(n, l2, "interface Ethernet1\n shutdown\n", &origin)).expect("cfg");
+    e.run_until_quiet();
+    assert!(e.state().devices[l1.idx()].fib.lookup(Ipv4Addr::new(10, 2, 22, 1)).is_none());
+    e.reconfigure(|n| apply_config(n, l2, "interface Ethernet1\n no shutdown\n", &origin)).expect("cfg");
+    e.run_until_quiet();
+    assert!(e.state().devices[l1.idx()].fib.lookup(Ipv4Addr::new(10, 2, 22, 1)).is_some());
+}
+
+#[test]
+fn redistributed_static_default_is_e2_metric_1() {
+    let (mut net, [spine, l1, _]) = fabric(0);
+    let origin = TextOrigin { file: "t".into(), line: 1, col: 1 };
+    apply_config(&mut net, spine, "ip route 0.0.0.0/0 Null0\nrouter ospf 1\n redistribute static\n", &origin).expect("cfg");
+    let (e, _) = converge(net);
+    let r = e.state().devices[l1.idx()].fib.lookup(Ipv4Addr::new(8, 8, 8, 8)).expect("default");
+    assert_eq!((r.proto, r.metric), (Proto::OspfE2, 1));
+}
+
