@@ -1,11 +1,890 @@
-use crate::diag::{Diagnostic, InputError};
-use crate::model::Network;
+//! Topology YAML → `model::Network`: devices in file order, their embedded EOS and netplan
+//! blocks (through `input::eos` / `input::netplan`), links, segments and the external network,
+//! then the checks that need the whole fabric (addresses, subnets). Never computes routing.
+//!
+//! Format (one mapping; later issues add top-level keys such as BGP or Kubernetes):
+//! `name`, `devices` (name → `kind: eos|linux|external` plus that kind's keys), `links`
+//! (point-to-point `[DEV:IF, DEV:IF]`) and `segments` (name → `[DEV:IF, …]`, multi-access).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+use ipnet::Ipv4Net;
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use self::yaml::OrderedMap;
+use super::{eos, netplan};
+use crate::diag::{Diagnostic, InputError, Severity, Span, TextOrigin};
+use crate::model::{
+    AddrConfig, Device, DeviceId, DeviceKind, DhcpLease, ExternalConfig, IfId, IfOspf, Interface,
+    L2Domain, L2Id, Network, Responder, VendorProfile,
+};
+
+/// A loaded topology: the model plus the warnings found while building it.
+#[derive(Debug)]
 pub struct Loaded {
     pub net: Network,
     pub warnings: Vec<Diagnostic>,
     pub name: String,
 }
-pub fn load_topology(path: &std::path::Path) -> Result<Loaded, InputError> {
-    let _ = path;
-    Ok(Loaded { net: Network::default(), warnings: vec![], name: String::new() })
+
+/// Reads and loads a topology file; diagnostics name the path as given.
+pub fn load_topology(path: &Path) -> Result<Loaded, InputError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Diagnostic::error(
+            Span::new(&file, 1, 1),
+            format!("cannot read the topology file: {e}"),
+        )
+    })?;
+    parse_topology(&text, &file)
+}
+
+/// Loads a topology from its text; `file` is the name diagnostics use.
+pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
+    let origin = TextOrigin {
+        file: file.to_string(),
+        line: 1,
+        col: 1,
+    };
+    let raw: RawTopology = yaml::from_str(text, &origin)?;
+    let mut b = Builder::new(origin, text);
+    for (key, dev) in &raw.devices.0 {
+        b.add_device(key, dev);
+    }
+    for link in &raw.links {
+        b.add_link(link);
+    }
+    for (key, members) in &raw.segments.0 {
+        b.add_segment(key, members);
+    }
+    for (key, dev) in &raw.devices.0 {
+        b.add_leases(key, dev);
+    }
+    b.check_links();
+    b.check_addresses();
+    b.finish(raw.name.value)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file as written. Every value that a diagnostic may point at is `Spanned`.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTopology {
+    name: Spanned<String>,
+    devices: OrderedMap<RawDevice>,
+    #[serde(default)]
+    links: Vec<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    segments: OrderedMap<Vec<Spanned<String>>>,
+}
+
+/// One device. The keys of all kinds are accepted here; `Builder::check_keys` then rejects
+/// those that do not belong to the device's kind, with a message naming the kind.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDevice {
+    kind: Option<Spanned<String>>,
+    boot: Option<Spanned<String>>,
+    /// When the device's configuration was entered (it runs with factory defaults until then).
+    config_at: Option<Spanned<String>>,
+    // eos
+    config: Option<Spanned<String>>,
+    // linux
+    hostname: Option<Spanned<String>>,
+    interfaces: Option<Spanned<Vec<Spanned<String>>>>,
+    ip_forward: Option<Spanned<bool>>,
+    netplan: Option<Spanned<String>>,
+    // external
+    interface: Option<Spanned<String>>,
+    gateway: Option<Spanned<String>>,
+    leases: Option<Spanned<Vec<RawLease>>>,
+    responders: Option<Spanned<Vec<RawResponder>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLease {
+    device: Spanned<String>,
+    interface: Spanned<String>,
+    address: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResponder {
+    address: Spanned<String>,
+    /// Default 64, the TTL Linux and EOS originate packets with.
+    reply_ttl: Option<u8>,
+}
+
+impl RawDevice {
+    /// The keys that only some kinds have, with the location of their values when present.
+    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 9] {
+        fn at<T>(v: &Option<Spanned<T>>) -> Option<&serde_saphyr::Location> {
+            v.as_ref().map(|s| &s.referenced)
+        }
+        [
+            ("config", at(&self.config)),
+            ("hostname", at(&self.hostname)),
+            ("interfaces", at(&self.interfaces)),
+            ("ip_forward", at(&self.ip_forward)),
+            ("netplan", at(&self.netplan)),
+            ("interface", at(&self.interface)),
+            ("gateway", at(&self.gateway)),
+            ("leases", at(&self.leases)),
+            ("responders", at(&self.responders)),
+        ]
+    }
+}
+
+/// The keys each kind accepts besides `kind`, `boot` and `config_at`.
+fn keys_of(kind: DeviceKind) -> &'static [&'static str] {
+    match kind {
+        DeviceKind::Eos => &["config"],
+        DeviceKind::Linux => &["hostname", "interfaces", "ip_forward", "netplan"],
+        DeviceKind::External => &["interface", "gateway", "leases", "responders"],
+    }
+}
+
+fn kind_name(kind: DeviceKind) -> &'static str {
+    match kind {
+        DeviceKind::Eos => "eos",
+        DeviceKind::Linux => "linux",
+        DeviceKind::External => "external",
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building the model.
+
+/// An IPv4 address bound to an interface (statically, or by a DHCP lease), for the
+/// fabric-wide address checks.
+struct Claim {
+    iface: IfId,
+    net: Ipv4Net,
+    span: Span,
+}
+
+struct Builder<'a> {
+    origin: TextOrigin,
+    source: &'a str,
+    net: Network,
+    diags: Vec<Diagnostic>,
+    /// Devices that failed to load (bad kind); references to them are not reported again.
+    broken: BTreeSet<String>,
+    /// Linux hosts with an explicit `interfaces:` list: other names are errors there.
+    declared: BTreeSet<DeviceId>,
+    /// Where each static address was written, when that is more precise than the interface's
+    /// own span (netplan `addresses` entries, the external gateway).
+    addr_spans: BTreeMap<IfId, Span>,
+    /// Where each interface joined its link or segment.
+    attached: BTreeMap<IfId, Span>,
+    links: Vec<L2Id>,
+    lease_claims: Vec<Claim>,
+    /// `config_at:` per device, applied once the whole topology is built and checked.
+    deferred: Vec<(DeviceId, u64)>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(origin: TextOrigin, source: &'a str) -> Self {
+        Builder {
+            origin,
+            source,
+            net: Network::default(),
+            diags: Vec::new(),
+            broken: BTreeSet::new(),
+            declared: BTreeSet::new(),
+            addr_spans: BTreeMap::new(),
+            attached: BTreeMap::new(),
+            links: Vec::new(),
+            lease_claims: Vec::new(),
+            deferred: Vec::new(),
+        }
+    }
+
+    fn span<T>(&self, v: &Spanned<T>) -> Span {
+        yaml::span(&self.origin, &v.referenced)
+    }
+
+    fn error(&mut self, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::error(span, msg));
+    }
+
+    fn finish(mut self, name: String) -> Result<Loaded, InputError> {
+        self.diags
+            .sort_by(|a, b| (a.severity, &a.span).cmp(&(b.severity, &b.span)));
+        if self.diags.iter().any(|d| d.severity == Severity::Error) {
+            self.diags.retain(|d| d.severity == Severity::Error);
+            return Err(InputError(self.diags));
+        }
+        for (dev, at_ms) in std::mem::take(&mut self.deferred) {
+            self.net.defer_config(dev, at_ms);
+        }
+        Ok(Loaded {
+            net: self.net,
+            warnings: self.diags,
+            name,
+        })
+    }
+
+    // --- devices ------------------------------------------------------------------------------
+
+    fn add_device(&mut self, key: &Spanned<String>, raw: &RawDevice) {
+        let span = self.span(key);
+        let name = key.value.clone();
+        if name.is_empty() || name.contains(|c: char| c == ':' || c.is_whitespace()) {
+            self.error(
+                span,
+                format!("expected a device name without `:` or spaces, found `{name}`"),
+            );
+            self.broken.insert(name);
+            return;
+        }
+        let Some(kind) = self.kind(&span, raw) else {
+            self.broken.insert(name);
+            return;
+        };
+        self.check_keys(kind, raw);
+        let boot_ms = raw.boot.as_ref().map_or(0, |b| self.duration(b));
+        let id = DeviceId(self.net.devices.len() as u32);
+        if let Some(at) = &raw.config_at {
+            let at_ms = self.duration(at);
+            self.deferred.push((id, at_ms));
+        }
+        self.net.devices.push(Device {
+            name: name.clone(),
+            kind,
+            hostname: None,
+            ifaces: Vec::new(),
+            boot_ms,
+            profile: match kind {
+                DeviceKind::Eos => VendorProfile::eos(),
+                // The external network's gateway is a Linux/NAT box as far as defaults go.
+                DeviceKind::Linux | DeviceKind::External => VendorProfile::linux(),
+            },
+            statics: Vec::new(),
+            ospf: None,
+            acls: BTreeMap::new(),
+            // EOS always routes; hosts only when the topology says so.
+            ip_forward: kind == DeviceKind::Eos,
+            external: None,
+            span,
+        });
+        match kind {
+            DeviceKind::Eos => self.eos_device(id, raw),
+            DeviceKind::Linux => self.linux_device(id, raw),
+            DeviceKind::External => self.external_device(id, raw),
+        }
+    }
+
+    fn kind(&mut self, dev_span: &Span, raw: &RawDevice) -> Option<DeviceKind> {
+        let Some(kind) = &raw.kind else {
+            let msg = "missing `kind` (expected eos, linux or external)";
+            self.error(dev_span.clone(), msg);
+            return None;
+        };
+        match kind.value.as_str() {
+            "eos" => Some(DeviceKind::Eos),
+            "linux" => Some(DeviceKind::Linux),
+            "external" => Some(DeviceKind::External),
+            other => {
+                let msg = format!("unknown kind `{other}` (expected eos, linux or external)");
+                self.error(self.span(kind), msg);
+                None
+            }
+        }
+    }
+
+    fn check_keys(&mut self, kind: DeviceKind, raw: &RawDevice) {
+        let allowed = keys_of(kind);
+        for (key, at) in raw.kind_keys() {
+            if let Some(at) = at.filter(|_| !allowed.contains(&key)) {
+                let msg = format!(
+                    "`{key}` is not a key of kind {} (expected kind, boot, config_at, {})",
+                    kind_name(kind),
+                    allowed.join(", ")
+                );
+                self.error(yaml::span(&self.origin, at), msg);
+            }
+        }
+    }
+
+    fn duration(&mut self, v: &Spanned<String>) -> u64 {
+        parse_duration_ms(&v.value).unwrap_or_else(|| {
+            let msg = format!(
+                "expected a duration like 60s, 500ms or 2m, found `{}`",
+                v.value
+            );
+            self.error(self.span(v), msg);
+            0
+        })
+    }
+
+    fn eos_device(&mut self, id: DeviceId, raw: &RawDevice) {
+        let Some(config) = &raw.config else { return };
+        let origin = yaml::text_origin(config, self.source, &self.origin);
+        match eos::apply_config(&mut self.net, id, &config.value, &origin) {
+            Ok(warnings) => self.diags.extend(warnings),
+            Err(e) => self.diags.extend(e.0),
+        }
+    }
+
+    fn linux_device(&mut self, id: DeviceId, raw: &RawDevice) {
+        let dev_span = self.net.device(id).span.clone();
+        let dev = &mut self.net.devices[id.idx()];
+        dev.hostname = Some(
+            raw.hostname
+                .as_ref()
+                .map_or(&dev.name, |h| &h.value)
+                .clone(),
+        );
+        dev.ip_forward = raw.ip_forward.as_ref().is_some_and(|f| f.value);
+        let lo = add_linux_iface(&mut self.net, id, "lo", dev_span);
+        let lo = &mut self.net.interfaces[lo.idx()];
+        lo.addr = AddrConfig::Static(Ipv4Net::new(Ipv4Addr::LOCALHOST, 8).unwrap_or_default());
+        lo.mtu = 65536; // the kernel's loopback MTU, as `ip link` shows it
+        if let Some(list) = &raw.interfaces {
+            self.declared.insert(id);
+            for name in &list.value {
+                self.declare_linux_iface(id, name);
+            }
+        }
+        if let Some(np) = &raw.netplan {
+            self.apply_netplan(id, np);
+        }
+    }
+
+    fn declare_linux_iface(&mut self, id: DeviceId, name: &Spanned<String>) {
+        let span = self.span(name);
+        if name.value == "lo" {
+            self.error(
+                span,
+                "`lo` is always present (ifindex 1); list only the other interfaces",
+            );
+        } else if find_iface(&self.net, id, &name.value).is_some() {
+            self.error(span, format!("interface `{}` is listed twice", name.value));
+        } else if name.value.is_empty() || name.value.contains(|c: char| c.is_whitespace()) {
+            self.error(
+                span,
+                format!(
+                    "expected an interface name like ens3, found `{}`",
+                    name.value
+                ),
+            );
+        } else {
+            add_linux_iface(&mut self.net, id, &name.value, span);
+        }
+    }
+
+    fn apply_netplan(&mut self, id: DeviceId, np: &Spanned<String>) {
+        let origin = yaml::text_origin(np, self.source, &self.origin);
+        let create = !self.declared.contains(&id);
+        match netplan::apply(&mut self.net, id, &np.value, &origin, create) {
+            Ok(applied) => {
+                self.diags.extend(applied.warnings);
+                self.addr_spans.extend(applied.addr_spans);
+            }
+            Err(e) => self.diags.extend(e.0),
+        }
+    }
+
+    fn external_device(&mut self, id: DeviceId, raw: &RawDevice) {
+        let ifname = raw.interface.as_ref().map_or("eth0", |i| i.value.as_str());
+        let if_span = raw
+            .interface
+            .as_ref()
+            .map_or(self.net.device(id).span.clone(), |i| self.span(i));
+        let iface = add_linux_iface(&mut self.net, id, ifname, if_span);
+        let Some(gw) = &raw.gateway else {
+            let msg = "missing `gateway` (the external network's address, e.g. 10.0.137.1/24)";
+            self.error(self.net.device(id).span.clone(), msg);
+            return;
+        };
+        let Some(gateway) = self.prefix(gw) else {
+            return;
+        };
+        self.net.interfaces[iface.idx()].addr = AddrConfig::Static(gateway);
+        self.addr_spans.insert(iface, self.span(gw));
+        let responders = raw.responders.iter().flat_map(|r| &r.value);
+        let responders = responders.filter_map(|r| self.responder(r)).collect();
+        let external = ExternalConfig {
+            gateway,
+            leases: Vec::new(),
+            responders,
+        };
+        self.net.devices[id.idx()].external = Some(external);
+    }
+
+    fn responder(&mut self, raw: &RawResponder) -> Option<Responder> {
+        let address = self.address(&raw.address)?;
+        Some(Responder {
+            address,
+            reply_ttl: raw.reply_ttl.unwrap_or(64),
+        })
+    }
+
+    fn prefix(&mut self, v: &Spanned<String>) -> Option<Ipv4Net> {
+        parse_prefix(&v.value)
+            .map_err(|msg| self.error(self.span(v), msg))
+            .ok()
+    }
+
+    fn address(&mut self, v: &Spanned<String>) -> Option<Ipv4Addr> {
+        v.value.trim().parse().ok().or_else(|| {
+            let msg = format!("expected an IPv4 address like 8.8.8.8, found `{}`", v.value);
+            self.error(self.span(v), msg);
+            None
+        })
+    }
+
+    // --- links and segments -------------------------------------------------------------------
+
+    fn add_link(&mut self, link: &Spanned<Vec<Spanned<String>>>) {
+        let span = self.span(link);
+        if link.value.len() != 2 {
+            let msg = format!(
+                "expected a link with two endpoints like [Spine-1:Ethernet1, Leaf-1:Ethernet1], \
+                 found {} (use `segments:` for more)",
+                link.value.len()
+            );
+            self.error(span, msg);
+            return;
+        }
+        let name = format!("{}--{}", link.value[0].value, link.value[1].value);
+        let l2 = self.add_l2(name, span, &link.value);
+        self.links.push(l2);
+    }
+
+    fn add_segment(&mut self, key: &Spanned<String>, members: &[Spanned<String>]) {
+        self.add_l2(key.value.clone(), self.span(key), members);
+    }
+
+    /// Creates the L2 domain even when some endpoints are bad, so later checks still run.
+    fn add_l2(&mut self, name: String, span: Span, eps: &[Spanned<String>]) -> L2Id {
+        let id = L2Id(self.net.l2.len() as u32);
+        let mut members = Vec::new();
+        for ep in eps {
+            let Some(iface) = self.endpoint(ep) else {
+                continue;
+            };
+            let at = self.span(ep);
+            if let Some(prev) = self.attached.get(&iface) {
+                let msg = format!(
+                    "{} is already attached at {prev} (an interface joins one link or segment)",
+                    self.label(iface)
+                );
+                self.error(at, msg);
+                continue;
+            }
+            self.attached.insert(iface, at);
+            self.net.interfaces[iface.idx()].l2 = Some(id);
+            members.push(iface);
+        }
+        self.net.l2.push(L2Domain {
+            name,
+            members,
+            span,
+        });
+        id
+    }
+
+    /// Resolves `DEVICE:INTERFACE`, creating the interface where the device allows it.
+    fn endpoint(&mut self, ep: &Spanned<String>) -> Option<IfId> {
+        let span = self.span(ep);
+        let parts = ep
+            .value
+            .split_once(':')
+            .filter(|(d, i)| !d.is_empty() && !i.is_empty());
+        let Some((dev, ifname)) = parts else {
+            let msg = format!(
+                "expected an endpoint like Leaf-1:Ethernet1, found `{}`",
+                ep.value
+            );
+            self.error(span, msg);
+            return None;
+        };
+        let dev = self.device(dev, &span)?;
+        self.iface(dev, ifname, span, true)
+    }
+
+    fn device(&mut self, name: &str, span: &Span) -> Option<DeviceId> {
+        let found = self.net.device_by_name(name);
+        if found.is_none() && !self.broken.contains(name) {
+            self.error(
+                span.clone(),
+                format!("unknown device `{name}` (not under `devices:`)"),
+            );
+        }
+        found
+    }
+
+    /// Finds `ifname` on `dev` (EOS names in any accepted spelling). EOS ports and, on hosts
+    /// without an `interfaces:` list, Linux NICs are created on first use when `create`.
+    fn iface(&mut self, dev: DeviceId, ifname: &str, span: Span, create: bool) -> Option<IfId> {
+        let device = self.net.device(dev);
+        let (kind, devname) = (device.kind, device.name.clone());
+        if kind == DeviceKind::Eos {
+            let Some(canon) = eos::canonical_interface(ifname) else {
+                let msg =
+                    format!("expected an EOS interface name like Ethernet1, found `{ifname}`");
+                self.error(span, msg);
+                return None;
+            };
+            if let Some(found) = self.net.iface_by_name(dev, &canon) {
+                return Some(found);
+            }
+            if create {
+                return Some(self.add_switchport(dev, canon, span));
+            }
+        } else if let Some(found) = find_iface(&self.net, dev, ifname) {
+            return Some(found);
+        } else if create && kind == DeviceKind::Linux && !self.declared.contains(&dev) {
+            return Some(add_linux_iface(&mut self.net, dev, ifname, span));
+        }
+        let names: Vec<&str> = self
+            .net
+            .device(dev)
+            .ifaces
+            .iter()
+            .map(|i| self.net.iface(*i).name.as_str())
+            .collect();
+        let msg = format!(
+            "unknown interface `{ifname}` on {devname} (it has {})",
+            names.join(", ")
+        );
+        self.error(span, msg);
+        None
+    }
+
+    /// An EOS port that the configuration does not mention: a plain (layer-2) switchport.
+    fn add_switchport(&mut self, dev: DeviceId, name: String, span: Span) -> IfId {
+        let id = push_iface(&mut self.net, dev, name, span);
+        self.net.interfaces[id.idx()].routed = false;
+        id
+    }
+
+    fn label(&self, iface: IfId) -> String {
+        let i = self.net.iface(iface);
+        format!("{}:{}", self.net.device(i.device).name, i.name)
+    }
+
+    // --- DHCP leases --------------------------------------------------------------------------
+
+    fn add_leases(&mut self, key: &Spanned<String>, raw: &RawDevice) {
+        let Some(ext) = self.net.device_by_name(&key.value) else {
+            return;
+        };
+        let Some(leases) = &raw.leases else { return };
+        let Some(gateway) = self.net.device(ext).external.as_ref().map(|e| e.gateway) else {
+            return;
+        };
+        for lease in &leases.value {
+            if let Some(lease) = self.lease(ext, gateway, lease) {
+                if let Some(e) = self.net.devices[ext.idx()].external.as_mut() {
+                    e.leases.push(lease);
+                }
+            }
+        }
+    }
+
+    fn lease(&mut self, ext: DeviceId, gateway: Ipv4Net, raw: &RawLease) -> Option<DhcpLease> {
+        let dev = self.device(&raw.device.value, &self.span(&raw.device))?;
+        let iface = self.iface(dev, &raw.interface.value, self.span(&raw.interface), false)?;
+        let address = self.prefix(&raw.address)?;
+        let span = self.span(&raw.address);
+        let ext_if = self.net.device(ext).ifaces.first().copied();
+        let segment = ext_if.and_then(|i| self.net.iface(i).l2);
+        if segment.is_none() || self.net.iface(iface).l2 != segment {
+            let ext_name = &self.net.device(ext).name;
+            let msg = format!("{} is not on {ext_name}'s segment", self.label(iface));
+            self.error(self.span(&raw.interface), msg);
+            return None;
+        }
+        if address.prefix_len() != gateway.prefix_len() || !gateway.contains(&address.addr()) {
+            let ext_name = &self.net.device(ext).name;
+            let msg = format!(
+                "expected an address in {ext_name}'s subnet {}, found {address}",
+                gateway.trunc()
+            );
+            self.error(span, msg);
+            return None;
+        }
+        self.lease_claims.push(Claim {
+            iface,
+            net: address,
+            span: span.clone(),
+        });
+        let interface = self.net.iface(iface).name.clone();
+        Some(DhcpLease {
+            device: raw.device.value.clone(),
+            interface,
+            address,
+            span,
+        })
+    }
+
+    // --- fabric-wide checks -------------------------------------------------------------------
+
+    /// Both ends of a point-to-point link must be addressed in the same subnet.
+    fn check_links(&mut self) {
+        let errors: Vec<Diagnostic> = self
+            .links
+            .iter()
+            .filter_map(|l2| self.link_mismatch(*l2))
+            .collect();
+        self.diags.extend(errors);
+    }
+
+    fn link_mismatch(&self, l2: L2Id) -> Option<Diagnostic> {
+        let dom = &self.net.l2[l2.idx()];
+        let [a, b] = dom.members[..] else { return None };
+        let (AddrConfig::Static(na), AddrConfig::Static(nb)) =
+            (&self.net.iface(a).addr, &self.net.iface(b).addr)
+        else {
+            return None;
+        };
+        let (la, lb) = (self.label(a), self.label(b));
+        let msg = if na.prefix_len() != nb.prefix_len() {
+            format!("link ends have different prefix lengths: {la} is {na}, {lb} is {nb}")
+        } else if na.trunc() != nb.trunc() {
+            let (sa, sb) = (na.trunc(), nb.trunc());
+            format!("link ends are in different subnets: {la} is {na} (in {sa}), {lb} is {nb} (in {sb})")
+        } else {
+            return None;
+        };
+        Some(Diagnostic::error(dom.span.clone(), msg))
+    }
+
+    fn claims(&mut self) -> Vec<Claim> {
+        let mut claims: Vec<Claim> = (0..self.net.interfaces.len())
+            .filter_map(|i| {
+                let iface = IfId(i as u32);
+                let AddrConfig::Static(net) = self.net.iface(iface).addr else {
+                    return None;
+                };
+                let span = self
+                    .addr_spans
+                    .get(&iface)
+                    .unwrap_or(&self.net.iface(iface).span);
+                (!net.addr().is_loopback()).then(|| Claim {
+                    iface,
+                    net,
+                    span: span.clone(),
+                })
+            })
+            .collect();
+        claims.append(&mut self.lease_claims);
+        claims.sort_by(|a, b| a.span.cmp(&b.span));
+        claims
+    }
+
+    /// No address twice in the fabric; no two interfaces of one device in overlapping subnets.
+    fn check_addresses(&mut self) {
+        let claims = self.claims();
+        let mut first: BTreeMap<Ipv4Addr, &Claim> = BTreeMap::new();
+        let mut errors = Vec::new();
+        for c in &claims {
+            match first.get(&c.net.addr()) {
+                Some(prev) if prev.iface != c.iface => {
+                    let msg = format!(
+                        "duplicate address {}: also on {} at {}",
+                        c.net.addr(),
+                        self.label(prev.iface),
+                        prev.span
+                    );
+                    errors.push(Diagnostic::error(c.span.clone(), msg));
+                }
+                Some(_) => {}
+                None => {
+                    first.insert(c.net.addr(), c);
+                }
+            }
+        }
+        for (i, c) in claims.iter().enumerate() {
+            if let Some(prev) = claims[..i].iter().find(|p| self.overlaps(p, c)) {
+                let msg = format!(
+                    "subnet {} of {} overlaps subnet {} of {} at {} (same device)",
+                    c.net.trunc(),
+                    self.label(c.iface),
+                    prev.net.trunc(),
+                    self.label(prev.iface),
+                    prev.span
+                );
+                errors.push(Diagnostic::error(c.span.clone(), msg));
+            }
+        }
+        self.diags.extend(errors);
+    }
+
+    /// Two interfaces of one device in overlapping subnets (duplicates are reported apart).
+    fn overlaps(&self, a: &Claim, b: &Claim) -> bool {
+        let (ia, ib) = (self.net.iface(a.iface), self.net.iface(b.iface));
+        ia.device == ib.device
+            && a.iface != b.iface
+            && a.net.addr() != b.net.addr()
+            && (a.net.contains(&b.net.network()) || b.net.contains(&a.net.network()))
+    }
+}
+
+/// Linux (and external) interfaces are matched exactly: `ens3` and `ENS3` are different NICs.
+pub(crate) fn find_iface(net: &Network, dev: DeviceId, name: &str) -> Option<IfId> {
+    net.device(dev)
+        .ifaces
+        .iter()
+        .copied()
+        .find(|i| net.iface(*i).name == name)
+}
+
+/// A routed interface with the next kernel index (lo is 1, then 2, 3, … in creation order).
+pub(crate) fn add_linux_iface(net: &mut Network, dev: DeviceId, name: &str, span: Span) -> IfId {
+    let ifindex = net.device(dev).ifaces.len() as u32 + 1;
+    let id = push_iface(net, dev, name.to_string(), span);
+    net.interfaces[id.idx()].ifindex = ifindex;
+    id
+}
+
+/// A routed, up, unaddressed interface with the default MTU.
+fn push_iface(net: &mut Network, dev: DeviceId, name: String, span: Span) -> IfId {
+    let id = IfId(net.interfaces.len() as u32);
+    net.interfaces.push(Interface {
+        device: dev,
+        name,
+        l2: None,
+        routed: true,
+        admin_up: true,
+        addr: AddrConfig::None,
+        mtu: 1500,
+        ospf: IfOspf::default(),
+        nat_overload_acl: None,
+        ifindex: 0,
+        span,
+    });
+    net.devices[dev.idx()].ifaces.push(id);
+    id
+}
+
+/// `10.0.0.1/31` (an interface address: host bits are the address).
+pub(crate) fn parse_prefix(text: &str) -> Result<Ipv4Net, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("expected an IPv4 prefix like 10.0.0.1/31, found `{text}`"))
+}
+
+/// `60s`, `500ms`, `2m`, `1h`, or a bare `0`.
+fn parse_duration_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    if text == "0" {
+        return Some(0);
+    }
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (num, unit) = text.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let scale = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return None,
+    };
+    n.checked_mul(scale)
+}
+
+/// YAML plumbing shared with `input::netplan`: parsing with diagnostics, order-preserving
+/// maps, and mapping locations of embedded text blocks back into the user's file.
+pub(crate) mod yaml {
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    use serde::de::{Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
+    use serde_saphyr::{Location, MessageFormatter, Spanned, UserMessageFormatter};
+
+    use crate::diag::{Diagnostic, Span, TextOrigin};
+
+    /// A YAML mapping in file order (device order must be the file's, never a hash order).
+    pub(crate) struct OrderedMap<V>(pub Vec<(Spanned<String>, V)>);
+
+    impl<V> Default for OrderedMap<V> {
+        fn default() -> Self {
+            OrderedMap(Vec::new())
+        }
+    }
+
+    impl<'de, V: Deserialize<'de>> Deserialize<'de> for OrderedMap<V> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit<V>(PhantomData<V>);
+            impl<'de, V: Deserialize<'de>> Visitor<'de> for Visit<V> {
+                type Value = OrderedMap<V>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a mapping")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                    let mut entries = Vec::new();
+                    while let Some(entry) = map.next_entry()? {
+                        entries.push(entry);
+                    }
+                    Ok(OrderedMap(entries))
+                }
+            }
+            d.deserialize_map(Visit(PhantomData))
+        }
+    }
+
+    /// Parses `text`, which starts at `origin` in the user's file.
+    pub(crate) fn from_str<T: DeserializeOwned>(
+        text: &str,
+        origin: &TextOrigin,
+    ) -> Result<T, Diagnostic> {
+        serde_saphyr::from_str(text).map_err(|e| {
+            let message: String = UserMessageFormatter
+                .format_message(&e)
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
+            let span = e
+                .location()
+                .map_or_else(|| origin.span_at(0, 0), |l| span(origin, &l));
+            Diagnostic::error(span, message)
+        })
+    }
+
+    /// The file position of a location inside text that starts at `origin`.
+    pub(crate) fn span(origin: &TextOrigin, loc: &Location) -> Span {
+        let line = (loc.line() as usize).saturating_sub(1);
+        origin.span_at(line, (loc.column() as usize).saturating_sub(1))
+    }
+
+    /// Where a string value's text starts in the file, so that diagnostics about its lines
+    /// point into the file. serde-saphyr reports a block scalar (`config: |`) at its first
+    /// non-blank line, at the block's indentation column, while the value starts with one `\n`
+    /// per blank line before that; a quoted scalar is reported at its opening quote.
+    pub(crate) fn text_origin(
+        v: &Spanned<String>,
+        source: &str,
+        parent: &TextOrigin,
+    ) -> TextOrigin {
+        let at = span(parent, &v.referenced);
+        let src_line = source
+            .lines()
+            .nth((v.referenced.line() as usize).saturating_sub(1));
+        let first = src_line.and_then(|l| {
+            l.chars()
+                .nth((v.referenced.column() as usize).saturating_sub(1))
+        });
+        let (line, col) = match first {
+            Some('"' | '\'') => (at.line, at.col + 1),
+            _ => {
+                let blank = v.value.chars().take_while(|c| *c == '\n').count() as u32;
+                (at.line.saturating_sub(blank).max(1), at.col)
+            }
+        };
+        TextOrigin {
+            file: parent.file.clone(),
+            line,
+            col,
+        }
+    }
 }
