@@ -67,7 +67,6 @@ fn bad_files_give_their_expected_diagnostic() {
 /// The EOS parser reports the bad prefix at its position in the topology file (line 9, the
 /// column of `10.0.0.1/33`). The message text is the EOS parser's; confirm it on merge.
 #[test]
-#[ignore = "needs the real input::eos (the topo branch builds against a stub); enable after merging"]
 fn bad_eos_file() {
     for stem in NEEDS_EOS_PARSER {
         let path = PathBuf::from(format!("tests/bad/{stem}.yaml"));
@@ -136,19 +135,21 @@ fn seed_lab_devices_in_file_order() {
     assert_eq!(kind("Leaf-2"), Some(DeviceKind::Eos));
     assert_eq!(kind("client"), Some(DeviceKind::Linux));
     assert_eq!(kind("nat-cloud"), Some(DeviceKind::External));
-    let spine = &net.devices[0];
+    assert!(net.devices.iter().all(|d| d.boot_ms == 0));
+    assert_eq!(net.timed.len(), 1, "only the spine's configuration is entered later");
     assert_eq!(
-        spine.boot_ms, 60_000,
-        "the spine boots after the leaves' OSPF wait timer"
+        (net.timed[0].device.0, net.timed[0].at_ms),
+        (0, 60_000),
+        "the spine is configured after the leaves' OSPF wait timer"
     );
-    assert!(net.devices[1..].iter().all(|d| d.boot_ms == 0));
     assert_eq!(net.devices[4].hostname.as_deref(), Some("K-Master"));
     assert_eq!(net.devices[5].hostname.as_deref(), Some("k-w1"));
 }
 
 #[test]
 fn seed_lab_addresses_at_s0() {
-    let net = seed_lab().net;
+    let mut net = seed_lab().net;
+    net.apply_timed(0); // the spine's configuration, entered at 60 s
     assert_eq!(
         addr(&net, "Spine-1", "Ethernet1"),
         static_addr("10.11.99.0/31")

@@ -174,13 +174,8 @@ impl Engine {
                 self.refresh_all();
             }
             Event::TimedConfig(i) => {
-                if let Some(t) = self.net.timed.get(i).cloned() {
-                    for (id, ifc) in t.ifaces {
-                        self.net.interfaces[id.idx()] = ifc;
-                    }
-                    self.net.devices[t.device.idx()] = t.config;
-                    self.refresh_all();
-                }
+                self.net.apply_timed(i);
+                self.refresh_all();
             }
             Event::Ospf(oev) => {
                 let mut out = Vec::new();

@@ -292,6 +292,15 @@ impl Network {
         self.timed.push(TimedConfig { at_ms, device: dev, config, ifaces });
     }
 
+    /// Apply `timed[i]`: the device's configuration as entered at its time.
+    pub fn apply_timed(&mut self, i: usize) {
+        let Some(t) = self.timed.get(i).cloned() else { return };
+        for (id, ifc) in t.ifaces {
+            self.interfaces[id.idx()] = ifc;
+        }
+        self.devices[t.device.idx()] = t.config;
+    }
+
     /// The other members of an interface's L2 domain.
     pub fn l2_peers(&self, ifid: IfId) -> impl Iterator<Item = IfId> + '_ {
         let l2 = self.iface(ifid).l2;
