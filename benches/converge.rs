@@ -13,7 +13,9 @@ fn seed_lab(c: &mut Criterion) {
     c.bench_function("converge seed-lab topology", |b| b.iter(|| converge(topo.net.clone())));
 
     let scn = scenario::open(Path::new("scenarios/seed-lab.yaml")).expect("scenario");
-    c.bench_function("replay seed-lab scenario", |b| b.iter(|| scenario::run(&scn, None).expect("run")));
+    c.bench_function("replay seed-lab scenario", |b| {
+        b.iter(|| scenario::run(&scn, None).expect("run"))
+    });
 
     let (engine, _) = converge(topo.net.clone());
     let net = engine.network();

@@ -15,7 +15,11 @@ pub struct Span {
 
 impl Span {
     pub fn new(file: impl Into<String>, line: u32, col: u32) -> Self {
-        Span { file: file.into(), line, col }
+        Span {
+            file: file.into(),
+            line,
+            col,
+        }
     }
 }
 
@@ -42,10 +46,20 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(span: Span, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Error, span, message: message.into(), hint: None }
+        Diagnostic {
+            severity: Severity::Error,
+            span,
+            message: message.into(),
+            hint: None,
+        }
     }
     pub fn warning(span: Span, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Warning, span, message: message.into(), hint: None }
+        Diagnostic {
+            severity: Severity::Warning,
+            span,
+            message: message.into(),
+            hint: None,
+        }
     }
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());

@@ -23,13 +23,19 @@ fn yaml_files(dir: &str) -> Vec<PathBuf> {
 }
 
 fn rel(p: &Path) -> String {
-    p.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(p).display().to_string()
+    p.strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(p)
+        .display()
+        .to_string()
 }
 
 /// Every query command, run twice on every bundled topology and scenario, prints the same bytes.
 #[test]
 fn every_bundled_file_gives_byte_identical_output() {
-    let files: Vec<PathBuf> = yaml_files("topologies").into_iter().chain(yaml_files("scenarios")).collect();
+    let files: Vec<PathBuf> = yaml_files("topologies")
+        .into_iter()
+        .chain(yaml_files("scenarios"))
+        .collect();
     assert!(!files.is_empty());
     for f in &files {
         let f = rel(f);
@@ -49,7 +55,11 @@ fn every_bundled_file_gives_byte_identical_output() {
         for args in &commands {
             let a = fabsim(args);
             let b = fabsim(args);
-            assert!(a.status.code().is_some_and(|c| c <= 1), "{args:?}: {}", String::from_utf8_lossy(&a.stderr));
+            assert!(
+                a.status.code().is_some_and(|c| c <= 1),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&a.stderr)
+            );
             assert!(!a.stdout.is_empty(), "{args:?} printed nothing");
             assert_eq!(a.stdout, b.stdout, "{args:?}: stdout differs between runs");
             assert_eq!(a.stderr, b.stderr, "{args:?}: stderr differs between runs");
@@ -62,7 +72,12 @@ fn every_bundled_file_gives_byte_identical_output() {
 fn seed_lab_scenario_runs_green() {
     let o = fabsim(&["run", "scenarios/seed-lab.yaml"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(stdout.contains(" 0 failed"), "{stdout}");
 }
 
@@ -77,13 +92,23 @@ fn bad_inputs_exit_2_with_their_message() {
         let o = fabsim(&["routes", &f]);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{f}: {stderr}");
-        assert!(stderr.contains(expected.trim_end()), "{f}: expected\n{expected}\ngot\n{stderr}");
+        assert!(
+            stderr.contains(expected.trim_end()),
+            "{f}: expected\n{expected}\ngot\n{stderr}"
+        );
     }
 }
 
 #[test]
 fn unknown_step_and_device_are_input_errors() {
-    let o = fabsim(&["show", "scenarios/seed-lab.yaml", "--step", "nope", "Leaf-1", "show ip route"]);
+    let o = fabsim(&[
+        "show",
+        "scenarios/seed-lab.yaml",
+        "--step",
+        "nope",
+        "Leaf-1",
+        "show ip route",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no step 'nope'"));
     let o = fabsim(&["show", "topologies/seed-lab.yaml", "Leaf-9", "show ip route"]);

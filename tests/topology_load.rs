@@ -31,8 +31,7 @@ fn actual(path: &Path) -> String {
 }
 
 fn expected(path: &Path) -> String {
-    let text = fs::read_to_string(path.with_extension("expected"))
-        .expect("NAME.expected next to NAME.yaml");
+    let text = fs::read_to_string(path.with_extension("expected")).expect("NAME.expected next to NAME.yaml");
     text.strip_suffix('\n').unwrap_or(&text).to_string()
 }
 
@@ -46,19 +45,13 @@ fn bad_files_give_their_expected_diagnostic() {
     );
     let mut failures = Vec::new();
     for path in files {
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default();
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
         if NEEDS_EOS_PARSER.contains(&stem) {
             continue;
         }
         let (want, got) = (expected(&path), actual(&path));
         if want != got {
-            failures.push(format!(
-                "{}:\n  expected: {want}\n  actual:   {got}",
-                path.display()
-            ));
+            failures.push(format!("{}:\n  expected: {want}\n  actual:   {got}", path.display()));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -84,9 +77,7 @@ fn seed_lab() -> Loaded {
 }
 
 fn iface(net: &Network, dev: &str, name: &str) -> IfId {
-    let d = net
-        .device_by_name(dev)
-        .unwrap_or_else(|| panic!("no device {dev}"));
+    let d = net.device_by_name(dev).unwrap_or_else(|| panic!("no device {dev}"));
     net.iface_by_name(d, name)
         .unwrap_or_else(|| panic!("no interface {dev}:{name}"))
 }
@@ -101,13 +92,7 @@ fn static_addr(text: &str) -> AddrConfig {
 
 /// "dev:if" labels of an L2 domain's members.
 fn members(net: &Network, l2: usize) -> Vec<String> {
-    let label = |i: &IfId| {
-        format!(
-            "{}:{}",
-            net.device(net.iface(*i).device).name,
-            net.iface(*i).name
-        )
-    };
+    let label = |i: &IfId| format!("{}:{}", net.device(net.iface(*i).device).name, net.iface(*i).name);
     net.l2[l2].members.iter().map(label).collect()
 }
 
@@ -150,42 +135,20 @@ fn seed_lab_devices_in_file_order() {
 fn seed_lab_addresses_at_s0() {
     let mut net = seed_lab().net;
     net.apply_timed(0); // the spine's configuration, entered at 60 s
-    assert_eq!(
-        addr(&net, "Spine-1", "Ethernet1"),
-        static_addr("10.11.99.0/31")
-    );
-    assert_eq!(
-        addr(&net, "Spine-1", "Ethernet3"),
-        static_addr("10.33.99.0/31")
-    );
-    assert_eq!(
-        addr(&net, "Leaf-1", "Ethernet3"),
-        static_addr("10.1.11.0/31")
-    );
-    assert_eq!(
-        addr(&net, "Leaf-3", "Ethernet1"),
-        static_addr("10.33.99.1/31")
-    );
-    assert_eq!(
-        addr(&net, "Leaf-3", "Ethernet2"),
-        static_addr("10.3.33.0/31")
-    );
+    assert_eq!(addr(&net, "Spine-1", "Ethernet1"), static_addr("10.11.99.0/31"));
+    assert_eq!(addr(&net, "Spine-1", "Ethernet3"), static_addr("10.33.99.0/31"));
+    assert_eq!(addr(&net, "Leaf-1", "Ethernet3"), static_addr("10.1.11.0/31"));
+    assert_eq!(addr(&net, "Leaf-3", "Ethernet1"), static_addr("10.33.99.1/31"));
+    assert_eq!(addr(&net, "Leaf-3", "Ethernet2"), static_addr("10.3.33.0/31"));
     assert_eq!(addr(&net, "k-master", "ens3"), static_addr("10.0.11.1/31"));
     assert_eq!(addr(&net, "k-w3", "ens3"), static_addr("10.3.33.1/31"));
     assert_eq!(addr(&net, "client", "ens3"), static_addr("10.4.44.1/31"));
-    assert_eq!(
-        addr(&net, "nat-cloud", "eth0"),
-        static_addr("10.0.137.1/24")
-    );
+    assert_eq!(addr(&net, "nat-cloud", "eth0"), static_addr("10.0.137.1/24"));
     // Not configured yet at s0: the hosts' ens5 (s0c), Spine-1 Et4 (s0b), Leaf-3 Et3 (s1b).
     assert_eq!(addr(&net, "k-w1", "ens5"), AddrConfig::None);
     for (dev, port) in [("Spine-1", "Ethernet4"), ("Leaf-3", "Ethernet3")] {
         let i = net.iface(iface(&net, dev, port));
-        assert_eq!(
-            (i.addr.clone(), i.routed),
-            (AddrConfig::None, false),
-            "{dev}:{port}"
-        );
+        assert_eq!((i.addr.clone(), i.routed), (AddrConfig::None, false), "{dev}:{port}");
     }
 }
 
@@ -206,10 +169,7 @@ fn seed_lab_host_interfaces_and_routes() {
     assert_eq!(routes[0].prefix, Ipv4Net::default());
     assert_eq!(routes[0].via, Some(Ipv4Addr::new(10, 3, 33, 0)));
     assert_eq!(routes[0].dev.as_deref(), Some("ens3"));
-    assert_eq!(
-        (routes[0].origin, routes[0].metric),
-        (RouteOrigin::Netplan, 0)
-    );
+    assert_eq!((routes[0].origin, routes[0].metric), (RouteOrigin::Netplan, 0));
 }
 
 #[test]
@@ -227,10 +187,7 @@ fn seed_lab_links_segment_and_cloud() {
         .last()
         .and_then(|d| d.external.as_ref())
         .expect("nat-cloud is external");
-    assert_eq!(
-        ext.gateway,
-        "10.0.137.1/24".parse::<Ipv4Net>().expect("prefix")
-    );
+    assert_eq!(ext.gateway, "10.0.137.1/24".parse::<Ipv4Net>().expect("prefix"));
     let leases: Vec<String> = ext
         .leases
         .iter()
@@ -260,10 +217,22 @@ fn seed_lab_links_segment_and_cloud() {
 fn netplan_block_diagnostics_point_into_the_file() {
     let cases = [
         // (topology text, expected "line:col" of the unknown key `bogus`)
-        ("netplan: |\n      network:\n        bogus: 1\n        version: 2\n", "7:9"),
-        ("netplan: |\n\n\n      network:\n        bogus: 1\n        version: 2\n", "9:9"),
-        ("netplan: |2  # explicit indentation\n\n       network:\n         bogus: 1\n         version: 2\n", "8:10"),
-        ("netplan: |-\n        network:\n          version: 2\n          bogus: 1\n", "8:11"),
+        (
+            "netplan: |\n      network:\n        bogus: 1\n        version: 2\n",
+            "7:9",
+        ),
+        (
+            "netplan: |\n\n\n      network:\n        bogus: 1\n        version: 2\n",
+            "9:9",
+        ),
+        (
+            "netplan: |2  # explicit indentation\n\n       network:\n         bogus: 1\n         version: 2\n",
+            "8:10",
+        ),
+        (
+            "netplan: |-\n        network:\n          version: 2\n          bogus: 1\n",
+            "8:11",
+        ),
         ("netplan: \"network: {bogus: 1, version: 2}\"\n", "5:25"),
     ];
     for (block, want) in cases {
@@ -271,9 +240,7 @@ fn netplan_block_diagnostics_point_into_the_file() {
         let err = parse_topology(&text, "t.yaml").expect_err("bogus is not a netplan key");
         let got = err.to_string();
         assert!(
-            got.starts_with(&format!(
-                "t.yaml:{want}: error: unknown netplan key `bogus`"
-            )),
+            got.starts_with(&format!("t.yaml:{want}: error: unknown netplan key `bogus`")),
             "{block:?}: {got}"
         );
     }
@@ -332,6 +299,9 @@ fn netplan_apply_replaces_netplan_state_and_keeps_manual_routes() {
     // An interface the host does not have is an error, and nothing changes.
     let bad = "network:\n  version: 2\n  ethernets:\n    ens9:\n      dhcp4: true\n";
     let err = apply_netplan(&mut lab.net, kw1, bad, &origin).expect_err("no ens9");
-    assert_eq!(err.to_string(), "01-KubeBase.yaml:4:5: error: unknown interface `ens9` on k-w1 (it has lo, ens3, ens4, ens5)");
+    assert_eq!(
+        err.to_string(),
+        "01-KubeBase.yaml:4:5: error: unknown interface `ens9` on k-w1 (it has lo, ens3, ens4, ens5)"
+    );
     assert_eq!(lab.net.device(kw1).statics.len(), 2);
 }

@@ -14,7 +14,11 @@ use crate::scenario::{self, describe_outcome, fmt_ms, resolve_target, Opened, Ru
 use crate::views;
 
 #[derive(Parser, Debug)]
-#[command(name = "fabsim", version, about = "Rehearse data-center fabric changes before touching real hardware")]
+#[command(
+    name = "fabsim",
+    version,
+    about = "Rehearse data-center fabric changes before touching real hardware"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -137,10 +141,15 @@ pub fn main() -> i32 {
 }
 
 /// Open a file and replay it to the requested step; warnings go to stderr.
-fn state_at(file: &PathBuf, step: Option<&str>) -> Result<(Opened, Run), Failure> {
+fn state_at(file: &std::path::Path, step: Option<&str>) -> Result<(Opened, Run), Failure> {
     let opened = scenario::open(file)?;
     let run = scenario::run(&opened, step)?;
-    for w in run.start.warnings.iter().chain(run.steps.iter().flat_map(|s| s.warnings.iter())) {
+    for w in run
+        .start
+        .warnings
+        .iter()
+        .chain(run.steps.iter().flat_map(|s| s.warnings.iter()))
+    {
         eprintln!("{w}");
     }
     Ok((opened, run))
@@ -167,11 +176,22 @@ fn run_on(run: &Run, dev_name: &str, line: &str, out: &mut String) -> Result<i32
 
 fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
     match cmd {
-        Command::Show { file, step, device, command } => {
+        Command::Show {
+            file,
+            step,
+            device,
+            command,
+        } => {
             let (_, run) = state_at(&file, step.as_deref())?;
             run_on(&run, &device, &command, out)
         }
-        Command::Ping { file, step, from, to, count } => {
+        Command::Ping {
+            file,
+            step,
+            from,
+            to,
+            count,
+        } => {
             let (_, run) = state_at(&file, step.as_deref())?;
             let to = target(&run, &to)?;
             let line = match run.engine.network().device(device(run.engine.network(), &from)?).kind {
@@ -190,7 +210,12 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             reach(&run, format, out);
             Ok(0)
         }
-        Command::Routes { file, step, device: only, format } => {
+        Command::Routes {
+            file,
+            step,
+            device: only,
+            format,
+        } => {
             let (_, run) = state_at(&file, step.as_deref())?;
             if let Some(d) = &only {
                 device(run.engine.network(), d)?;
@@ -209,9 +234,15 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
         Command::Run { scenario: path, step } => {
             let (opened, run) = state_at(&path, step.as_deref())?;
             let Some(scn) = &opened.scenario else {
-                return Err(Failure::Usage(format!("{} is a topology, not a scenario", path.display())));
+                return Err(Failure::Usage(format!(
+                    "{} is a topology, not a scenario",
+                    path.display()
+                )));
             };
-            out.push_str(&format!("scenario {} ({}) on topology {}\n", scn.name, scn.file, opened.topology_name));
+            out.push_str(&format!(
+                "scenario {} ({}) on topology {}\n",
+                scn.name, scn.file, opened.topology_name
+            ));
             print_step(&run.start, out);
             for s in &run.steps {
                 print_step(s, out);
@@ -234,8 +265,16 @@ fn print_step(s: &StepReport, out: &mut String) {
     out.push_str(&format!("\n[{}]{name}\n", s.id));
     out.push_str(&format!("  change: {}\n", s.change));
     let settle = s.settled_ms.saturating_sub(s.start_ms);
-    let quiet = if s.quiet { "" } else { " (NOT quiet: still changing at the run limit)" };
-    out.push_str(&format!("  at t={}, settled after {}{quiet}\n", fmt_ms(s.start_ms), fmt_ms(settle)));
+    let quiet = if s.quiet {
+        ""
+    } else {
+        " (NOT quiet: still changing at the run limit)"
+    };
+    out.push_str(&format!(
+        "  at t={}, settled after {}{quiet}\n",
+        fmt_ms(s.start_ms),
+        fmt_ms(settle)
+    ));
     for w in &s.warnings {
         out.push_str(&format!("  {w}\n"));
     }
@@ -286,7 +325,9 @@ fn reach(run: &Run, format: Format, out: &mut String) {
                 continue;
             }
             let name_b = &net.device(b).name;
-            let Some(addr) = resolve_target(net, st, name_b) else { continue };
+            let Some(addr) = resolve_target(net, st, name_b) else {
+                continue;
+            };
             let p = probe(net, st, a, addr, net.device(a).profile.ttl, ProbeKind::Echo, 1);
             cells.push(ReachCell {
                 from: net.device(a).name.clone(),
@@ -300,7 +341,11 @@ fn reach(run: &Run, format: Format, out: &mut String) {
     match format {
         Format::Json => out.push_str(&to_json(&cells)),
         Format::Text => {
-            let w = cells.iter().map(|c| c.from.len() + c.to.len() + c.address.len() + 8).max().unwrap_or(0);
+            let w = cells
+                .iter()
+                .map(|c| c.from.len() + c.to.len() + c.address.len() + 8)
+                .max()
+                .unwrap_or(0);
             for c in &cells {
                 let pair = format!("{} -> {} ({})", c.from, c.to, c.address);
                 let mark = if c.reachable { "ok  " } else { "FAIL" };
@@ -353,11 +398,17 @@ fn routes(run: &Run, only: Option<&str>, format: Format, out: &mut String) {
                 nexthops: r
                     .nexthops
                     .iter()
-                    .map(|h| JsonNextHop { address: h.via.map(|a| a.to_string()), interface: net.iface(h.iface).name.clone() })
+                    .map(|h| JsonNextHop {
+                        address: h.via.map(|a| a.to_string()),
+                        interface: net.iface(h.iface).name.clone(),
+                    })
                     .collect(),
             })
             .collect();
-        all.push(JsonDeviceRoutes { device: dev.name.clone(), routes });
+        all.push(JsonDeviceRoutes {
+            device: dev.name.clone(),
+            routes,
+        });
     }
     match format {
         Format::Json => out.push_str(&to_json(&all)),
@@ -369,7 +420,15 @@ fn routes(run: &Run, only: Option<&str>, format: Format, out: &mut String) {
                         .iter()
                         .map(|h| format!("{} {}", h.address.as_deref().unwrap_or("direct"), h.interface))
                         .collect();
-                    out.push_str(&format!("{} {} {:?} [{}/{}] {}\n", d.device, r.prefix, r.protocol, r.distance, r.metric, hops.join(", ")));
+                    out.push_str(&format!(
+                        "{} {} {:?} [{}/{}] {}\n",
+                        d.device,
+                        r.prefix,
+                        r.protocol,
+                        r.distance,
+                        r.metric,
+                        hops.join(", ")
+                    ));
                 }
             }
         }

@@ -75,14 +75,25 @@ const MAX_STEPS: usize = 300;
 /// through the FIBs of `st`. `seq` takes part in the ECMP flow hash only for UDP probes (their
 /// port changes per probe); echo requests of one ping are one flow.
 pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, kind: ProbeKind, _seq: u32) -> Probe {
-    let mut p = Probe { outcome: ProbeOutcome::LocalNoRoute, rtt_us: 0, src: None, forward: Vec::new(), back: Vec::new() };
+    let mut p = Probe {
+        outcome: ProbeOutcome::LocalNoRoute,
+        rtt_us: 0,
+        src: None,
+        forward: Vec::new(),
+        back: Vec::new(),
+    };
     if local_iface(net, st, from, dst).is_some() {
         p.src = Some(dst);
         p.rtt_us = LOCAL_RTT_US;
-        p.outcome = ProbeOutcome::Reply { from: dst, ttl: net.device(from).profile.ttl };
+        p.outcome = ProbeOutcome::Reply {
+            from: dst,
+            ttl: net.device(from).profile.ttl,
+        };
         return p;
     }
-    let Some(route) = st.devices[from.idx()].fib.lookup(dst) else { return p };
+    let Some(route) = st.devices[from.idx()].fib.lookup(dst) else {
+        return p;
+    };
     if route.blackhole || route.nexthops.is_empty() {
         return p;
     }
@@ -93,8 +104,18 @@ pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, 
         return p;
     };
     p.src = Some(src);
-    let pkt = Packet { src, dst, ttl, kind: Payload::Request(kind) };
-    let mut ctx = Walk { net, st, delay_us: 0, nat: None };
+    let pkt = Packet {
+        src,
+        dst,
+        ttl,
+        kind: Payload::Request(kind),
+    };
+    let mut ctx = Walk {
+        net,
+        st,
+        delay_us: 0,
+        nat: None,
+    };
     let (end, fwd) = ctx.walk(from, pkt, true);
     p.forward = fwd;
     let answer = match end {
@@ -104,29 +125,66 @@ pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, 
                 ProbeKind::Udp { .. } => Payload::PortUnreachable,
             };
             let ttl = net.device(dev).profile.ttl;
-            Some((dev, Packet { src: arrived.dst, dst: arrived.src, ttl, kind: payload }))
+            Some((
+                dev,
+                Packet {
+                    src: arrived.dst,
+                    dst: arrived.src,
+                    ttl,
+                    kind: payload,
+                },
+            ))
         }
-        End::Responded { dev, responder, pkt: arrived } => match kind {
+        End::Responded {
+            dev,
+            responder,
+            pkt: arrived,
+        } => match kind {
             ProbeKind::Echo => Some((
                 dev,
-                Packet { src: responder.address, dst: arrived.src, ttl: responder.reply_ttl, kind: Payload::EchoReply },
+                Packet {
+                    src: responder.address,
+                    dst: arrived.src,
+                    ttl: responder.reply_ttl,
+                    kind: Payload::EchoReply,
+                },
             )),
             ProbeKind::Udp { .. } => {
                 p.outcome = ProbeOutcome::Lost {
-                    reason: format!("{} answers ICMP echo only; the UDP probe got no answer", responder.address),
+                    reason: format!(
+                        "{} answers ICMP echo only; the UDP probe got no answer",
+                        responder.address
+                    ),
                 };
                 return p;
             }
         },
-        End::Error { dev, from: err_src, error, pkt: offending } => {
+        End::Error {
+            dev,
+            from: err_src,
+            error,
+            pkt: offending,
+        } => {
             if dev == from {
                 // The source itself could not resolve the next hop (ARP failed).
-                p.outcome = ProbeOutcome::Error { from: err_src, error, ttl: net.device(from).profile.ttl };
+                p.outcome = ProbeOutcome::Error {
+                    from: err_src,
+                    error,
+                    ttl: net.device(from).profile.ttl,
+                };
                 p.rtt_us = ctx.delay_us;
                 return p;
             }
             let ttl = net.device(dev).profile.ttl;
-            Some((dev, Packet { src: err_src, dst: offending.src, ttl, kind: Payload::Error(error) }))
+            Some((
+                dev,
+                Packet {
+                    src: err_src,
+                    dst: offending.src,
+                    ttl,
+                    kind: Payload::Error(error),
+                },
+            ))
         }
         End::Dropped { reason } => {
             p.outcome = ProbeOutcome::Lost { reason };
@@ -139,17 +197,32 @@ pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, 
     p.rtt_us = ctx.delay_us;
     p.outcome = match end {
         End::Delivered { dev, pkt } if dev == from => match pkt.kind {
-            Payload::Error(error) => ProbeOutcome::Error { from: pkt.src, error, ttl: pkt.ttl },
-            _ => ProbeOutcome::Reply { from: pkt.src, ttl: pkt.ttl },
+            Payload::Error(error) => ProbeOutcome::Error {
+                from: pkt.src,
+                error,
+                ttl: pkt.ttl,
+            },
+            _ => ProbeOutcome::Reply {
+                from: pkt.src,
+                ttl: pkt.ttl,
+            },
         },
-        End::Delivered { dev, .. } => {
-            ProbeOutcome::Lost { reason: format!("the answer was delivered to {} instead", net.device(dev).name) }
-        }
-        End::Dropped { reason } => ProbeOutcome::Lost { reason: format!("the answer was lost: {reason}") },
+        End::Delivered { dev, .. } => ProbeOutcome::Lost {
+            reason: format!("the answer was delivered to {} instead", net.device(dev).name),
+        },
+        End::Dropped { reason } => ProbeOutcome::Lost {
+            reason: format!("the answer was lost: {reason}"),
+        },
         End::Error { dev, error, .. } => ProbeOutcome::Lost {
-            reason: format!("the answer was lost: {} at {}", error_text(&error), net.device(dev).name),
+            reason: format!(
+                "the answer was lost: {} at {}",
+                error_text(&error),
+                net.device(dev).name
+            ),
         },
-        End::Responded { .. } => ProbeOutcome::Lost { reason: "the answer went to the internet".into() },
+        End::Responded { .. } => ProbeOutcome::Lost {
+            reason: "the answer went to the internet".into(),
+        },
     };
     p
 }
@@ -188,7 +261,9 @@ impl Packet {
     fn flow_hash(&self, at: DeviceId) -> u64 {
         let proto_port: u32 = match self.kind {
             Payload::Request(ProbeKind::Udp { dst_port }) => 17 << 16 | u32::from(dst_port),
-            Payload::PortUnreachable | Payload::Error(_) | Payload::EchoReply | Payload::Request(ProbeKind::Echo) => 1 << 16,
+            Payload::PortUnreachable | Payload::Error(_) | Payload::EchoReply | Payload::Request(ProbeKind::Echo) => {
+                1 << 16
+            }
         };
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for word in [u32::from(self.src), u32::from(self.dst), proto_port, at.0] {
@@ -202,12 +277,26 @@ impl Packet {
 }
 
 enum End {
-    Delivered { dev: DeviceId, pkt: Packet },
+    Delivered {
+        dev: DeviceId,
+        pkt: Packet,
+    },
     /// A responder beyond an external network's gateway got the packet.
-    Responded { dev: DeviceId, responder: Responder, pkt: Packet },
+    Responded {
+        dev: DeviceId,
+        responder: Responder,
+        pkt: Packet,
+    },
     /// `dev` generated an ICMP error about `pkt`, sourced from `from`.
-    Error { dev: DeviceId, from: Ipv4Addr, error: IcmpError, pkt: Packet },
-    Dropped { reason: String },
+    Error {
+        dev: DeviceId,
+        from: Ipv4Addr,
+        error: IcmpError,
+        pkt: Packet,
+    },
+    Dropped {
+        reason: String,
+    },
 }
 
 /// Source NAT done on the way out, undone for the answer.
@@ -235,7 +324,12 @@ impl Walk<'_> {
         let mut ingress: Option<IfId> = None;
         for _ in 0..MAX_STEPS {
             let dev = net.device(cur);
-            let mut hop = Hop { device: cur, ingress, egress: None, ttl_in: pkt.ttl };
+            let mut hop = Hop {
+                device: cur,
+                ingress,
+                egress: None,
+                ttl_in: pkt.ttl,
+            };
             if let Some(inif) = ingress {
                 if !forward {
                     self.undo_nat(inif, &mut pkt);
@@ -249,14 +343,32 @@ impl Walk<'_> {
                         hops.push(hop);
                         if pkt.ttl <= 1 && pkt.may_trigger_error() {
                             let from = st.ifaces[inif.idx()].addr.map_or(pkt.dst, |a| a.addr());
-                            return (End::Error { dev: cur, from, error: IcmpError::TtlExceeded, pkt }, hops);
+                            return (
+                                End::Error {
+                                    dev: cur,
+                                    from,
+                                    error: IcmpError::TtlExceeded,
+                                    pkt,
+                                },
+                                hops,
+                            );
                         }
-                        return (End::Responded { dev: cur, responder: r.clone(), pkt }, hops);
+                        return (
+                            End::Responded {
+                                dev: cur,
+                                responder: r.clone(),
+                                pkt,
+                            },
+                            hops,
+                        );
                     }
                 }
                 if dev.kind == DeviceKind::Linux && !dev.ip_forward {
                     hops.push(hop);
-                    let reason = format!("{} is not a router (net.ipv4.ip_forward = 0) and {} is not its address", dev.name, pkt.dst);
+                    let reason = format!(
+                        "{} is not a router (net.ipv4.ip_forward = 0) and {} is not its address",
+                        dev.name, pkt.dst
+                    );
                     return (End::Dropped { reason }, hops);
                 }
                 if pkt.ttl <= 1 {
@@ -268,7 +380,12 @@ impl Walk<'_> {
             let Some(route) = st.devices[cur.idx()].fib.lookup(pkt.dst) else {
                 hops.push(hop);
                 let Some(inif) = ingress else {
-                    return (End::Dropped { reason: format!("{} has no route to {}", dev.name, pkt.dst) }, hops);
+                    return (
+                        End::Dropped {
+                            reason: format!("{} has no route to {}", dev.name, pkt.dst),
+                        },
+                        hops,
+                    );
                 };
                 if dev.external.is_some() {
                     let reason = format!("{} has no route back to {} (no NAT applied)", dev.name, pkt.dst);
@@ -292,7 +409,15 @@ impl Walk<'_> {
                 return match ingress {
                     None => {
                         let from = st.ifaces[nh.iface.idx()].addr.map_or(pkt.src, |a| a.addr());
-                        (End::Error { dev: cur, from, error: IcmpError::HostUnreachable, pkt }, hops)
+                        (
+                            End::Error {
+                                dev: cur,
+                                from,
+                                error: IcmpError::HostUnreachable,
+                                pkt,
+                            },
+                            hops,
+                        )
                     }
                     Some(inif) => self.icmp_error(cur, inif, IcmpError::HostUnreachable, pkt, hops),
                 };
@@ -302,7 +427,12 @@ impl Walk<'_> {
             cur = net.iface(next_if).device;
             ingress = Some(next_if);
         }
-        (End::Dropped { reason: "forwarding loop: the walk exceeded its hop limit".into() }, hops)
+        (
+            End::Dropped {
+                reason: "forwarding loop: the walk exceeded its hop limit".into(),
+            },
+            hops,
+        )
     }
 
     /// `dev` answers `pkt` with an ICMP error, unless `pkt` is itself an answer.
@@ -318,12 +448,21 @@ impl Walk<'_> {
             st.ifaces[inif.idx()].addr.map(|a| a.addr())
         } else {
             st.devices[dev.idx()].fib.lookup(pkt.src).and_then(|r| {
-                r.src.or_else(|| r.nexthops.first().and_then(|nh| st.ifaces[nh.iface.idx()].addr.map(|a| a.addr())))
+                r.src.or_else(|| {
+                    r.nexthops
+                        .first()
+                        .and_then(|nh| st.ifaces[nh.iface.idx()].addr.map(|a| a.addr()))
+                })
             })
         };
         match from {
             Some(from) => (End::Error { dev, from, error, pkt }, hops),
-            None => (End::Dropped { reason: format!("{} dropped it: {}", name, error_text(&error)) }, hops),
+            None => (
+                End::Dropped {
+                    reason: format!("{} dropped it: {}", name, error_text(&error)),
+                },
+                hops,
+            ),
         }
     }
 
@@ -343,8 +482,12 @@ impl Walk<'_> {
     /// packets to the egress interface's address.
     fn apply_nat(&mut self, dev: DeviceId, egress: IfId, pkt: &mut Packet) {
         let (net, st) = (self.net, self.st);
-        let Some(acl_name) = &net.iface(egress).nat_overload_acl else { return };
-        let Some(outside) = st.ifaces[egress.idx()].addr.map(|a| a.addr()) else { return };
+        let Some(acl_name) = &net.iface(egress).nat_overload_acl else {
+            return;
+        };
+        let Some(outside) = st.ifaces[egress.idx()].addr.map(|a| a.addr()) else {
+            return;
+        };
         let permitted = net.device(dev).acls.get(acl_name).is_some_and(|acl| {
             acl.entries
                 .iter()
@@ -352,7 +495,11 @@ impl Walk<'_> {
                 .is_some_and(|e| e.action == AclAction::Permit)
         });
         if permitted && pkt.src != outside {
-            self.nat = Some(NatEntry { iface: egress, inside: pkt.src, outside });
+            self.nat = Some(NatEntry {
+                iface: egress,
+                inside: pkt.src,
+                outside,
+            });
             pkt.src = outside;
         }
     }

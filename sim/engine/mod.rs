@@ -13,9 +13,9 @@ pub mod state;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::model::{DeviceId, IfId, Network};
 #[cfg(test)]
 use crate::model::L2Id;
+use crate::model::{DeviceId, IfId, Network};
 pub use state::*;
 
 /// How long nothing may change before the network counts as quiet: one OSPF dead interval
@@ -80,7 +80,10 @@ impl Engine {
         };
         e.state.ifaces = vec![IfState::default(); e.net.interfaces.len()];
         e.state.devices = (0..e.net.devices.len())
-            .map(|i| DevState { device: Some(DeviceId(i as u32)), ..DevState::default() })
+            .map(|i| DevState {
+                device: Some(DeviceId(i as u32)),
+                ..DevState::default()
+            })
             .collect();
         let boots: Vec<u64> = e.net.devices.iter().map(|d| d.boot_ms).collect();
         for (i, at) in boots.into_iter().enumerate() {
@@ -151,7 +154,10 @@ impl Engine {
     }
 
     fn convergence(&self, quiet: bool) -> Convergence {
-        Convergence { last_change_ms: self.last_change, quiet }
+        Convergence {
+            last_change_ms: self.last_change,
+            quiet,
+        }
     }
 
     pub(crate) fn schedule(&mut self, at: u64, ev: Event) {
@@ -163,7 +169,9 @@ impl Engine {
     }
 
     fn step(&mut self) {
-        let Some(Reverse((t, _, ev))) = self.queue.pop() else { return };
+        let Some(Reverse((t, _, ev))) = self.queue.pop() else {
+            return;
+        };
         if !ev.is_periodic() {
             self.one_shot_pending -= 1;
         }

@@ -111,7 +111,10 @@ type Out = Vec<(u64, Event)>;
 
 impl Ospf {
     pub(crate) fn new(net: &Network) -> Self {
-        Ospf { routers: vec![None; net.devices.len()], ifs: vec![OIf::default(); net.interfaces.len()] }
+        Ospf {
+            routers: vec![None; net.devices.len()],
+            ifs: vec![OIf::default(); net.interfaces.len()],
+        }
     }
 
     /// Make room for devices/interfaces a config change created.
@@ -134,7 +137,10 @@ impl Ospf {
             match (cfg, self.routers[d].is_some()) {
                 (Some(c), false) => {
                     if let Some(rid) = c.router_id.or_else(|| default_router_id(net, st, DeviceId(d as u32))) {
-                        self.routers[d] = Some(Router { process_id: c.process_id, rid });
+                        self.routers[d] = Some(Router {
+                            process_id: c.process_id,
+                            rid,
+                        });
                         changed = true;
                     }
                 }
@@ -157,15 +163,16 @@ impl Ospf {
         let s = &st.ifaces[i.idx()];
         let running = self.routers[ifc.device.idx()].is_some();
         let desired = match (&dev.ospf, s.addr) {
-            (Some(cfg), Some(addr)) if running && s.usable() => {
-                cfg.networks.iter().filter(|n| n.prefix.contains(&addr.addr())).max_by_key(|n| n.prefix.prefix_len()).map(
-                    |_| {
-                        let listed = cfg.passive_exceptions.iter().any(|p| p.eq_ignore_ascii_case(&ifc.name));
-                        let passive = ifc.ospf.passive || (cfg.passive_default != listed);
-                        (addr, passive)
-                    },
-                )
-            }
+            (Some(cfg), Some(addr)) if running && s.usable() => cfg
+                .networks
+                .iter()
+                .filter(|n| n.prefix.contains(&addr.addr()))
+                .max_by_key(|n| n.prefix.prefix_len())
+                .map(|_| {
+                    let listed = cfg.passive_exceptions.iter().any(|p| p.eq_ignore_ascii_case(&ifc.name));
+                    let passive = ifc.ospf.passive || (cfg.passive_default != listed);
+                    (addr, passive)
+                }),
             _ => None,
         };
         let cost = ifc.ospf.cost.unwrap_or(dev.profile.ospf_cost);
@@ -173,12 +180,16 @@ impl Ospf {
         let o = &mut self.ifs[i.idx()];
         match desired {
             None if o.active => {
-                *o = OIf { gen: o.gen + 1, ..OIf::default() };
+                *o = OIf {
+                    gen: o.gen + 1,
+                    ..OIf::default()
+                };
                 true
             }
             None => false,
             Some((addr, passive)) => {
-                let restart = !o.active || o.addr != Some(addr) || o.passive != passive || o.p2p != ifc.ospf.point_to_point;
+                let restart =
+                    !o.active || o.addr != Some(addr) || o.passive != passive || o.p2p != ifc.ospf.point_to_point;
                 let tuned = o.cost != cost || o.prio != prio;
                 if restart {
                     let gen = o.gen + 1;
@@ -240,15 +251,13 @@ impl Ospf {
                 self.neighbor_change(net, now, iface, out);
                 true
             }
-            Event::AdjFull { iface, nbr, gen } => {
-                match self.ifs[iface.idx()].nbrs.get_mut(&nbr) {
-                    Some(n) if n.adj_gen == gen && n.state == NbrState::ExStart => {
-                        n.state = NbrState::Full;
-                        true
-                    }
-                    _ => false,
+            Event::AdjFull { iface, nbr, gen } => match self.ifs[iface.idx()].nbrs.get_mut(&nbr) {
+                Some(n) if n.adj_gen == gen && n.state == NbrState::ExStart => {
+                    n.state = NbrState::Full;
+                    true
                 }
-            }
+                _ => false,
+            },
         }
     }
 
@@ -274,9 +283,10 @@ impl Ospf {
 
     /// RFC 2328 §10.5 for the hello `from` sent, arriving on `to`.
     fn receive_hello(&mut self, net: &Network, now: u64, to: IfId, from: IfId, sender: &Router, out: &mut Out) -> bool {
-        let (Some(my_rid), Some(s_addr)) =
-            (self.routers[Self::dev_of(net, to).idx()].as_ref().map(|r| r.rid), self.ifs[from.idx()].addr)
-        else {
+        let (Some(my_rid), Some(s_addr)) = (
+            self.routers[Self::dev_of(net, to).idx()].as_ref().map(|r| r.rid),
+            self.ifs[from.idx()].addr,
+        ) else {
             return false;
         };
         let (s_prio, s_dr, s_bdr, s_p2p, lists_me) = {
@@ -284,7 +294,9 @@ impl Ospf {
             (s.prio, s.dr, s.bdr, s.p2p, s.nbrs.contains_key(&my_rid))
         };
         let me = &mut self.ifs[to.idx()];
-        let same_subnet = me.addr.is_some_and(|a| a.trunc() == s_addr.trunc() && a.prefix_len() == s_addr.prefix_len());
+        let same_subnet = me
+            .addr
+            .is_some_and(|a| a.trunc() == s_addr.trunc() && a.prefix_len() == s_addr.prefix_len());
         if !me.active || me.passive || me.p2p != s_p2p || !same_subnet {
             return false;
         }
@@ -304,7 +316,14 @@ impl Ospf {
         });
         n.last_hello = now;
         n.gen += 1;
-        out.push((now + dead_ms, Event::Inactivity { iface: to, nbr: sender.rid, gen: n.gen }));
+        out.push((
+            now + dead_ms,
+            Event::Inactivity {
+                iface: to,
+                nbr: sender.rid,
+                gen: n.gen,
+            },
+        ));
         let declared = |dr: Option<Ipv4Addr>, bdr: Option<Ipv4Addr>| (dr == Some(addr), bdr == Some(addr));
         let nbr_change = n.prio != s_prio || declared(n.dr, n.bdr) != declared(s_dr, s_bdr);
         n.prio = s_prio;
@@ -350,9 +369,13 @@ impl Ospf {
     /// RFC 2328 §9.4. Declarations already made win (no pre-emption): a router that declares
     /// itself DR stays DR while it lives.
     fn elect(&mut self, net: &Network, now: u64, i: IfId, out: &mut Out) {
-        let Some(my_rid) = self.routers[Self::dev_of(net, i).idx()].as_ref().map(|r| r.rid) else { return };
+        let Some(my_rid) = self.routers[Self::dev_of(net, i).idx()].as_ref().map(|r| r.rid) else {
+            return;
+        };
         let o = &self.ifs[i.idx()];
-        let Some(my_addr) = o.addr.map(|a| a.addr()) else { return };
+        let Some(my_addr) = o.addr.map(|a| a.addr()) else {
+            return;
+        };
         if o.p2p {
             return;
         }
@@ -405,7 +428,9 @@ impl Ospf {
     /// RFC 2328 §10.4: form adjacencies with the DR/BDR (or everyone, if we are DR/BDR, or on
     /// point-to-point links); tear down the ones no longer wanted.
     fn check_adjacencies(&mut self, net: &Network, now: u64, i: IfId, out: &mut Out) {
-        let Some(my_rid) = self.routers[Self::dev_of(net, i).idx()].as_ref().map(|r| r.rid) else { return };
+        let Some(my_rid) = self.routers[Self::dev_of(net, i).idx()].as_ref().map(|r| r.rid) else {
+            return;
+        };
         let exchange = net.device(Self::dev_of(net, i)).profile.ospf_exchange_ms;
         let o = &self.ifs[i.idx()];
         let me_designated = matches!(o.state, IfSm::Dr | IfSm::Backup);
@@ -419,18 +444,30 @@ impl Ospf {
             })
             .collect();
         for (rid, want) in decisions {
-            let Some(n) = self.ifs[i.idx()].nbrs.get_mut(&rid) else { continue };
+            let Some(n) = self.ifs[i.idx()].nbrs.get_mut(&rid) else {
+                continue;
+            };
             if want && n.state == NbrState::TwoWay {
                 n.state = NbrState::ExStart;
                 let peer_if = n.iface;
                 // The exchange runs once both ends want it; then both go Full together.
-                let peer_ready = self.ifs[peer_if.idx()].nbrs.get(&my_rid).is_some_and(|p| p.state >= NbrState::ExStart);
+                let peer_ready = self.ifs[peer_if.idx()]
+                    .nbrs
+                    .get(&my_rid)
+                    .is_some_and(|p| p.state >= NbrState::ExStart);
                 if peer_ready {
                     for (side, other) in [(i, rid), (peer_if, my_rid)] {
                         if let Some(x) = self.ifs[side.idx()].nbrs.get_mut(&other) {
                             x.state = NbrState::ExStart;
                             x.adj_gen += 1;
-                            out.push((now + exchange, Event::AdjFull { iface: side, nbr: other, gen: x.adj_gen }));
+                            out.push((
+                                now + exchange,
+                                Event::AdjFull {
+                                    iface: side,
+                                    nbr: other,
+                                    gen: x.adj_gen,
+                                },
+                            ));
                         }
                     }
                 }
@@ -470,7 +507,11 @@ impl Ospf {
             }
         }
         let process_id = r.process_id;
-        Some(OspfView { process_id, router_id: Some(r.rid), neighbors })
+        Some(OspfView {
+            process_id,
+            router_id: Some(r.rid),
+            neighbors,
+        })
     }
 
     /// Compute every OSPF router's routes from the shared LSDB. `local` holds each device's
@@ -495,29 +536,53 @@ impl Ospf {
             let mut links = Vec::new();
             for &i in &dev.ifaces {
                 let o = &self.ifs[i.idx()];
-                let (true, Some(addr)) = (o.active, o.addr) else { continue };
+                let (true, Some(addr)) = (o.active, o.addr) else {
+                    continue;
+                };
                 let full: Vec<(&Ipv4Addr, &Nbr)> = o.nbrs.iter().filter(|(_, n)| n.state == NbrState::Full).collect();
                 if o.p2p {
                     for (rid, _) in &full {
-                        links.push(Link::P2p { nbr: **rid, my_addr: addr.addr(), iface: i, cost: o.cost });
+                        links.push(Link::P2p {
+                            nbr: **rid,
+                            my_addr: addr.addr(),
+                            iface: i,
+                            cost: o.cost,
+                        });
                     }
-                    links.push(Link::Stub { net: addr.trunc(), cost: o.cost });
+                    links.push(Link::Stub {
+                        net: addr.trunc(),
+                        cost: o.cost,
+                    });
                     continue;
                 }
                 let dr_full = o.dr.is_some_and(|dr| full.iter().any(|(_, n)| n.addr == dr));
                 let i_am_dr_with_nbr = o.state == IfSm::Dr && !full.is_empty();
                 if !o.passive && o.state != IfSm::Waiting && (i_am_dr_with_nbr || dr_full) {
                     if let Some(dr) = o.dr {
-                        links.push(Link::Transit { dr, my_addr: addr.addr(), iface: i, cost: o.cost });
+                        links.push(Link::Transit {
+                            dr,
+                            my_addr: addr.addr(),
+                            iface: i,
+                            cost: o.cost,
+                        });
                     }
                 } else {
-                    links.push(Link::Stub { net: addr.trunc(), cost: o.cost });
+                    links.push(Link::Stub {
+                        net: addr.trunc(),
+                        cost: o.cost,
+                    });
                 }
                 if i_am_dr_with_nbr {
                     let mut attached: Vec<Ipv4Addr> = full.iter().map(|(rid, _)| **rid).collect();
                     attached.push(r.rid);
                     attached.sort();
-                    db.networks.insert(addr.addr(), NetworkLsa { net: addr.trunc(), attached });
+                    db.networks.insert(
+                        addr.addr(),
+                        NetworkLsa {
+                            net: addr.trunc(),
+                            attached,
+                        },
+                    );
                 }
             }
             db.routers.insert(r.rid, RouterLsa { links });
@@ -527,7 +592,8 @@ impl Ospf {
                         let matches = match red.source {
                             RedistSource::Static => rt.proto == Proto::Static,
                             RedistSource::Connected => {
-                                rt.proto == Proto::Connected && rt.nexthops.iter().all(|nh| !self.ifs[nh.iface.idx()].active)
+                                rt.proto == Proto::Connected
+                                    && rt.nexthops.iter().all(|nh| !self.ifs[nh.iface.idx()].active)
                             }
                             RedistSource::Bgp => false,
                         };
@@ -566,9 +632,22 @@ fn default_router_id(net: &Network, st: &State, d: DeviceId) -> Option<Ipv4Addr>
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Link {
-    P2p { nbr: Ipv4Addr, my_addr: Ipv4Addr, iface: IfId, cost: u32 },
-    Transit { dr: Ipv4Addr, my_addr: Ipv4Addr, iface: IfId, cost: u32 },
-    Stub { net: Ipv4Net, cost: u32 },
+    P2p {
+        nbr: Ipv4Addr,
+        my_addr: Ipv4Addr,
+        iface: IfId,
+        cost: u32,
+    },
+    Transit {
+        dr: Ipv4Addr,
+        my_addr: Ipv4Addr,
+        iface: IfId,
+        cost: u32,
+    },
+    Stub {
+        net: Ipv4Net,
+        cost: u32,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -607,7 +686,12 @@ enum Vertex {
 /// next hops; then stub, transit and external routes.
 fn spf(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> Vec<Route> {
     let profile = &net.device(dev).profile;
-    let max_paths = net.device(dev).ospf.as_ref().and_then(|c| c.max_paths).map_or(profile.ospf_max_ecmp, |m| m as usize);
+    let max_paths = net
+        .device(dev)
+        .ospf
+        .as_ref()
+        .and_then(|c| c.max_paths)
+        .map_or(profile.ospf_max_ecmp, |m| m as usize);
     let mut dist: BTreeMap<Vertex, (u32, BTreeSet<NextHop>)> = BTreeMap::new();
     let mut done: BTreeSet<Vertex> = BTreeSet::new();
     let mut queue: BTreeSet<(u32, Vertex)> = BTreeSet::new();
@@ -628,9 +712,10 @@ fn spf(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> Vec<Route> {
             let hops: BTreeSet<NextHop> = match (v, hop) {
                 (Vertex::Router(r), Some(h)) if r == root => [h].into(),
                 (Vertex::Network(n), _) if root_attached(db, root, n) => match w {
-                    Vertex::Router(rid) => {
-                        addr_on_network(db, rid, n).and_then(|a| root_iface_on(db, root, n).map(|i| NextHop { via: Some(a), iface: i })).into_iter().collect()
-                    }
+                    Vertex::Router(rid) => addr_on_network(db, rid, n)
+                        .and_then(|a| root_iface_on(db, root, n).map(|i| NextHop { via: Some(a), iface: i }))
+                        .into_iter()
+                        .collect(),
                     Vertex::Network(_) => BTreeSet::new(),
                 },
                 _ => parent_hops.clone(),
@@ -691,16 +776,25 @@ fn spf(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> Vec<Route> {
         .collect();
     let intra: BTreeSet<Ipv4Net> = routes.iter().map(|r| r.prefix).collect();
     // AS-external: E1 beats E2; E2 compares the external metric, then the cost to the ASBR.
-    let mut ext: BTreeMap<Ipv4Net, ((bool, u32, u32), BTreeSet<NextHop>)> = BTreeMap::new();
+    let mut ext: BTreeMap<Ipv4Net, (ExtRank, BTreeSet<NextHop>)> = BTreeMap::new();
     for ((prefix, asbr), e) in &db.externals {
         if *asbr == root || intra.contains(prefix) {
             continue;
         }
-        let Some((d, hops)) = dist.get(&Vertex::Router(*asbr)).filter(|_| done.contains(&Vertex::Router(*asbr))) else {
+        let Some((d, hops)) = dist
+            .get(&Vertex::Router(*asbr))
+            .filter(|_| done.contains(&Vertex::Router(*asbr)))
+        else {
             continue;
         };
-        let key = if e.e1 { (false, d + e.metric, 0) } else { (true, e.metric, *d) };
-        let slot = ext.entry(*prefix).or_insert(((true, u32::MAX, u32::MAX), BTreeSet::new()));
+        let key = if e.e1 {
+            (false, d + e.metric, 0)
+        } else {
+            (true, e.metric, *d)
+        };
+        let slot = ext
+            .entry(*prefix)
+            .or_insert(((true, u32::MAX, u32::MAX), BTreeSet::new()));
         if key < slot.0 {
             *slot = (key, hops.clone());
         } else if key == slot.0 {
@@ -717,7 +811,17 @@ fn spf(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> Vec<Route> {
     routes
 }
 
-fn mk_route(prefix: Ipv4Net, proto: Proto, distance: u8, metric: u32, hops: BTreeSet<NextHop>, max_paths: usize) -> Route {
+/// How AS-external candidates compare: (is E2, metric, cost to the ASBR); lower is better.
+type ExtRank = (bool, u32, u32);
+
+fn mk_route(
+    prefix: Ipv4Net,
+    proto: Proto,
+    distance: u8,
+    metric: u32,
+    hops: BTreeSet<NextHop>,
+    max_paths: usize,
+) -> Route {
     Route {
         prefix,
         proto,
@@ -742,12 +846,19 @@ fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextH
                 match l {
                     Link::Transit { dr, iface, cost, .. } => {
                         if db.networks.get(dr).is_some_and(|n| n.attached.contains(&rid)) {
-                            let hop = (rid == root).then_some(NextHop { via: None, iface: *iface });
+                            let hop = (rid == root).then_some(NextHop {
+                                via: None,
+                                iface: *iface,
+                            });
                             out.push((Vertex::Network(*dr), *cost, hop));
                         }
                     }
                     Link::P2p { nbr, iface, cost, .. } => {
-                        let back = db.routers.get(nbr).is_some_and(|n| n.links.iter().any(|x| matches!(x, Link::P2p { nbr: b, .. } if *b == rid)));
+                        let back = db.routers.get(nbr).is_some_and(|n| {
+                            n.links
+                                .iter()
+                                .any(|x| matches!(x, Link::P2p { nbr: b, .. } if *b == rid))
+                        });
                         if back {
                             let via = p2p_addr(db, *nbr, rid);
                             let hop = (rid == root).then_some(NextHop { via, iface: *iface });
@@ -761,7 +872,11 @@ fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextH
         Vertex::Network(dr) => {
             let Some(n) = db.networks.get(&dr) else { return out };
             for rid in &n.attached {
-                let back = db.routers.get(rid).is_some_and(|r| r.links.iter().any(|x| matches!(x, Link::Transit { dr: d, .. } if *d == dr)));
+                let back = db.routers.get(rid).is_some_and(|r| {
+                    r.links
+                        .iter()
+                        .any(|x| matches!(x, Link::Transit { dr: d, .. } if *d == dr))
+                });
                 if back {
                     out.push((Vertex::Router(*rid), 0, None));
                 }

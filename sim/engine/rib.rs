@@ -43,7 +43,12 @@ pub(super) fn interface_states(net: &Network, st: &State) -> Vec<IfState> {
                 AddrConfig::Dhcp if up && line_up => (dhcp_lease(net, st, id), true),
                 AddrConfig::Dhcp => (None, true),
             };
-            IfState { up, line_up, addr, dhcp }
+            IfState {
+                up,
+                line_up,
+                addr,
+                dhcp,
+            }
         })
         .collect()
 }
@@ -66,20 +71,9 @@ fn dhcp_lease(net: &Network, st: &State, ifid: IfId) -> Option<Ipv4Net> {
     })
 }
 
-/// A cheap summary of everything routing-relevant, to tell whether a recompute changed it.
-pub(super) fn fingerprint(st: &State) -> Vec<(DeviceId, Vec<(Ipv4Net, u32, Proto, Vec<NextHop>)>)> {
-    st.devices
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let routes = d
-                .fib
-                .iter()
-                .map(|r| (r.prefix, r.metric, r.proto, r.nexthops.clone()))
-                .collect();
-            (DeviceId(i as u32), routes)
-        })
-        .collect()
+/// Every device's routes, to tell whether a recompute changed anything.
+pub(super) fn fingerprint(st: &State) -> Vec<Vec<Route>> {
+    st.devices.iter().map(|d| d.fib.iter().cloned().collect()).collect()
 }
 
 /// Recompute every device's table from interface state, static config and OSPF.
@@ -88,7 +82,11 @@ pub(super) fn recompute(net: &Network, ospf: &Ospf, st: &mut State) {
     for (i, dev) in net.devices.iter().enumerate() {
         let id = DeviceId(i as u32);
         let powered = st.devices[i].powered;
-        local.push(if powered { local_routes(net, st, id, dev) } else { Vec::new() });
+        local.push(if powered {
+            local_routes(net, st, id, dev)
+        } else {
+            Vec::new()
+        });
     }
     let ospf_routes = ospf.routes(net, st, &local);
     for (i, dev) in net.devices.iter().enumerate() {
@@ -108,11 +106,17 @@ pub(super) fn local_routes(net: &Network, st: &State, id: DeviceId, dev: &Device
     let mut out = Vec::new();
     for &i in &dev.ifaces {
         let s = &st.ifaces[i.idx()];
-        let (Some(addr), true) = (s.addr, s.usable()) else { continue };
+        let (Some(addr), true) = (s.addr, s.usable()) else {
+            continue;
+        };
         if is_virtual(&net.iface(i).name) && dev.kind == DeviceKind::Linux {
             continue; // `lo` routes live in the local table, not in `ip route`
         }
-        let metric = if s.dhcp && dev.kind == DeviceKind::Linux { DHCP_ROUTE_METRIC } else { 0 };
+        let metric = if s.dhcp && dev.kind == DeviceKind::Linux {
+            DHCP_ROUTE_METRIC
+        } else {
+            0
+        };
         out.push(Route {
             prefix: addr.trunc(),
             proto: Proto::Connected,
@@ -141,7 +145,10 @@ pub(super) fn local_routes(net: &Network, st: &State, id: DeviceId, dev: &Device
 fn dhcp_routes(net: &Network, st: &State, ifid: IfId, addr: Ipv4Net) -> Vec<Route> {
     let gw = net.l2_peers(ifid).find_map(|p| {
         let dev = net.device(net.iface(p).device);
-        dev.external.as_ref().filter(|_| st.ifaces[p.idx()].up).map(|e| e.gateway.addr())
+        dev.external
+            .as_ref()
+            .filter(|_| st.ifaces[p.idx()].up)
+            .map(|e| e.gateway.addr())
     });
     let Some(gw) = gw else { return Vec::new() };
     let mk = |prefix: Ipv4Net, via: Option<Ipv4Addr>, scope_link: bool| Route {
@@ -176,7 +183,10 @@ fn resolve_static(net: &Network, id: DeviceId, dev: &Device, sr: &StaticRoute, c
                     .iter()
                     .filter(|c| c.prefix.contains(&gw))
                     .find(|c| named_if.is_none_or(|n| c.nexthops[0].iface == n))?;
-                Some(NextHop { via: Some(gw), iface: c.nexthops[0].iface })
+                Some(NextHop {
+                    via: Some(gw),
+                    iface: c.nexthops[0].iface,
+                })
             }
             None => {
                 let iface = named_if?;
@@ -188,7 +198,11 @@ fn resolve_static(net: &Network, id: DeviceId, dev: &Device, sr: &StaticRoute, c
     Some(Route {
         prefix: sr.prefix.trunc(),
         proto: Proto::Static,
-        distance: if linux { 0 } else { sr.distance.unwrap_or(dev.profile.distance_static) },
+        distance: if linux {
+            0
+        } else {
+            sr.distance.unwrap_or(dev.profile.distance_static)
+        },
         metric: if linux { sr.metric } else { 0 },
         nexthops: nexthop.into_iter().collect(),
         src: None,

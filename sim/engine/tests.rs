@@ -21,7 +21,11 @@ fn switch(net: &mut Network, name: &str, boot_ms: u64, config: &str) -> DeviceId
         external: None,
         span: Span::default(),
     });
-    let origin = TextOrigin { file: "test".into(), line: 1, col: 1 };
+    let origin = TextOrigin {
+        file: "test".into(),
+        line: 1,
+        col: 1,
+    };
     apply_config(net, id, config, &origin).expect("config parses");
     id
 }
@@ -51,7 +55,11 @@ fn link(net: &mut Network, a: (DeviceId, &str), b: (DeviceId, &str)) {
         net.interfaces[id.idx()].l2 = Some(l2);
         members.push(id);
     }
-    net.l2.push(L2Domain { name: format!("l{}", l2.0), members, span: Span::default() });
+    net.l2.push(L2Domain {
+        name: format!("l{}", l2.0),
+        members,
+        span: Span::default(),
+    });
 }
 
 const OSPF: &str = "router ospf 1\n network 0.0.0.0/0 area 0.0.0.0\n";
@@ -130,10 +138,15 @@ fn spf_costs_and_next_hops() {
     let (net, [spine, l1, _]) = fabric(60_000);
     let (e, _) = converge(net);
     let fib = &e.state().devices[l1.idx()].fib;
-    let r = fib.lookup(Ipv4Addr::new(10, 2, 22, 1)).expect("route to Leaf2's host /31");
+    let r = fib
+        .lookup(Ipv4Addr::new(10, 2, 22, 1))
+        .expect("route to Leaf2's host /31");
     assert_eq!((r.proto, r.distance, r.metric), (Proto::OspfIntra, 110, 30));
     assert_eq!(r.nexthops[0].via, Some(Ipv4Addr::new(10, 11, 99, 0)));
-    let r = e.state().devices[spine.idx()].fib.lookup(Ipv4Addr::new(10, 1, 11, 1)).expect("spine route");
+    let r = e.state().devices[spine.idx()]
+        .fib
+        .lookup(Ipv4Addr::new(10, 1, 11, 1))
+        .expect("spine route");
     assert_eq!(r.metric, 20);
 }
 
@@ -141,22 +154,46 @@ fn spf_costs_and_next_hops() {
 fn link_shutdown_withdraws_routes_and_restore_brings_them_back() {
     let (net, [_, l1, l2]) = fabric(60_000);
     let (mut e, _) = converge(net);
-    let origin = TextOrigin { file: "step".into(), line: 1, col: 1 };
-    e.reconfigure(|n| apply_config(n, l2, "interface Ethernet1\n shutdown\n", &origin)).expect("cfg");
+    let origin = TextOrigin {
+        file: "step".into(),
+        line: 1,
+        col: 1,
+    };
+    e.reconfigure(|n| apply_config(n, l2, "interface Ethernet1\n shutdown\n", &origin))
+        .expect("cfg");
     e.run_until_quiet();
-    assert!(e.state().devices[l1.idx()].fib.lookup(Ipv4Addr::new(10, 2, 22, 1)).is_none());
-    e.reconfigure(|n| apply_config(n, l2, "interface Ethernet1\n no shutdown\n", &origin)).expect("cfg");
+    assert!(e.state().devices[l1.idx()]
+        .fib
+        .lookup(Ipv4Addr::new(10, 2, 22, 1))
+        .is_none());
+    e.reconfigure(|n| apply_config(n, l2, "interface Ethernet1\n no shutdown\n", &origin))
+        .expect("cfg");
     e.run_until_quiet();
-    assert!(e.state().devices[l1.idx()].fib.lookup(Ipv4Addr::new(10, 2, 22, 1)).is_some());
+    assert!(e.state().devices[l1.idx()]
+        .fib
+        .lookup(Ipv4Addr::new(10, 2, 22, 1))
+        .is_some());
 }
 
 #[test]
 fn redistributed_static_default_is_e2_metric_1() {
     let (mut net, [spine, l1, _]) = fabric(0);
-    let origin = TextOrigin { file: "t".into(), line: 1, col: 1 };
-    apply_config(&mut net, spine, "ip route 0.0.0.0/0 Null0\nrouter ospf 1\n redistribute static\n", &origin).expect("cfg");
+    let origin = TextOrigin {
+        file: "t".into(),
+        line: 1,
+        col: 1,
+    };
+    apply_config(
+        &mut net,
+        spine,
+        "ip route 0.0.0.0/0 Null0\nrouter ospf 1\n redistribute static\n",
+        &origin,
+    )
+    .expect("cfg");
     let (e, _) = converge(net);
-    let r = e.state().devices[l1.idx()].fib.lookup(Ipv4Addr::new(8, 8, 8, 8)).expect("default");
+    let r = e.state().devices[l1.idx()]
+        .fib
+        .lookup(Ipv4Addr::new(8, 8, 8, 8))
+        .expect("default");
     assert_eq!((r.proto, r.metric), (Proto::OspfE2, 1));
 }
-

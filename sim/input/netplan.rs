@@ -44,10 +44,7 @@ pub(crate) fn apply(
     create_missing: bool,
 ) -> Result<Applied, InputError> {
     if net.device(dev).kind != DeviceKind::Linux {
-        let msg = format!(
-            "netplan applies to Linux hosts; {} is not one",
-            net.device(dev).name
-        );
+        let msg = format!("netplan applies to Linux hosts; {} is not one", net.device(dev).name);
         return Err(Diagnostic::error(origin.span_at(0, 0), msg).into());
     }
     let root: Keyed<Root> = yaml::from_str(text, origin)?;
@@ -57,10 +54,7 @@ pub(crate) fn apply(
     };
     let plans = cx.root(&root);
     let ifaces = cx.resolve(net, dev, &plans, create_missing);
-    let (errors, mut warnings): (Vec<_>, Vec<_>) = cx
-        .diags
-        .into_iter()
-        .partition(|d| d.severity == Severity::Error);
+    let (errors, mut warnings): (Vec<_>, Vec<_>) = cx.diags.into_iter().partition(|d| d.severity == Severity::Error);
     // `resolve` reports an error for every interface it could not find.
     let Some(ifaces) = ifaces
         .into_iter()
@@ -76,10 +70,7 @@ pub(crate) fn apply(
         .filter_map(|(i, p)| Some((*i, p.addr_span.clone()?)))
         .collect();
     commit(net, dev, plans);
-    Ok(Applied {
-        warnings,
-        addr_spans,
-    })
+    Ok(Applied { warnings, addr_spans })
 }
 
 /// What the file says about one interface.
@@ -234,15 +225,7 @@ struct Ethernet {
 
 impl Keys for Ethernet {
     const WHAT: &'static str = "an ethernet";
-    const READ: &'static [&'static str] = &[
-        "addresses",
-        "dhcp4",
-        "dhcp6",
-        "routes",
-        "mtu",
-        "gateway4",
-        "gateway6",
-    ];
+    const READ: &'static [&'static str] = &["addresses", "dhcp4", "dhcp6", "routes", "mtu", "gateway4", "gateway6"];
     const UNMODELLED: &'static [&'static str] = &[
         "nameservers",
         "match",
@@ -293,13 +276,8 @@ struct Route {
 impl Keys for Route {
     const WHAT: &'static str = "a route";
     const READ: &'static [&'static str] = &["to", "via", "metric", "on-link", "scope", "type"];
-    const UNMODELLED: &'static [&'static str] = &[
-        "from",
-        "table",
-        "mtu",
-        "congestion-window",
-        "advertised-receive-window",
-    ];
+    const UNMODELLED: &'static [&'static str] =
+        &["from", "table", "mtu", "congestion-window", "advertised-receive-window"];
     fn read<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
             "to" => self.to = Some(map.next_value()?),
@@ -371,21 +349,12 @@ impl Cx<'_> {
         };
         self.keys(network);
         match &network.fields.version {
-            None => self.error(
-                self.at(root.at.as_ref()),
-                "missing `version: 2` under `network:`",
-            ),
-            Some(v) if v.value != 2 => self.error(
-                self.span(v),
-                format!("expected `version: 2`, found {}", v.value),
-            ),
+            None => self.error(self.at(root.at.as_ref()), "missing `version: 2` under `network:`"),
+            Some(v) if v.value != 2 => self.error(self.span(v), format!("expected `version: 2`, found {}", v.value)),
             Some(_) => {}
         }
         let ethernets = &network.fields.ethernets.0;
-        ethernets
-            .iter()
-            .map(|(name, eth)| self.ethernet(name, eth))
-            .collect()
+        ethernets.iter().map(|(name, eth)| self.ethernet(name, eth)).collect()
     }
 
     fn ethernet(&mut self, name: &Spanned<String>, eth: &Keyed<Ethernet>) -> IfPlan {
@@ -437,10 +406,7 @@ impl Cx<'_> {
         match parse_prefix(&a.value) {
             Err(msg) => self.error(span, msg),
             Ok(_) if plan.addr_span.is_some() => {
-                let msg = format!(
-                    "fabsim models one IPv4 address per interface; `{}` ignored",
-                    a.value
-                );
+                let msg = format!("fabsim models one IPv4 address per interface; `{}` ignored", a.value);
                 self.warn(span, msg);
             }
             Ok(net) => {
@@ -458,8 +424,7 @@ impl Cx<'_> {
             return;
         };
         if plan.addr_span.is_some() {
-            let msg =
-                "fabsim models one IPv4 address per interface; the static address wins over dhcp4";
+            let msg = "fabsim models one IPv4 address per interface; the static address wins over dhcp4";
             self.warn(self.span(d4), msg);
         } else {
             plan.addr = AddrConfig::Dhcp;
@@ -470,26 +435,16 @@ impl Cx<'_> {
     fn gateway4(&mut self, plan: &mut IfPlan, gw: &Spanned<String>) {
         let span = self.span(gw);
         let Some(via) = self.ipv4(gw) else { return };
-        let msg = format!(
-            "`gateway4` is deprecated; netplan prefers `routes: [{{to: default, via: {via}}}]`"
-        );
+        let msg = format!("`gateway4` is deprecated; netplan prefers `routes: [{{to: default, via: {via}}}]`");
         self.warn(span.clone(), msg);
-        plan.routes.push(static_route(
-            Ipv4Net::default(),
-            Some(via),
-            &plan.name,
-            0,
-            span,
-        ));
+        plan.routes
+            .push(static_route(Ipv4Net::default(), Some(via), &plan.name, 0, span));
     }
 
     fn ipv4(&mut self, v: &Spanned<String>) -> Option<Ipv4Addr> {
         let parsed = v.value.trim().parse().ok();
         if parsed.is_none() {
-            let msg = format!(
-                "expected an IPv4 address like 10.0.0.1, found `{}`",
-                v.value
-            );
+            let msg = format!("expected an IPv4 address like 10.0.0.1, found `{}`", v.value);
             self.error(self.span(v), msg);
         }
         parsed
@@ -502,10 +457,7 @@ impl Cx<'_> {
             let at =
                 r.at.as_ref()
                     .map_or_else(|| plan.span.clone(), |l| yaml::span(self.origin, l));
-            self.error(
-                at,
-                "a route needs `to:` (a prefix like 10.0.0.0/8, or `default`)",
-            );
+            self.error(at, "a route needs `to:` (a prefix like 10.0.0.0/8, or `default`)");
             return None;
         };
         let ipv6 = |s: &Option<Spanned<String>>| s.as_ref().is_some_and(|v| v.value.contains(':'));
@@ -518,13 +470,7 @@ impl Cx<'_> {
             Some(v) => Some(self.ipv4(v)?),
             None => None,
         };
-        let mut route = static_route(
-            prefix,
-            via,
-            &plan.name,
-            f.metric.unwrap_or(0),
-            self.span(to),
-        );
+        let mut route = static_route(prefix, via, &plan.name, f.metric.unwrap_or(0), self.span(to));
         route.blackhole = self.route_type(f)?;
         self.route_flags(f);
         Some(route)
@@ -541,17 +487,12 @@ impl Cx<'_> {
                 .or_else(|| text.parse::<Ipv4Addr>().ok().map(Ipv4Net::from)),
         };
         let Some(net) = parsed else {
-            let msg = format!(
-                "expected a route destination like 10.0.0.0/8 or `default`, found `{text}`"
-            );
+            let msg = format!("expected a route destination like 10.0.0.0/8 or `default`, found `{text}`");
             self.error(self.span(to), msg);
             return None;
         };
         if net.trunc() != net {
-            let msg = format!(
-                "route destination {net} has host bits set; using {}",
-                net.trunc()
-            );
+            let msg = format!("route destination {net} has host bits set; using {}", net.trunc());
             self.warn(self.span(to), msg);
         }
         Some(net.trunc())
@@ -592,13 +533,7 @@ impl Cx<'_> {
     }
 
     /// The interface of each plan; unknown names are errors unless `create` (then created).
-    fn resolve(
-        &mut self,
-        net: &mut Network,
-        dev: DeviceId,
-        plans: &[IfPlan],
-        create: bool,
-    ) -> Vec<Option<IfId>> {
+    fn resolve(&mut self, net: &mut Network, dev: DeviceId, plans: &[IfPlan], create: bool) -> Vec<Option<IfId>> {
         let mut ids = Vec::new();
         for p in plans {
             let found = find_iface(net, dev, &p.name);
@@ -630,13 +565,7 @@ impl Cx<'_> {
     }
 }
 
-fn static_route(
-    prefix: Ipv4Net,
-    via: Option<Ipv4Addr>,
-    dev: &str,
-    metric: u32,
-    span: Span,
-) -> StaticRoute {
+fn static_route(prefix: Ipv4Net, via: Option<Ipv4Addr>, dev: &str, metric: u32, span: Span) -> StaticRoute {
     StaticRoute {
         prefix,
         via,

@@ -18,8 +18,8 @@ use self::yaml::OrderedMap;
 use super::{eos, netplan};
 use crate::diag::{Diagnostic, InputError, Severity, Span, TextOrigin};
 use crate::model::{
-    AddrConfig, Device, DeviceId, DeviceKind, DhcpLease, ExternalConfig, IfId, IfOspf, Interface,
-    L2Domain, L2Id, Network, Responder, VendorProfile,
+    AddrConfig, Device, DeviceId, DeviceKind, DhcpLease, ExternalConfig, IfId, IfOspf, Interface, L2Domain, L2Id,
+    Network, Responder, VendorProfile,
 };
 
 /// A loaded topology: the model plus the warnings found while building it.
@@ -33,12 +33,8 @@ pub struct Loaded {
 /// Reads and loads a topology file; diagnostics name the path as given.
 pub fn load_topology(path: &Path) -> Result<Loaded, InputError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Diagnostic::error(
-            Span::new(&file, 1, 1),
-            format!("cannot read the topology file: {e}"),
-        )
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Diagnostic::error(Span::new(&file, 1, 1), format!("cannot read the topology file: {e}")))?;
     parse_topology(&text, &file)
 }
 
@@ -315,10 +311,7 @@ impl<'a> Builder<'a> {
 
     fn duration(&mut self, v: &Spanned<String>) -> u64 {
         parse_duration_ms(&v.value).unwrap_or_else(|| {
-            let msg = format!(
-                "expected a duration like 60s, 500ms or 2m, found `{}`",
-                v.value
-            );
+            let msg = format!("expected a duration like 60s, 500ms or 2m, found `{}`", v.value);
             self.error(self.span(v), msg);
             0
         })
@@ -336,12 +329,7 @@ impl<'a> Builder<'a> {
     fn linux_device(&mut self, id: DeviceId, raw: &RawDevice) {
         let dev_span = self.net.device(id).span.clone();
         let dev = &mut self.net.devices[id.idx()];
-        dev.hostname = Some(
-            raw.hostname
-                .as_ref()
-                .map_or(&dev.name, |h| &h.value)
-                .clone(),
-        );
+        dev.hostname = Some(raw.hostname.as_ref().map_or(&dev.name, |h| &h.value).clone());
         dev.ip_forward = raw.ip_forward.as_ref().is_some_and(|f| f.value);
         let lo = add_linux_iface(&mut self.net, id, "lo", dev_span);
         let lo = &mut self.net.interfaces[lo.idx()];
@@ -370,10 +358,7 @@ impl<'a> Builder<'a> {
         } else if name.value.is_empty() || name.value.contains(|c: char| c.is_whitespace()) {
             self.error(
                 span,
-                format!(
-                    "expected an interface name like ens3, found `{}`",
-                    name.value
-                ),
+                format!("expected an interface name like ens3, found `{}`", name.value),
             );
         } else {
             add_linux_iface(&mut self.net, id, &name.value, span);
@@ -428,9 +413,7 @@ impl<'a> Builder<'a> {
     }
 
     fn prefix(&mut self, v: &Spanned<String>) -> Option<Ipv4Net> {
-        parse_prefix(&v.value)
-            .map_err(|msg| self.error(self.span(v), msg))
-            .ok()
+        parse_prefix(&v.value).map_err(|msg| self.error(self.span(v), msg)).ok()
     }
 
     fn address(&mut self, v: &Spanned<String>) -> Option<Ipv4Addr> {
@@ -484,26 +467,16 @@ impl<'a> Builder<'a> {
             self.net.interfaces[iface.idx()].l2 = Some(id);
             members.push(iface);
         }
-        self.net.l2.push(L2Domain {
-            name,
-            members,
-            span,
-        });
+        self.net.l2.push(L2Domain { name, members, span });
         id
     }
 
     /// Resolves `DEVICE:INTERFACE`, creating the interface where the device allows it.
     fn endpoint(&mut self, ep: &Spanned<String>) -> Option<IfId> {
         let span = self.span(ep);
-        let parts = ep
-            .value
-            .split_once(':')
-            .filter(|(d, i)| !d.is_empty() && !i.is_empty());
+        let parts = ep.value.split_once(':').filter(|(d, i)| !d.is_empty() && !i.is_empty());
         let Some((dev, ifname)) = parts else {
-            let msg = format!(
-                "expected an endpoint like Leaf-1:Ethernet1, found `{}`",
-                ep.value
-            );
+            let msg = format!("expected an endpoint like Leaf-1:Ethernet1, found `{}`", ep.value);
             self.error(span, msg);
             return None;
         };
@@ -514,10 +487,7 @@ impl<'a> Builder<'a> {
     fn device(&mut self, name: &str, span: &Span) -> Option<DeviceId> {
         let found = self.net.device_by_name(name);
         if found.is_none() && !self.broken.contains(name) {
-            self.error(
-                span.clone(),
-                format!("unknown device `{name}` (not under `devices:`)"),
-            );
+            self.error(span.clone(), format!("unknown device `{name}` (not under `devices:`)"));
         }
         found
     }
@@ -529,8 +499,7 @@ impl<'a> Builder<'a> {
         let (kind, devname) = (device.kind, device.name.clone());
         if kind == DeviceKind::Eos {
             let Some(canon) = eos::canonical_interface(ifname) else {
-                let msg =
-                    format!("expected an EOS interface name like Ethernet1, found `{ifname}`");
+                let msg = format!("expected an EOS interface name like Ethernet1, found `{ifname}`");
                 self.error(span, msg);
                 return None;
             };
@@ -631,19 +600,14 @@ impl<'a> Builder<'a> {
 
     /// Both ends of a point-to-point link must be addressed in the same subnet.
     fn check_links(&mut self) {
-        let errors: Vec<Diagnostic> = self
-            .links
-            .iter()
-            .filter_map(|l2| self.link_mismatch(*l2))
-            .collect();
+        let errors: Vec<Diagnostic> = self.links.iter().filter_map(|l2| self.link_mismatch(*l2)).collect();
         self.diags.extend(errors);
     }
 
     fn link_mismatch(&self, l2: L2Id) -> Option<Diagnostic> {
         let dom = &self.net.l2[l2.idx()];
         let [a, b] = dom.members[..] else { return None };
-        let (AddrConfig::Static(na), AddrConfig::Static(nb)) =
-            (&self.net.iface(a).addr, &self.net.iface(b).addr)
+        let (AddrConfig::Static(na), AddrConfig::Static(nb)) = (&self.net.iface(a).addr, &self.net.iface(b).addr)
         else {
             return None;
         };
@@ -666,10 +630,7 @@ impl<'a> Builder<'a> {
                 let AddrConfig::Static(net) = self.net.iface(iface).addr else {
                     return None;
                 };
-                let span = self
-                    .addr_spans
-                    .get(&iface)
-                    .unwrap_or(&self.net.iface(iface).span);
+                let span = self.addr_spans.get(&iface).unwrap_or(&self.net.iface(iface).span);
                 (!net.addr().is_loopback()).then(|| Claim {
                     iface,
                     net,
@@ -834,19 +795,14 @@ pub(crate) mod yaml {
     }
 
     /// Parses `text`, which starts at `origin` in the user's file.
-    pub(crate) fn from_str<T: DeserializeOwned>(
-        text: &str,
-        origin: &TextOrigin,
-    ) -> Result<T, Diagnostic> {
+    pub(crate) fn from_str<T: DeserializeOwned>(text: &str, origin: &TextOrigin) -> Result<T, Diagnostic> {
         serde_saphyr::from_str(text).map_err(|e| {
             let message: String = UserMessageFormatter
                 .format_message(&e)
                 .chars()
                 .map(|c| if c.is_control() { ' ' } else { c })
                 .collect();
-            let span = e
-                .location()
-                .map_or_else(|| origin.span_at(0, 0), |l| span(origin, &l));
+            let span = e.location().map_or_else(|| origin.span_at(0, 0), |l| span(origin, &l));
             Diagnostic::error(span, message)
         })
     }
@@ -861,19 +817,10 @@ pub(crate) mod yaml {
     /// point into the file. serde-saphyr reports a block scalar (`config: |`) at its first
     /// non-blank line, at the block's indentation column, while the value starts with one `\n`
     /// per blank line before that; a quoted scalar is reported at its opening quote.
-    pub(crate) fn text_origin(
-        v: &Spanned<String>,
-        source: &str,
-        parent: &TextOrigin,
-    ) -> TextOrigin {
+    pub(crate) fn text_origin(v: &Spanned<String>, source: &str, parent: &TextOrigin) -> TextOrigin {
         let at = span(parent, &v.referenced);
-        let src_line = source
-            .lines()
-            .nth((v.referenced.line() as usize).saturating_sub(1));
-        let first = src_line.and_then(|l| {
-            l.chars()
-                .nth((v.referenced.column() as usize).saturating_sub(1))
-        });
+        let src_line = source.lines().nth((v.referenced.line() as usize).saturating_sub(1));
+        let first = src_line.and_then(|l| l.chars().nth((v.referenced.column() as usize).saturating_sub(1)));
         let (line, col) = match first {
             Some('"' | '\'') => (at.line, at.col + 1),
             _ => {

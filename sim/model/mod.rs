@@ -279,8 +279,11 @@ impl Network {
     /// device at factory defaults until then. Interfaces keep their identity and links.
     pub fn defer_config(&mut self, dev: DeviceId, at_ms: u64) {
         let config = self.devices[dev.idx()].clone();
-        let ifaces: Vec<(IfId, Interface)> =
-            config.ifaces.iter().map(|i| (*i, self.interfaces[i.idx()].clone())).collect();
+        let ifaces: Vec<(IfId, Interface)> = config
+            .ifaces
+            .iter()
+            .map(|i| (*i, self.interfaces[i.idx()].clone()))
+            .collect();
         let d = &mut self.devices[dev.idx()];
         d.hostname = None;
         d.statics.clear();
@@ -289,7 +292,12 @@ impl Network {
         for (id, _) in &ifaces {
             self.interfaces[id.idx()].factory_reset(config.kind);
         }
-        self.timed.push(TimedConfig { at_ms, device: dev, config, ifaces });
+        self.timed.push(TimedConfig {
+            at_ms,
+            device: dev,
+            config,
+            ifaces,
+        });
     }
 
     /// Apply `timed[i]`: the device's configuration as entered at its time.

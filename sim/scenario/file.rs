@@ -84,19 +84,43 @@ pub enum Action {
     /// No change: a checkpoint on the state reached so far.
     Checkpoint,
     /// EOS configuration-mode lines on a switch.
-    EosConfig { device: String, text: String, origin: TextOrigin },
+    EosConfig {
+        device: String,
+        text: String,
+        origin: TextOrigin,
+    },
     /// A new netplan file on a Linux host, then `netplan apply`.
-    Netplan { device: String, text: String, origin: TextOrigin },
+    Netplan {
+        device: String,
+        text: String,
+        origin: TextOrigin,
+    },
     /// Let virtual time pass.
     Wait { ms: u64 },
 }
 
 #[derive(Clone, Debug)]
 pub enum Check {
-    Reach { from: String, to: String },
-    Unreachable { from: String, to: String, icmp_from: Option<Ipv4Addr> },
-    Route { on: String, prefix: Ipv4Net, present: bool },
-    Output { on: String, run: String, contains: Vec<String>, absent: Vec<String> },
+    Reach {
+        from: String,
+        to: String,
+    },
+    Unreachable {
+        from: String,
+        to: String,
+        icmp_from: Option<Ipv4Addr>,
+    },
+    Route {
+        on: String,
+        prefix: Ipv4Net,
+        present: bool,
+    },
+    Output {
+        on: String,
+        run: String,
+        contains: Vec<String>,
+        absent: Vec<String>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -150,11 +174,19 @@ fn block_origin(file: &str, key_col: u32, s: &Spanned<String>, text_src: &str) -
         .nth(line.saturating_sub(1) as usize)
         .is_some_and(|l| l.trim_end().ends_with('|') || l.trim_end().ends_with('>'));
     if !is_block {
-        return TextOrigin { file: file.into(), line, col: s.referenced.column() as u32 };
+        return TextOrigin {
+            file: file.into(),
+            line,
+            col: s.referenced.column() as u32,
+        };
     }
     let first = text_src.lines().nth(line as usize).unwrap_or("");
     let indent = first.len() - first.trim_start().len();
-    TextOrigin { file: file.into(), line: line + 1, col: (indent as u32 + 1).max(key_col) }
+    TextOrigin {
+        file: file.into(),
+        line: line + 1,
+        col: (indent as u32 + 1).max(key_col),
+    }
 }
 
 /// Parse a duration like `40s`, `500ms`, `2m`, `1h`.
@@ -197,7 +229,10 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
     }
     for (i, s) in steps.iter().enumerate() {
         if steps[..i].iter().any(|p| p.id == s.id) {
-            errors.push(Diagnostic::error(s.span.clone(), format!("duplicate step id '{}'", s.id)));
+            errors.push(Diagnostic::error(
+                s.span.clone(),
+                format!("duplicate step id '{}'", s.id),
+            ));
         }
     }
     if !errors.is_empty() {
@@ -217,33 +252,66 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
     let span = span_of(file, &rs.id);
     let device = |what: &str| {
         rs.on.as_ref().map(|o| o.value.clone()).ok_or_else(|| {
-            Diagnostic::error(span.clone(), format!("step '{}' has `{what}:` but no `on: DEVICE`", rs.id.value))
+            Diagnostic::error(
+                span.clone(),
+                format!("step '{}' has `{what}:` but no `on: DEVICE`", rs.id.value),
+            )
         })
     };
     let kinds = [rs.config.is_some(), rs.netplan.is_some(), rs.wait.is_some()];
     if kinds.iter().filter(|k| **k).count() > 1 {
-        return Err(Diagnostic::error(span, "a step does one thing: use only one of `config:`, `netplan:`, `wait:`")
-            .with_hint("split it into several steps with their own ids"));
+        return Err(Diagnostic::error(
+            span,
+            "a step does one thing: use only one of `config:`, `netplan:`, `wait:`",
+        )
+        .with_hint("split it into several steps with their own ids"));
     }
     let action = if let Some(c) = &rs.config {
-        Action::EosConfig { device: device("config")?, text: c.value.clone(), origin: block_origin(file, 1, c, text) }
+        Action::EosConfig {
+            device: device("config")?,
+            text: c.value.clone(),
+            origin: block_origin(file, 1, c, text),
+        }
     } else if let Some(n) = &rs.netplan {
-        Action::Netplan { device: device("netplan")?, text: n.value.clone(), origin: block_origin(file, 1, n, text) }
+        Action::Netplan {
+            device: device("netplan")?,
+            text: n.value.clone(),
+            origin: block_origin(file, 1, n, text),
+        }
     } else if let Some(w) = &rs.wait {
         let ms = parse_duration(&w.value).ok_or_else(|| {
-            Diagnostic::error(span_of(file, w), format!("expected a duration like 40s, 500ms or 2m, found '{}'", w.value))
+            Diagnostic::error(
+                span_of(file, w),
+                format!("expected a duration like 40s, 500ms or 2m, found '{}'", w.value),
+            )
         })?;
         Action::Wait { ms }
     } else {
         if let Some(o) = &rs.on {
-            return Err(Diagnostic::error(span_of(file, o), "`on:` needs a change: `config:` (EOS) or `netplan:` (Linux)"));
+            return Err(Diagnostic::error(
+                span_of(file, o),
+                "`on:` needs a change: `config:` (EOS) or `netplan:` (Linux)",
+            ));
         }
         Action::Checkpoint
     };
     let conv = |v: Vec<Spanned<RawCheck>>| {
-        v.into_iter().map(|c| Expectation { span: span_of(file, &c), check: convert_check(c.value) }).collect()
+        v.into_iter()
+            .map(|c| Expectation {
+                span: span_of(file, &c),
+                check: convert_check(c.value),
+            })
+            .collect()
     };
-    Ok(Step { id: rs.id.value, name: rs.name, note: rs.note, action, before: conv(rs.expect.before), after: conv(rs.expect.after), span })
+    Ok(Step {
+        id: rs.id.value,
+        name: rs.name,
+        note: rs.note,
+        action,
+        before: conv(rs.expect.before),
+        after: conv(rs.expect.after),
+        span,
+    })
 }
 
 fn convert_check(c: RawCheck) -> Check {
@@ -251,6 +319,16 @@ fn convert_check(c: RawCheck) -> Check {
         RawCheck::Reach { from, to } => Check::Reach { from, to },
         RawCheck::Unreachable { from, to, icmp_from } => Check::Unreachable { from, to, icmp_from },
         RawCheck::Route { on, prefix, present } => Check::Route { on, prefix, present },
-        RawCheck::Output { on, run, contains, absent } => Check::Output { on, run, contains, absent },
+        RawCheck::Output {
+            on,
+            run,
+            contains,
+            absent,
+        } => Check::Output {
+            on,
+            run,
+            contains,
+            absent,
+        },
     }
 }

@@ -31,14 +31,27 @@ pub fn open(path: &Path) -> Result<Opened, InputError> {
         let loaded = topology::load_topology(&scn.topology).map_err(|e| {
             let mut ds = e.0;
             if ds.iter().all(|d| d.span.file != scn.topology.display().to_string()) {
-                ds.insert(0, Diagnostic::error(scn.topology_span.clone(), "cannot load the scenario's topology"));
+                ds.insert(
+                    0,
+                    Diagnostic::error(scn.topology_span.clone(), "cannot load the scenario's topology"),
+                );
             }
             InputError(ds)
         })?;
-        Ok(Opened { topology_name: loaded.name, net: loaded.net, warnings: loaded.warnings, scenario: Some(scn) })
+        Ok(Opened {
+            topology_name: loaded.name,
+            net: loaded.net,
+            warnings: loaded.warnings,
+            scenario: Some(scn),
+        })
     } else {
         let loaded = topology::load_topology(path)?;
-        Ok(Opened { topology_name: loaded.name, net: loaded.net, warnings: loaded.warnings, scenario: None })
+        Ok(Opened {
+            topology_name: loaded.name,
+            net: loaded.net,
+            warnings: loaded.warnings,
+            scenario: None,
+        })
     }
 }
 
@@ -100,7 +113,11 @@ pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
         warnings: opened.warnings.clone(),
         checks: Vec::new(),
     };
-    let mut run = Run { engine, start, steps: Vec::new() };
+    let mut run = Run {
+        engine,
+        start,
+        steps: Vec::new(),
+    };
     let Some(scn) = &opened.scenario else {
         return match until {
             Some(id) => Err(Diagnostic::error(
@@ -164,7 +181,8 @@ fn run_step(engine: &mut Engine, step: &Step) -> Result<StepReport, InputError> 
 fn device_of(net: &Network, name: &str, span: &Span) -> Result<DeviceId, Diagnostic> {
     net.device_by_name(name).ok_or_else(|| {
         let known: Vec<&str> = net.devices.iter().map(|d| d.name.as_str()).collect();
-        Diagnostic::error(span.clone(), format!("unknown device '{name}'")).with_hint(format!("devices: {}", known.join(", ")))
+        Diagnostic::error(span.clone(), format!("unknown device '{name}'"))
+            .with_hint(format!("devices: {}", known.join(", ")))
     })
 }
 
@@ -176,9 +194,12 @@ fn apply(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnostic>), 
         Action::EosConfig { device, text, origin } => {
             let dev = device_of(engine.network(), device, &step.span)?;
             if engine.network().device(dev).kind != DeviceKind::Eos {
-                return Err(Diagnostic::error(step.span.clone(), format!("`config:` takes EOS lines, but {device} is not an EOS switch"))
-                    .with_hint("use `netplan:` for a Linux host")
-                    .into());
+                return Err(Diagnostic::error(
+                    step.span.clone(),
+                    format!("`config:` takes EOS lines, but {device} is not an EOS switch"),
+                )
+                .with_hint("use `netplan:` for a Linux host")
+                .into());
             }
             let warnings = engine.reconfigure(|net| eos::apply_config(net, dev, text, origin))?;
             let n = text.lines().filter(|l| !l.trim().is_empty()).count();
@@ -187,9 +208,12 @@ fn apply(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnostic>), 
         Action::Netplan { device, text, origin } => {
             let dev = device_of(engine.network(), device, &step.span)?;
             if engine.network().device(dev).kind != DeviceKind::Linux {
-                return Err(Diagnostic::error(step.span.clone(), format!("`netplan:` is for Linux hosts, but {device} is not one"))
-                    .with_hint("use `config:` for an EOS switch")
-                    .into());
+                return Err(Diagnostic::error(
+                    step.span.clone(),
+                    format!("`netplan:` is for Linux hosts, but {device} is not one"),
+                )
+                .with_hint("use `config:` for an EOS switch")
+                .into());
             }
             let warnings = engine.reconfigure(|net| netplan::apply_netplan(net, dev, text, origin))?;
             Ok((format!("{device}: new netplan file, netplan apply"), warnings))
@@ -222,7 +246,11 @@ pub fn route_diff(net: &Network, before: &State, after: &State) -> Vec<String> {
                                 None => format!("dev {}", net.iface(h.iface).name),
                             })
                             .collect();
-                        let hops = if r.blackhole { "blackhole".to_string() } else { hops.join(", ") };
+                        let hops = if r.blackhole {
+                            "blackhole".to_string()
+                        } else {
+                            hops.join(", ")
+                        };
                         format!("{} {:?} [{}/{}] {}", r.prefix, r.proto, r.distance, r.metric, hops)
                     })
                     .collect()
@@ -254,18 +282,30 @@ pub fn resolve_target(net: &Network, st: &State, to: &str) -> Option<Ipv4Addr> {
 
 fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult, InputError> {
     let (net, st) = (engine.network(), engine.state());
-    let result = |what: String, ok: bool, detail: String| CheckResult { when, what, ok, detail, span: e.span.clone() };
+    let result = |what: String, ok: bool, detail: String| CheckResult {
+        when,
+        what,
+        ok,
+        detail,
+        span: e.span.clone(),
+    };
     match &e.check {
         Check::Reach { from, to } | Check::Unreachable { from, to, .. } => {
             let src = device_of(net, from, &e.span)?;
-            let dst = resolve_target(net, st, to)
-                .ok_or_else(|| Diagnostic::error(e.span.clone(), format!("'{to}' is neither an address nor an addressed device")))?;
+            let dst = resolve_target(net, st, to).ok_or_else(|| {
+                Diagnostic::error(
+                    e.span.clone(),
+                    format!("'{to}' is neither an address nor an addressed device"),
+                )
+            })?;
             let p = probe(net, st, src, dst, net.device(src).profile.ttl, ProbeKind::Echo, 1);
             let seen = describe_outcome(&p.outcome);
             Ok(match &e.check {
-                Check::Reach { .. } => {
-                    result(format!("{from} reaches {to}"), matches!(p.outcome, ProbeOutcome::Reply { .. }), seen)
-                }
+                Check::Reach { .. } => result(
+                    format!("{from} reaches {to}"),
+                    matches!(p.outcome, ProbeOutcome::Reply { .. }),
+                    seen,
+                ),
                 Check::Unreachable { icmp_from, .. } => {
                     let ok = match (&p.outcome, icmp_from) {
                         (ProbeOutcome::Reply { .. }, _) => false,
@@ -286,12 +326,24 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             let dev = device_of(net, on, &e.span)?;
             let found = st.devices[dev.idx()].fib.iter().any(|r| r.prefix == *prefix);
             let what = format!("{on} has {}a route for {prefix}", if *present { "" } else { "no " });
-            Ok(result(what, found == *present, if found { "present".into() } else { "absent".into() }))
+            Ok(result(
+                what,
+                found == *present,
+                if found { "present".into() } else { "absent".into() },
+            ))
         }
-        Check::Output { on, run, contains, absent } => {
+        Check::Output {
+            on,
+            run,
+            contains,
+            absent,
+        } => {
             let dev = device_of(net, on, &e.span)?;
             let out = views::run_command(net, st, dev, run).map_err(|err| {
-                Diagnostic::error(e.span.clone(), format!("command '{run}' on {on} failed: {}", err.message))
+                Diagnostic::error(
+                    e.span.clone(),
+                    format!("command '{run}' on {on} failed: {}", err.message),
+                )
             })?;
             let missing: Vec<&String> = contains.iter().filter(|c| !has_line(&out, c)).collect();
             let present: Vec<&String> = absent.iter().filter(|c| has_line(&out, c)).collect();

@@ -15,5 +15,7 @@ pub struct CommandError {
 /// Placeholder until the views branch lands.
 pub fn run_command(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
     let _ = (net, st, dev, line);
-    Err(CommandError { message: "views not merged yet".into() })
+    Err(CommandError {
+        message: "views not merged yet".into(),
+    })
 }

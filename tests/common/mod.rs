@@ -20,8 +20,11 @@ pub fn run_to(step: &str) -> Run {
 pub fn out(step: &str, device: &str, command: &str) -> String {
     let run = run_to(step);
     let net = run.engine.network();
-    let dev = net.device_by_name(device).unwrap_or_else(|| panic!("no device {device}"));
-    views::run_command(net, run.engine.state(), dev, command).unwrap_or_else(|e| panic!("{device}# {command}: {}", e.message))
+    let dev = net
+        .device_by_name(device)
+        .unwrap_or_else(|| panic!("no device {device}"));
+    views::run_command(net, run.engine.state(), dev, command)
+        .unwrap_or_else(|e| panic!("{device}# {command}: {}", e.message))
 }
 
 /// Every pattern matches some line of `text` (whitespace-insensitive, `...` = any text).
