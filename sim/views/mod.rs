@@ -1,21 +1,444 @@
 //! Views render State the way the real tools do (EOS `show`, Linux `ip`, iputils `ping`,
 //! `tracepath`, `traceroute`). Views format; they never compute routing.
+//!
+//! Entry point: [`run_command`], which runs one command line (pipes included) on a device as
+//! its CLI or shell would. Every output line ends in `'\n'`; trailing spaces that the real tool
+//! prints (iproute2, tracepath) are kept.
 
 pub mod eos;
 pub mod linux;
+pub mod pipe;
+
+use std::fmt;
 
 use crate::engine::State;
-use crate::model::{DeviceId, Network};
+use crate::model::{DeviceId, DeviceKind, Network};
 
+/// What the CLI or shell prints instead of output when a command fails (`% Invalid input`,
+/// `RTNETLINK answers: Network is unreachable`, …).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandError {
     pub message: String,
 }
 
-/// Placeholder until the views branch lands.
-pub fn run_command(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
-    let _ = (net, st, dev, line);
-    Err(CommandError {
-        message: "views not merged yet".into(),
-    })
+impl CommandError {
+    pub fn new(message: impl Into<String>) -> Self {
+        CommandError {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CommandError {}
+
+/// Run one command line on a device as its CLI/shell would, including pipes. Dispatches on the
+/// device kind. Never panics, whatever the line.
+pub fn run_command(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    line: &str,
+) -> Result<String, CommandError> {
+    let device = net
+        .devices
+        .get(dev.idx())
+        .ok_or_else(|| CommandError::new(format!("no device with id {}", dev.0)))?;
+    let flavor = match device.kind {
+        DeviceKind::Eos => pipe::Flavor::Eos,
+        DeviceKind::Linux => pipe::Flavor::Linux,
+        DeviceKind::External => {
+            return Err(CommandError::new(format!(
+                "{} is an external network: it has no CLI or shell",
+                device.name
+            )))
+        }
+    };
+    let stages = pipe::split_pipeline(line)?;
+    let Some((command, filters)) = stages.split_first() else {
+        return Ok(String::new());
+    };
+    let output = match flavor {
+        pipe::Flavor::Eos => eos::run(net, st, dev, command)?,
+        pipe::Flavor::Linux => linux::run(net, st, dev, command)?,
+    };
+    pipe::apply_filters(flavor, filters, output)
+}
+
+/// Text of a probe's round trip in the form most tools print: whole milliseconds and the
+/// microsecond remainder, `%d.%03d`.
+fn ms3(us: u64) -> String {
+    format!("{}.{:03}", us / 1000, us % 1000)
+}
+
+#[cfg(test)]
+pub(crate) mod testnet {
+    //! Small hand-built networks for the view tests: the seed lab's Leaf-3 at s1b, Spine-1 at
+    //! s0 (OSPF neighbours) and s0b (Et4 on DHCP), k-w1 at s0c.
+
+    use std::net::Ipv4Addr;
+
+    use ipnet::Ipv4Net;
+
+    use crate::diag::Span;
+    use crate::engine::state::*;
+    use crate::model::*;
+
+    pub fn net(s: &str) -> Ipv4Net {
+        s.parse().unwrap()
+    }
+    pub fn ip(s: &str) -> Ipv4Addr {
+        s.parse().unwrap()
+    }
+
+    /// A network under construction plus the matching State.
+    #[derive(Default)]
+    pub struct Lab {
+        pub net: Network,
+        pub st: State,
+    }
+
+    impl Lab {
+        pub fn device(&mut self, name: &str, kind: DeviceKind) -> DeviceId {
+            let id = DeviceId(self.net.devices.len() as u32);
+            let profile = match kind {
+                DeviceKind::Eos => VendorProfile::eos(),
+                _ => VendorProfile::linux(),
+            };
+            self.net.devices.push(Device {
+                name: name.into(),
+                kind,
+                hostname: None,
+                ifaces: Vec::new(),
+                boot_ms: 0,
+                profile,
+                statics: Vec::new(),
+                ospf: None,
+                acls: Default::default(),
+                ip_forward: kind == DeviceKind::Eos,
+                external: None,
+                span: Span::default(),
+            });
+            self.st.devices.push(DevState {
+                device: Some(id),
+                powered: true,
+                ..Default::default()
+            });
+            id
+        }
+
+        /// An up, routed interface with carrier and the given address (`None` = unassigned).
+        pub fn iface(&mut self, dev: DeviceId, name: &str, addr: Option<&str>) -> IfId {
+            let id = IfId(self.net.interfaces.len() as u32);
+            let ifindex = self.net.device(dev).ifaces.len() as u32 + 2;
+            let a = addr.map(net);
+            self.net.interfaces.push(Interface {
+                device: dev,
+                name: name.into(),
+                l2: None,
+                routed: true,
+                admin_up: true,
+                addr: a.map_or(AddrConfig::None, AddrConfig::Static),
+                mtu: 1500,
+                ospf: IfOspf::default(),
+                nat_overload_acl: None,
+                ifindex,
+                span: Span::default(),
+            });
+            self.net.devices[dev.idx()].ifaces.push(id);
+            self.st.ifaces.push(IfState {
+                up: true,
+                line_up: true,
+                addr: a,
+                dhcp: false,
+            });
+            id
+        }
+
+        pub fn route(&mut self, dev: DeviceId, r: Route) {
+            self.st.devices[dev.idx()].fib.insert(r);
+        }
+    }
+
+    pub fn hop(via: Option<&str>, iface: IfId) -> NextHop {
+        NextHop {
+            via: via.map(ip),
+            iface,
+        }
+    }
+
+    /// An EOS route: `proto` with distance/metric through the given next hops.
+    pub fn eos_route(prefix: &str, proto: Proto, dm: (u8, u32), nhs: Vec<NextHop>) -> Route {
+        Route {
+            prefix: net(prefix),
+            proto,
+            distance: dm.0,
+            metric: dm.1,
+            nexthops: nhs,
+            src: None,
+            blackhole: false,
+            linux_proto: None,
+            scope_link: false,
+        }
+    }
+
+    /// Leaf-3 at s1b (seed-lab.md s1b): 3 connected /31s and 5 OSPF routes via the spine.
+    pub fn leaf3_s1b() -> (Lab, DeviceId) {
+        let mut lab = Lab::default();
+        let d = lab.device("Leaf-3", DeviceKind::Eos);
+        let et1 = lab.iface(d, "Ethernet1", Some("10.33.99.1/31"));
+        let et2 = lab.iface(d, "Ethernet2", Some("10.3.33.0/31"));
+        let et3 = lab.iface(d, "Ethernet3", Some("10.4.44.0/31"));
+        for (p, i) in [
+            ("10.33.99.0/31", et1),
+            ("10.3.33.0/31", et2),
+            ("10.4.44.0/31", et3),
+        ] {
+            lab.route(
+                d,
+                eos_route(p, Proto::Connected, (0, 0), vec![hop(None, i)]),
+            );
+        }
+        for (p, m) in [
+            ("10.0.11.0/31", 30),
+            ("10.1.11.0/31", 30),
+            ("10.2.22.0/31", 30),
+            ("10.11.99.0/31", 20),
+            ("10.22.99.0/31", 20),
+        ] {
+            let nh = vec![hop(Some("10.33.99.0"), et1)];
+            lab.route(d, eos_route(p, Proto::OspfIntra, (110, m), nh));
+        }
+        (lab, d)
+    }
+
+    /// Spine-1 at s0: three leaves as `FULL/DR` neighbours (seed-lab.md s0, C04).
+    pub fn spine1_s0() -> (Lab, DeviceId) {
+        let mut lab = Lab::default();
+        let d = lab.device("Spine-1", DeviceKind::Eos);
+        let links = [
+            ("Ethernet1", "10.11.99.0/31", "10.11.99.1", 29_400),
+            ("Ethernet2", "10.22.99.0/31", "10.22.99.1", 30_999),
+            ("Ethernet3", "10.33.99.0/31", "10.33.99.1", 35_000),
+        ];
+        let mut neighbors = Vec::new();
+        for (name, a, peer, dead) in links {
+            let i = lab.iface(d, name, Some(a));
+            lab.route(
+                d,
+                eos_route(a, Proto::Connected, (0, 0), vec![hop(None, i)]),
+            );
+            neighbors.push(OspfNeighbor {
+                router_id: ip(peer),
+                address: ip(peer),
+                iface: i,
+                priority: 1,
+                state: NbrState::Full,
+                role: NbrRole::Dr,
+                dead_ms_left: dead,
+            });
+        }
+        lab.st.devices[d.idx()].ospf = Some(OspfView {
+            process_id: 1,
+            router_id: Some(ip("10.33.99.0")),
+            neighbors,
+        });
+        (lab, d)
+    }
+
+    /// k-w1 at s0c (seed-lab.md s0c, C15): ens3 on the fabric, ens5 on the NAT cloud by DHCP.
+    pub fn kw1_s0c() -> (Lab, DeviceId) {
+        let mut lab = Lab::default();
+        let d = lab.device("k-w1", DeviceKind::Linux);
+        let ens3 = lab.iface(d, "ens3", Some("10.1.11.1/31"));
+        let ens4 = lab.iface(d, "ens4", None);
+        let ens5 = lab.iface(d, "ens5", None);
+        lab.net.interfaces[ens4.idx()].admin_up = false;
+        lab.st.ifaces[ens4.idx()] = IfState::default();
+        lab.net.interfaces[ens5.idx()].addr = AddrConfig::Dhcp;
+        lab.st.ifaces[ens5.idx()].addr = Some(net("10.0.137.132/24"));
+        lab.st.ifaces[ens5.idx()].dhcp = true;
+        let src5 = Some(ip("10.0.137.132"));
+        let linux = |prefix: &str, nh: NextHop, proto: &'static str, metric: u32| Route {
+            prefix: net(prefix),
+            proto: Proto::Static,
+            distance: 0,
+            metric,
+            nexthops: vec![nh],
+            src: None,
+            blackhole: false,
+            linux_proto: Some(proto),
+            scope_link: false,
+        };
+        let routes = [
+            Route {
+                src: src5,
+                proto: Proto::Dhcp,
+                ..linux("0.0.0.0/0", hop(Some("10.0.137.1"), ens5), "dhcp", 100)
+            },
+            linux("10.0.0.0/8", hop(Some("10.1.11.0"), ens3), "static", 0),
+            Route {
+                src: src5,
+                scope_link: true,
+                proto: Proto::Connected,
+                ..linux("10.0.137.0/24", hop(None, ens5), "kernel", 100)
+            },
+            Route {
+                src: src5,
+                scope_link: true,
+                proto: Proto::Dhcp,
+                ..linux("10.0.137.1/32", hop(None, ens5), "dhcp", 100)
+            },
+            Route {
+                src: Some(ip("10.1.11.1")),
+                scope_link: true,
+                proto: Proto::Connected,
+                ..linux("10.1.11.0/31", hop(None, ens3), "kernel", 0)
+            },
+        ];
+        for r in routes {
+            lab.route(d, r);
+        }
+        (lab, d)
+    }
+
+    /// Collapse runs of whitespace, as the seed's transcription did (seed-lab.md §0).
+    pub fn squash(s: &str) -> String {
+        s.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// Every expected line appears, whitespace-normalised, among the output's lines.
+    pub fn assert_lines(out: &str, expected: &str) {
+        let got: Vec<String> = out.lines().map(squash).collect();
+        for want in expected.lines().map(squash).filter(|l| !l.is_empty()) {
+            assert!(got.contains(&want), "missing line {want:?} in:\n{out}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testnet::*;
+    use super::*;
+    use crate::engine::state::Proto;
+
+    #[test]
+    fn never_panics_on_garbage() {
+        let (mut lab, leaf) = leaf3_s1b();
+        let kw1 = lab.device("k-w1", DeviceKind::Linux);
+        let ens3 = lab.iface(kw1, "ens3", Some("10.1.11.1/31"));
+        lab.route(
+            kw1,
+            eos_route(
+                "0.0.0.0/0",
+                Proto::Static,
+                (0, 0),
+                vec![hop(Some("10.1.11.0"), ens3)],
+            ),
+        );
+        let ext = lab.device("cloud", DeviceKind::External);
+        let words = [
+            "show",
+            "sh",
+            "ip",
+            "ro",
+            "route",
+            "ospf",
+            "nei",
+            "int",
+            "br",
+            "brief",
+            "ethernet",
+            "4",
+            "et99",
+            "0.0.0.0",
+            "10.1.11.1",
+            "999.1.1.1",
+            "10.0.0.0/33",
+            "ping",
+            "-c",
+            "-s",
+            "-t",
+            "-I",
+            "traceroute",
+            "tracepath",
+            "-n",
+            "a",
+            "r",
+            "get",
+            "addr",
+            "link",
+            "-br",
+            "dev",
+            "ens3",
+            "|",
+            "| inc",
+            "| grep",
+            "-E",
+            "'(",
+            "\"",
+            "[",
+            "\\",
+            "",
+            " ",
+            "repeat",
+            "size",
+            "0",
+            "-1",
+            "65536",
+            "bgp",
+            "static",
+            "connected",
+            "vrf",
+            "x",
+        ];
+        // A deterministic pseudo-random walk over the words (no RNG dependency).
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..3000 {
+            let mut line = String::new();
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let n = (seed % 7) as usize;
+            for k in 0..n {
+                let w = words[((seed >> (8 * k)) as usize) % words.len()];
+                line.push_str(w);
+                line.push(' ');
+            }
+            for dev in [leaf, kw1, ext, DeviceId(99)] {
+                let _ = run_command(&lab.net, &lab.st, dev, &line);
+            }
+        }
+    }
+
+    #[test]
+    fn same_input_same_bytes() {
+        let (lab, leaf) = leaf3_s1b();
+        let a = run_command(&lab.net, &lab.st, leaf, "show ip route");
+        let b = run_command(&lab.net, &lab.st, leaf, "show ip route");
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn pipes_apply_after_the_command() {
+        let (lab, leaf) = leaf3_s1b();
+        let out = run_command(&lab.net, &lab.st, leaf, "sh ip ro | inc /31 | exc 110/30").unwrap();
+        assert_eq!(out.lines().count(), 5);
+        let (lab, kw1) = kw1_s0c();
+        let out = run_command(&lab.net, &lab.st, kw1, "ip r | grep -v 'proto kernel'").unwrap();
+        assert_eq!(out.lines().count(), 3);
+    }
+
+    #[test]
+    fn external_devices_have_no_cli() {
+        let mut lab = Lab::default();
+        let ext = lab.device("cloud", DeviceKind::External);
+        let err = run_command(&lab.net, &lab.st, ext, "show ip route").unwrap_err();
+        assert!(err.message.contains("external network"));
+    }
 }
