@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::dataplane::{probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError};
 use crate::model::{DeviceKind, Network};
-use crate::scenario::{self, describe_outcome, fmt_ms, resolve_target, Opened, Run, StepReport, When};
+use crate::scenario::{self, describe_probe, fmt_ms, resolve_target, Opened, Run, StepReport, When};
 use crate::views;
 
 #[derive(Parser, Debug)]
@@ -264,17 +264,20 @@ fn print_step(s: &StepReport, out: &mut String) {
     let name = s.name.as_deref().map(|n| format!(" — {n}")).unwrap_or_default();
     out.push_str(&format!("\n[{}]{name}\n", s.id));
     out.push_str(&format!("  change: {}\n", s.change));
-    let settle = s.settled_ms.saturating_sub(s.start_ms);
     let quiet = if s.quiet {
         ""
     } else {
         " (NOT quiet: still changing at the run limit)"
     };
-    out.push_str(&format!(
-        "  at t={}, settled after {}{quiet}\n",
-        fmt_ms(s.start_ms),
-        fmt_ms(settle)
-    ));
+    let settle = if s.settled_ms > s.start_ms || !s.route_changes.is_empty() {
+        format!(
+            "routes settled after {}",
+            fmt_ms(s.settled_ms.saturating_sub(s.start_ms))
+        )
+    } else {
+        "no route changed".to_string()
+    };
+    out.push_str(&format!("  at t={}, {settle}{quiet}\n", fmt_ms(s.start_ms)));
     for w in &s.warnings {
         out.push_str(&format!("  {w}\n"));
     }
@@ -334,7 +337,7 @@ fn reach(run: &Run, format: Format, out: &mut String) {
                 to: name_b.clone(),
                 address: addr.to_string(),
                 reachable: matches!(p.outcome, ProbeOutcome::Reply { .. }),
-                outcome: describe_outcome(&p.outcome),
+                outcome: describe_probe(net, &p),
             });
         }
     }

@@ -53,6 +53,10 @@ pub struct Probe {
     /// The request's path, then the answer's path.
     pub forward: Vec<Hop>,
     pub back: Vec<Hop>,
+    /// The devices of a forwarding loop the request or its answer entered (first device
+    /// repeated at the end), if any. The packet still circles until its TTL runs out, as on a
+    /// real network; this says why.
+    pub forwarding_loop: Option<Vec<DeviceId>>,
 }
 
 /// What a probe is: an ICMP echo request (ping) or a UDP datagram to a high port
@@ -75,12 +79,27 @@ const MAX_STEPS: usize = 300;
 /// through the FIBs of `st`. `seq` takes part in the ECMP flow hash only for UDP probes (their
 /// port changes per probe); echo requests of one ping are one flow.
 pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, kind: ProbeKind, _seq: u32) -> Probe {
+    let mut ctx = Walk {
+        net,
+        st,
+        delay_us: 0,
+        nat: None,
+        forwarding_loop: None,
+    };
+    let mut p = probe_with(&mut ctx, from, dst, ttl, kind);
+    p.forwarding_loop = ctx.forwarding_loop;
+    p
+}
+
+fn probe_with(ctx: &mut Walk<'_>, from: DeviceId, dst: Ipv4Addr, ttl: u8, kind: ProbeKind) -> Probe {
+    let (net, st) = (ctx.net, ctx.st);
     let mut p = Probe {
         outcome: ProbeOutcome::LocalNoRoute,
         rtt_us: 0,
         src: None,
         forward: Vec::new(),
         back: Vec::new(),
+        forwarding_loop: None,
     };
     if local_iface(net, st, from, dst).is_some() {
         p.src = Some(dst);
@@ -109,12 +128,6 @@ pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, 
         dst,
         ttl,
         kind: Payload::Request(kind),
-    };
-    let mut ctx = Walk {
-        net,
-        st,
-        delay_us: 0,
-        nat: None,
     };
     let (end, fwd) = ctx.walk(from, pkt, true);
     p.forward = fwd;
@@ -312,6 +325,7 @@ struct Walk<'a> {
     st: &'a State,
     delay_us: u64,
     nat: Option<NatEntry>,
+    forwarding_loop: Option<Vec<DeviceId>>,
 }
 
 impl Walk<'_> {
@@ -422,6 +436,7 @@ impl Walk<'_> {
                     Some(inif) => self.icmp_error(cur, inif, IcmpError::HostUnreachable, pkt, hops),
                 };
             };
+            self.note_loop(&hops, cur);
             hops.push(hop);
             self.delay_us += LINK_DELAY_US;
             cur = net.iface(next_if).device;
@@ -433,6 +448,18 @@ impl Walk<'_> {
             },
             hops,
         )
+    }
+
+    /// A transit device forwarding a packet it already forwarded on this walk closes a loop.
+    fn note_loop(&mut self, hops: &[Hop], cur: DeviceId) {
+        if self.forwarding_loop.is_some() {
+            return;
+        }
+        if let Some(first) = hops.iter().position(|h| h.device == cur && h.egress.is_some()) {
+            let mut cycle: Vec<DeviceId> = hops[first..].iter().map(|h| h.device).collect();
+            cycle.push(cur);
+            self.forwarding_loop = Some(cycle);
+        }
     }
 
     /// `dev` answers `pkt` with an ICMP error, unless `pkt` is itself an answer.

@@ -44,8 +44,8 @@ impl Event {
 /// What a convergence run found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Convergence {
-    /// Virtual time of the last routing-relevant change.
-    pub last_change_ms: u64,
+    /// Virtual time of the last change to any forwarding table.
+    pub routes_changed_ms: u64,
     /// False when the run hit `MAX_RUN_MS` with changes still happening.
     pub quiet: bool,
 }
@@ -59,7 +59,10 @@ pub struct Engine {
     queue: BinaryHeap<Reverse<(u64, u64, Event)>>,
     one_shot_pending: usize,
     recompute_pending: bool,
+    /// Last protocol activity that could still change routes (holds off quiet).
     last_change: u64,
+    /// Last time a forwarding table actually changed.
+    routes_changed: u64,
     ospf: ospf::Ospf,
     state: State,
 }
@@ -77,6 +80,7 @@ impl Engine {
             one_shot_pending: 0,
             recompute_pending: false,
             last_change: 0,
+            routes_changed: 0,
         };
         e.state.ifaces = vec![IfState::default(); e.net.interfaces.len()];
         e.state.devices = (0..e.net.devices.len())
@@ -155,7 +159,7 @@ impl Engine {
 
     fn convergence(&self, quiet: bool) -> Convergence {
         Convergence {
-            last_change_ms: self.last_change,
+            routes_changed_ms: self.routes_changed,
             quiet,
         }
     }
@@ -202,6 +206,7 @@ impl Engine {
                 self.refresh_timers_view();
                 if rib::fingerprint(&self.state) != before {
                     self.last_change = self.now;
+                    self.routes_changed = self.now;
                 }
             }
         }

@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
-use crate::dataplane::{probe, IcmpError, ProbeKind, ProbeOutcome};
+use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Engine, State};
 use crate::input::{eos, netplan, topology};
@@ -107,7 +107,7 @@ pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
         name: Some("topology boots and converges".into()),
         change: format!("power on {} devices", opened.net.devices.len()),
         start_ms: 0,
-        settled_ms: c.last_change_ms,
+        settled_ms: c.routes_changed_ms,
         quiet: c.quiet,
         route_changes: Vec::new(),
         warnings: opened.warnings.clone(),
@@ -158,7 +158,7 @@ fn run_step(engine: &mut Engine, step: &Step) -> Result<StepReport, InputError> 
         }
         _ => {
             let c = engine.run_until_quiet();
-            (c.last_change_ms.max(start_ms), c.quiet)
+            (c.routes_changed_ms.max(start_ms), c.quiet)
         }
     };
     let route_changes = route_diff(engine.network(), &before, engine.state());
@@ -299,7 +299,7 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
                 )
             })?;
             let p = probe(net, st, src, dst, net.device(src).profile.ttl, ProbeKind::Echo, 1);
-            let seen = describe_outcome(&p.outcome);
+            let seen = describe_probe(net, &p);
             Ok(match &e.check {
                 Check::Reach { .. } => result(
                     format!("{from} reaches {to}"),
@@ -325,7 +325,7 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
         Check::Route { on, prefix, present } => {
             let dev = device_of(net, on, &e.span)?;
             let found = st.devices[dev.idx()].fib.iter().any(|r| r.prefix == *prefix);
-            let what = format!("{on} has {}a route for {prefix}", if *present { "" } else { "no " });
+            let what = format!("{on} has {} route for {prefix}", if *present { "a" } else { "no" });
             Ok(result(
                 what,
                 found == *present,
@@ -383,6 +383,16 @@ pub fn has_line(output: &str, pattern: &str) -> bool {
 /// Collapse runs of whitespace: the seed's pastes lost their column padding.
 pub fn normalize(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One line saying what happened to a probe, naming a forwarding loop if there was one.
+pub fn describe_probe(net: &Network, p: &Probe) -> String {
+    let mut s = describe_outcome(&p.outcome);
+    if let Some(cycle) = &p.forwarding_loop {
+        let names: Vec<&str> = cycle.iter().map(|d| net.device(*d).name.as_str()).collect();
+        s.push_str(&format!(" (forwarding loop: {})", names.join(" -> ")));
+    }
+    s
 }
 
 pub fn describe_outcome(o: &ProbeOutcome) -> String {

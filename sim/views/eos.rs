@@ -23,9 +23,7 @@ pub(crate) fn keyword(word: &str, choices: &[&'static str]) -> Result<&'static s
     if let Some(exact) = choices.iter().find(|c| **c == w) {
         return Ok(exact);
     }
-    let mut hits = choices
-        .iter()
-        .filter(|c| !w.is_empty() && c.starts_with(&w));
+    let mut hits = choices.iter().filter(|c| !w.is_empty() && c.starts_with(&w));
     match (hits.next(), hits.next()) {
         (Some(one), None) => Ok(one),
         (Some(_), Some(_)) => Err(CommandError::new("% Ambiguous command")),
@@ -102,14 +100,7 @@ const ROUTE_OPTS: &[&str] = &[
 ];
 const PING_OPTS: &[&str] = &["interval", "repeat", "size", "source", "timeout", "vrf"];
 /// EOS interface types, for `ethernet 4` / `et4` / `Ethernet4`.
-const IF_TYPES: &[&str] = &[
-    "ethernet",
-    "loopback",
-    "management",
-    "port-channel",
-    "tunnel",
-    "vlan",
-];
+const IF_TYPES: &[&str] = &["ethernet", "loopback", "management", "port-channel", "tunnel", "vlan"];
 
 fn unsupported(words: &[&str]) -> CommandError {
     CommandError::new(format!(
@@ -127,12 +118,7 @@ fn invalid() -> CommandError {
 }
 
 /// Run one EOS exec-mode command (no pipes).
-pub(crate) fn run(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    line: &str,
-) -> Result<String, CommandError> {
+pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let Some((first, rest)) = words.split_first() else {
         return Ok(String::new());
@@ -203,23 +189,13 @@ fn protocol_filter(word: &str) -> Option<&'static [Proto]> {
     match word {
         "connected" => Some(&[Proto::Connected]),
         "static" => Some(&[Proto::Static]),
-        "ospf" => Some(&[
-            Proto::OspfIntra,
-            Proto::OspfInter,
-            Proto::OspfE1,
-            Proto::OspfE2,
-        ]),
+        "ospf" => Some(&[Proto::OspfIntra, Proto::OspfInter, Proto::OspfE1, Proto::OspfE2]),
         "bgp" => Some(&[]),
         _ => None,
     }
 }
 
-fn show_ip_route(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    w: &[&str],
-) -> Result<String, CommandError> {
+fn show_ip_route(net: &Network, st: &State, dev: DeviceId, w: &[&str]) -> Result<String, CommandError> {
     let mut filter: Option<&[Proto]> = None;
     let mut target: Option<Ipv4Net> = None;
     let mut i = 0;
@@ -266,11 +242,7 @@ fn parse_target(word: &str) -> Option<Ipv4Net> {
 fn route_body(net: &Network, routes: &[&Route], filtered: bool, target: Option<Ipv4Net>) -> String {
     let is_default = |r: &&&Route| r.prefix.prefix_len() == 0;
     let gateway = || {
-        let defaults: String = routes
-            .iter()
-            .filter(is_default)
-            .map(|r| route_lines(net, r))
-            .collect();
+        let defaults: String = routes.iter().filter(is_default).map(|r| route_lines(net, r)).collect();
         match defaults.is_empty() {
             true => "Gateway of last resort is not set\n\n".to_string(),
             false => format!("Gateway of last resort:\n{defaults}\n"),
@@ -305,11 +277,7 @@ fn route_body(net: &Network, routes: &[&Route], filtered: bool, target: Option<I
 /// `via` under the first `via` (§2.2; ntc route2/route4).
 fn route_lines(net: &Network, r: &Route) -> String {
     let head = format!(" {:<8} {}", route_code(r.proto), r.prefix);
-    let ifname = |i: crate::model::IfId| {
-        net.interfaces
-            .get(i.idx())
-            .map_or("?".to_string(), |x| x.name.clone())
-    };
+    let ifname = |i: crate::model::IfId| net.interfaces.get(i.idx()).map_or("?".to_string(), |x| x.name.clone());
     if r.blackhole {
         return format!("{head} is directly connected, Null0\n");
     }
@@ -419,9 +387,7 @@ fn natural_key(name: &str) -> Vec<Chunk> {
     let mut rest = name;
     while let Some(c) = rest.chars().next() {
         let digit = c.is_ascii_digit();
-        let end = rest
-            .find(|x: char| x.is_ascii_digit() != digit)
-            .unwrap_or(rest.len());
+        let end = rest.find(|x: char| x.is_ascii_digit() != digit).unwrap_or(rest.len());
         let (part, tail) = rest.split_at(end);
         out.push(match digit {
             true => Chunk::Num(part.parse().unwrap_or(u64::MAX)),
@@ -436,9 +402,7 @@ fn natural_key(name: &str) -> Vec<Chunk> {
 /// number of words used.
 fn parse_interface(w: &[&str]) -> Result<(String, usize), CommandError> {
     let first = w.first().ok_or_else(incomplete)?;
-    let split = first
-        .find(|c: char| c.is_ascii_digit())
-        .unwrap_or(first.len());
+    let split = first.find(|c: char| c.is_ascii_digit()).unwrap_or(first.len());
     let (kind, number) = first.split_at(split);
     let kind = keyword(kind, IF_TYPES).map_err(|_| invalid())?;
     // EOS capitalises each part of the type: `Ethernet`, `Port-Channel`.
@@ -449,19 +413,12 @@ fn parse_interface(w: &[&str]) -> Result<(String, usize), CommandError> {
         .join("-");
     match (number.is_empty(), w.get(1)) {
         (false, _) => Ok((format!("{kind}{number}"), 1)),
-        (true, Some(n)) if n.starts_with(|c: char| c.is_ascii_digit()) => {
-            Ok((format!("{kind}{n}"), 2))
-        }
+        (true, Some(n)) if n.starts_with(|c: char| c.is_ascii_digit()) => Ok((format!("{kind}{n}"), 2)),
         _ => Err(incomplete()),
     }
 }
 
-fn show_ip_interface(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    w: &[&str],
-) -> Result<String, CommandError> {
+fn show_ip_interface(net: &Network, st: &State, dev: DeviceId, w: &[&str]) -> Result<String, CommandError> {
     let is_brief = |x: &&str| keyword(x, &["brief"]).is_ok();
     let (only, rest) = match w.first() {
         None => return Err(unsupported(&["show ip interface"])),
@@ -493,13 +450,7 @@ fn show_ip_interface(
         .collect();
     ifaces.sort_by_key(|(_, x)| natural_key(&x.name));
     let mut out = format!("{:72}Address\n", "");
-    out.push_str(&brief_row([
-        "Interface",
-        "IP Address",
-        "Status",
-        "Protocol",
-        "MTU",
-    ]));
+    out.push_str(&brief_row(["Interface", "IP Address", "Status", "Protocol", "MTU"]));
     out.truncate(out.len() - 1);
     out.push_str("   Owner\n");
     out.push_str(&format!(
@@ -534,10 +485,7 @@ fn show_ip_interface(
 /// The MTU ends two columns before its dashes end, as in every capture with the Owner column;
 /// the empty Owner leaves no trailing blanks.
 fn brief_row(c: [&str; 5]) -> String {
-    let row = format!(
-        "{:<14} {:<20} {:<11} {:<13} {:>7}",
-        c[0], c[1], c[2], c[3], c[4]
-    );
+    let row = format!("{:<14} {:<20} {:<11} {:<13} {:>7}", c[0], c[1], c[2], c[3], c[4]);
     format!("{}\n", row.trim_end())
 }
 
@@ -595,17 +543,10 @@ fn ping(net: &Network, st: &State, dev: DeviceId, w: &[&str]) -> Result<String, 
 
 /// `traceroute [vrf default] ADDR`: Linux traceroute without `-n`, so each hop shows as
 /// `ADDR (ADDR)` (no reverse names).
-fn traceroute(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    w: &[&str],
-) -> Result<String, CommandError> {
+fn traceroute(net: &Network, st: &State, dev: DeviceId, w: &[&str]) -> Result<String, CommandError> {
     let dst = match w {
         [addr] => parse_host("traceroute", addr)?,
-        [vrf, name, addr] if keyword(vrf, &["vrf"]).is_ok() && *name == "default" => {
-            parse_host("traceroute", addr)?
-        }
+        [vrf, name, addr] if keyword(vrf, &["vrf"]).is_ok() && *name == "default" => parse_host("traceroute", addr)?,
         [] => return Err(incomplete()),
         _ => return Err(invalid()),
     };
@@ -643,12 +584,7 @@ Gateway of last resort is not set
         let (lab, d) = leaf3_s1b();
         let out = run(&lab, d, "show ip route").unwrap();
         assert_eq!(out, format!("{ROUTE_LEGEND}{LEAF3_S1B_ROUTES}"));
-        for cmd in [
-            "sh ip ro",
-            "show ip ro",
-            "SH IP ROUTE",
-            "show ip route vrf default",
-        ] {
+        for cmd in ["sh ip ro", "show ip ro", "SH IP ROUTE", "show ip route vrf default"] {
             assert_eq!(run(&lab, d, cmd).unwrap(), out, "{cmd}");
         }
         // C37, C16, C22 whitespace-normalised.
@@ -677,12 +613,7 @@ Gateway of last resort is not set
         };
         lab.route(
             d,
-            eos_route(
-                "0.0.0.0/0",
-                Proto::OspfE2,
-                (110, 1),
-                vec![nh("10.33.99.0", et1)],
-            ),
+            eos_route("0.0.0.0/0", Proto::OspfE2, (110, 1), vec![nh("10.33.99.0", et1)]),
         );
         lab.route(
             d,
@@ -702,9 +633,7 @@ Gateway of last resort is not set
         // C12: the default route answers `show ip ro 0.0.0.0` as the Gateway block.
         assert_eq!(
             run(&lab, d, "show ip ro 0.0.0.0").unwrap(),
-            format!(
-                "{ROUTE_LEGEND}Gateway of last resort:\n O E2     0.0.0.0/0 [110/1] via 10.33.99.0, Ethernet1\n\n"
-            )
+            format!("{ROUTE_LEGEND}Gateway of last resort:\n O E2     0.0.0.0/0 [110/1] via 10.33.99.0, Ethernet1\n\n")
         );
         assert_eq!(
             run(&lab, d, "show ip route 10.1.11.1").unwrap(),
@@ -716,7 +645,9 @@ Gateway of last resort is not set
         ), "{ecmp}");
         let full = run(&lab, d, "show ip route").unwrap();
         assert!(full.contains(" S        192.168.0.0/16 is directly connected, Null0\n"));
-        assert!(full.contains("Gateway of last resort:\n O E2     0.0.0.0/0 [110/1] via 10.33.99.0, Ethernet1\n\n O        10.0.11.0/31"));
+        assert!(full.contains(
+            "Gateway of last resort:\n O E2     0.0.0.0/0 [110/1] via 10.33.99.0, Ethernet1\n\n O        10.0.11.0/31"
+        ));
         // Protocol filters: legend + that protocol's routes, no Gateway block.
         let conn = run(&lab, d, "show ip route connected").unwrap();
         assert_eq!(conn.lines().filter(|l| l.starts_with(" C ")).count(), 3);
@@ -755,10 +686,7 @@ Gateway of last resort is not set
             ("10.2.22.0/31", "10.22.99.1", ifs[1]),
             ("10.3.33.0/31", "10.33.99.1", ifs[2]),
         ] {
-            lab.route(
-                d,
-                eos_route(p, Proto::OspfIntra, (110, 20), vec![hop(Some(peer), i)]),
-            );
+            lab.route(d, eos_route(p, Proto::OspfIntra, (110, 20), vec![hop(Some(peer), i)]));
         }
         let out = run(&lab, d, "show ip ro ospf").unwrap();
         let body = out.strip_prefix(ROUTE_LEGEND).unwrap();
@@ -826,11 +754,7 @@ Gateway of last resort is not set
              -------------- -------------------- ----------- ------------- --------- -------\n\
              Ethernet4      10.0.137.189/24      up          up               1500\n"
         );
-        for cmd in [
-            "sh ip int et4 br",
-            "show ip int Ethernet4 brief",
-            "sh ip int e 4 b",
-        ] {
+        for cmd in ["sh ip int et4 br", "show ip int Ethernet4 brief", "sh ip int e 4 b"] {
             assert_eq!(run(&lab, d, cmd).unwrap(), out, "{cmd}");
         }
         assert_lines(
@@ -838,11 +762,7 @@ Gateway of last resort is not set
             "Interface IP Address Status Protocol MTU Owner\nEthernet4 10.0.137.189/24 up up 1500",
         );
         let all = run(&lab, d, "sh ip int br").unwrap();
-        let names: Vec<&str> = all
-            .lines()
-            .skip(3)
-            .map(|l| l.split(' ').next().unwrap())
-            .collect();
+        let names: Vec<&str> = all.lines().skip(3).map(|l| l.split(' ').next().unwrap()).collect();
         assert_eq!(
             names,
             [
@@ -854,45 +774,23 @@ Gateway of last resort is not set
                 "Loopback0"
             ]
         );
-        assert!(
-            all.contains("Ethernet5      unassigned           adminDown   down             1500\n")
-        );
-        assert!(
-            all.contains("Loopback0      10.255.0.1/32        up          up              65535\n")
-        );
+        assert!(all.contains("Ethernet5      unassigned           adminDown   down             1500\n"));
+        assert!(all.contains("Loopback0      10.255.0.1/32        up          up              65535\n"));
         assert_eq!(
             run(&lab, d, "sh ip int et9 br").unwrap_err().message,
             "% Interface does not exist"
         );
-        assert_eq!(
-            run(&lab, d, "sh ip i br").unwrap_err().message,
-            "% Ambiguous command"
-        );
-        assert_eq!(
-            run(&lab, d, "sh ip int br x").unwrap_err().message,
-            "% Invalid input"
-        );
+        assert_eq!(run(&lab, d, "sh ip i br").unwrap_err().message, "% Ambiguous command");
+        assert_eq!(run(&lab, d, "sh ip int br x").unwrap_err().message, "% Invalid input");
     }
 
     #[test]
     fn invalid_ambiguous_incomplete() {
         let (lab, d) = leaf3_s1b();
-        assert_eq!(
-            run(&lab, d, "s ip route").unwrap_err().message,
-            "% Ambiguous command"
-        );
-        assert_eq!(
-            run(&lab, d, "shw ip route").unwrap_err().message,
-            "% Invalid input"
-        );
-        assert_eq!(
-            run(&lab, d, "show").unwrap_err().message,
-            "% Incomplete command"
-        );
-        assert_eq!(
-            run(&lab, d, "show ip").unwrap_err().message,
-            "% Incomplete command"
-        );
+        assert_eq!(run(&lab, d, "s ip route").unwrap_err().message, "% Ambiguous command");
+        assert_eq!(run(&lab, d, "shw ip route").unwrap_err().message, "% Invalid input");
+        assert_eq!(run(&lab, d, "show").unwrap_err().message, "% Incomplete command");
+        assert_eq!(run(&lab, d, "show ip").unwrap_err().message, "% Incomplete command");
         assert!(run(&lab, d, "show version")
             .unwrap_err()
             .message
@@ -908,6 +806,7 @@ Gateway of last resort is not set
             src: None,
             forward: Vec::new(),
             back: Vec::new(),
+            forwarding_loop: None,
         }
     }
 
@@ -959,7 +858,10 @@ Gateway of last resort is not set
             })
             .collect();
         let out = ping_text(ip("10.3.1.1"), &style, &probes);
-        assert!(out.contains("time 27ms\nrtt min/avg/max/mdev = 2.387/3.569/7.650/2.047 ms, ipg/ewma 6.750/5.537 ms\n"), "{out}");
+        assert!(
+            out.contains("time 27ms\nrtt min/avg/max/mdev = 2.387/3.569/7.650/2.047 ms, ipg/ewma 6.750/5.537 ms\n"),
+            "{out}"
+        );
         // Five lost probes: 10 ms apart, the blank last line.
         let lost: Vec<Probe> = (0..5)
             .map(|_| probe(ProbeOutcome::Lost { reason: "x".into() }, 0))
@@ -991,10 +893,7 @@ Gateway of last resort is not set
             run(&lab, d, "ping vrf default 8.8.8.8").unwrap(),
             "connect: Network is unreachable\n"
         );
-        assert_eq!(
-            run(&lab, d, "ping").unwrap_err().message,
-            "% Incomplete command"
-        );
+        assert_eq!(run(&lab, d, "ping").unwrap_err().message, "% Incomplete command");
         assert_eq!(
             run(&lab, d, "ping 8.8.8.8 repeat x").unwrap_err().message,
             "% Invalid input"
@@ -1002,9 +901,6 @@ Gateway of last resort is not set
         assert!(run(&lab, d, "traceroute 8.8.8.8")
             .unwrap()
             .ends_with("send: Network is unreachable\n"));
-        assert_eq!(
-            run(&lab, d, "traceroute").unwrap_err().message,
-            "% Incomplete command"
-        );
+        assert_eq!(run(&lab, d, "traceroute").unwrap_err().message, "% Incomplete command");
     }
 }

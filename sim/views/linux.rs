@@ -23,12 +23,7 @@ const CALLER_UID: u32 = 0;
 const MAX_HOPS: u8 = 30;
 
 /// Run one shell command (no pipes) on a Linux host.
-pub(crate) fn run(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    line: &str,
-) -> Result<String, CommandError> {
+pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
     let words = shell_words(line)?;
     let Some((cmd, args)) = words.split_first() else {
         return Ok(String::new());
@@ -50,9 +45,7 @@ fn if_state(st: &State, id: IfId) -> IfState {
 }
 
 fn if_name(net: &Network, id: IfId) -> &str {
-    net.interfaces
-        .get(id.idx())
-        .map_or("?", |i| i.name.as_str())
+    net.interfaces.get(id.idx()).map_or("?", |i| i.name.as_str())
 }
 
 pub(crate) fn fib(st: &State, dev: DeviceId) -> Option<&Fib> {
@@ -62,10 +55,7 @@ pub(crate) fn fib(st: &State, dev: DeviceId) -> Option<&Fib> {
 /// iproute2's `matches()`: a word selects the first keyword of the tool's own table that it is
 /// a prefix of (so `ip a` is `address`, `ip r` is `route`, `ip l` is `link`).
 fn iproute_match(word: &str, table: &[&'static str]) -> Option<&'static str> {
-    table
-        .iter()
-        .find(|k| !word.is_empty() && k.starts_with(word))
-        .copied()
+    table.iter().find(|k| !word.is_empty() && k.starts_with(word)).copied()
 }
 
 /// `ip`'s object table, in iproute2's `ip.c` order.
@@ -105,28 +95,21 @@ const IP_OBJECTS: &[&str] = &[
     "help",
 ];
 const ROUTE_CMDS: &[&str] = &[
-    "add", "change", "replace", "prepend", "append", "test", "delete", "list", "show", "lst",
-    "get", "flush", "save", "restore", "showdump",
+    "add", "change", "replace", "prepend", "append", "test", "delete", "list", "show", "lst", "get", "flush", "save",
+    "restore", "showdump",
 ];
 const ADDR_CMDS: &[&str] = &[
-    "add", "change", "chg", "replace", "delete", "list", "show", "lst", "flush", "save",
-    "showdump", "restore",
+    "add", "change", "chg", "replace", "delete", "list", "show", "lst", "flush", "save", "showdump", "restore",
 ];
 const LINK_CMDS: &[&str] = &[
-    "add", "set", "change", "replace", "delete", "show", "lst", "list", "xstats", "afstats",
-    "property", "help",
+    "add", "set", "change", "replace", "delete", "show", "lst", "list", "xstats", "afstats", "property", "help",
 ];
 
 fn not_modelled(what: &str) -> CommandError {
     CommandError::new(format!("fabsim: `{what}` is not modelled"))
 }
 
-fn ip_cmd(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    args: &[String],
-) -> Result<String, CommandError> {
+fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
     let mut brief = false;
     let mut rest = args;
     while let Some((opt, tail)) = rest.split_first().filter(|(a, _)| a.starts_with('-')) {
@@ -142,9 +125,7 @@ fn ip_cmd(
         rest = tail;
     }
     let Some((obj, rest)) = rest.split_first() else {
-        return Err(CommandError::new(
-            "Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }",
-        ));
+        return Err(CommandError::new("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }"));
     };
     match iproute_match(obj, IP_OBJECTS) {
         Some("route") => ip_route(net, st, dev, rest),
@@ -157,12 +138,7 @@ fn ip_cmd(
     }
 }
 
-fn ip_route(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    args: &[String],
-) -> Result<String, CommandError> {
+fn ip_route(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
     let Some((cmd, rest)) = args.split_first() else {
         return Ok(route_table(net, st, dev));
     };
@@ -171,9 +147,7 @@ fn ip_route(
         Some("get") => match rest {
             [addr] => {
                 let a = addr.parse().map_err(|_| {
-                    CommandError::new(format!(
-                        "Error: any valid prefix is expected rather than \"{addr}\"."
-                    ))
+                    CommandError::new(format!("Error: any valid prefix is expected rather than \"{addr}\"."))
                 })?;
                 route_get(net, st, dev, a)
             }
@@ -253,11 +227,7 @@ fn route_line(net: &Network, st: &State, r: &Route) -> String {
         Some(nh) => s.push_str(flag(nh)),
         None if !r.blackhole => {
             for nh in &r.nexthops {
-                s.push_str(&format!(
-                    "\n\tnexthop {}weight 1 {}",
-                    nexthop_fields(net, nh),
-                    flag(nh)
-                ));
+                s.push_str(&format!("\n\tnexthop {}weight 1 {}", nexthop_fields(net, nh), flag(nh)));
             }
         }
         None => {}
@@ -269,12 +239,7 @@ fn route_line(net: &Network, st: &State, r: &Route) -> String {
 /// `ip route get A`: the cloned route the kernel would use (§4.5): no proto or scope, then the
 /// caller's uid and a `    cache ` line. The source is the route's `src`, else the primary
 /// address of the egress interface. With ECMP the first next hop is shown.
-fn route_get(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    dst: Ipv4Addr,
-) -> Result<String, CommandError> {
+fn route_get(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr) -> Result<String, CommandError> {
     let local = dst.is_loopback()
         || links(net, st, dev)
             .iter()
@@ -285,9 +250,7 @@ fn route_get(
         ));
     }
     let unreachable = || CommandError::new("RTNETLINK answers: Network is unreachable");
-    let route = fib(st, dev)
-        .and_then(|f| f.lookup(dst))
-        .ok_or_else(unreachable)?;
+    let route = fib(st, dev).and_then(|f| f.lookup(dst)).ok_or_else(unreachable)?;
     if route.blackhole {
         return Err(CommandError::new("RTNETLINK answers: Invalid argument"));
     }
@@ -322,23 +285,12 @@ struct Link {
 /// seed-lab.md s1): two bytes of device index, then the NIC's position (ens3 = 0).
 fn mac(dev: DeviceId, ifindex: u32) -> [u8; 6] {
     let d = dev.0.to_be_bytes();
-    [
-        0x50,
-        0x52,
-        0x0b,
-        d[2],
-        d[3],
-        ifindex.saturating_sub(2) as u8,
-    ]
+    [0x50, 0x52, 0x0b, d[2], d[3], ifindex.saturating_sub(2) as u8]
 }
 
 /// `lo` (ifindex 1, always present on Linux) followed by the model's interfaces by ifindex.
 fn links(net: &Network, st: &State, dev: DeviceId) -> Vec<Link> {
-    let ifaces: Vec<IfId> = net
-        .devices
-        .get(dev.idx())
-        .map(|d| d.ifaces.clone())
-        .unwrap_or_default();
+    let ifaces: Vec<IfId> = net.devices.get(dev.idx()).map(|d| d.ifaces.clone()).unwrap_or_default();
     let mut out: Vec<Link> = ifaces
         .iter()
         .filter_map(|id| net.interfaces.get(id.idx()).map(|i| (id, i)))
@@ -375,10 +327,7 @@ fn links(net: &Network, st: &State, dev: DeviceId) -> Vec<Link> {
 }
 
 fn mac_text(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
 impl Link {
@@ -408,8 +357,7 @@ impl Link {
     /// systemd's predictable alternative name of a QEMU NIC in PCI slot N (`ens3` → `enp0s3`).
     fn altname(&self) -> Option<String> {
         let slot = self.name.strip_prefix("ens")?;
-        (!slot.is_empty() && slot.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| format!("enp0s{slot}"))
+        (!slot.is_empty() && slot.bytes().all(|b| b.is_ascii_digit())).then(|| format!("enp0s{slot}"))
     }
     /// The kernel's EUI-64 link-local address, assigned once the interface is up.
     fn inet6(&self) -> Option<(String, &'static str)> {
@@ -471,14 +419,9 @@ fn ip_links(
         },
     };
     let all = links(net, st, dev);
-    let shown: Vec<&Link> = all
-        .iter()
-        .filter(|l| selector.is_none_or(|n| l.name == n))
-        .collect();
+    let shown: Vec<&Link> = all.iter().filter(|l| selector.is_none_or(|n| l.name == n)).collect();
     if let (Some(name), true) = (selector, shown.is_empty()) {
-        return Err(CommandError::new(format!(
-            "Device \"{name}\" does not exist."
-        )));
+        return Err(CommandError::new(format!("Device \"{name}\" does not exist.")));
     }
     Ok(shown
         .iter()
@@ -499,12 +442,7 @@ fn ip_links(
 /// `ip -br addr`: name `%-16s `, operstate `%-14s `, then `ADDR/LEN ` per address (§4.6).
 fn brief_addr(l: &Link) -> String {
     let mut s = format!("{:<16} {:<14} ", l.name, l.operstate());
-    for a in l
-        .addr
-        .iter()
-        .map(|a| a.to_string())
-        .chain(l.inet6().map(|x| x.0))
-    {
+    for a in l.addr.iter().map(|a| a.to_string()).chain(l.inet6().map(|x| x.0)) {
         s.push_str(&a);
         s.push(' ');
     }
@@ -515,11 +453,7 @@ fn brief_addr(l: &Link) -> String {
 /// One interface as `ip addr` / `ip link` prints it (iproute2 `print_linkinfo` and
 /// `print_addrinfo`, eos-linux-formats.md §4.6).
 fn link_block(l: &Link, view: LinkView) -> String {
-    let mode = if view == LinkView::Link {
-        "mode DEFAULT "
-    } else {
-        ""
-    };
+    let mode = if view == LinkView::Link { "mode DEFAULT " } else { "" };
     let mut s = format!(
         "{}: {}: <{}> mtu {} qdisc {} state {} {mode}group default qlen 1000\n",
         l.index,
@@ -531,10 +465,7 @@ fn link_block(l: &Link, view: LinkView) -> String {
     );
     s.push_str(&match l.loopback {
         true => "    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n".to_string(),
-        false => format!(
-            "    link/ether {} brd ff:ff:ff:ff:ff:ff\n",
-            mac_text(&l.mac)
-        ),
+        false => format!("    link/ether {} brd ff:ff:ff:ff:ff:ff\n", mac_text(&l.mac)),
     });
     if let Some(alt) = l.altname() {
         s.push_str(&format!("    altname {alt}\n"));
@@ -605,14 +536,7 @@ impl PingStyle {
 
 /// Send `count` echo requests (icmp_seq 1..=count). A source without a route fails at
 /// `connect()`, before the first probe: then only that first result is returned.
-pub(crate) fn run_pings(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    dst: Ipv4Addr,
-    count: u32,
-    ttl: u8,
-) -> Vec<Probe> {
+pub(crate) fn run_pings(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, count: u32, ttl: u8) -> Vec<Probe> {
     let mut probes = Vec::new();
     for seq in 1..=count {
         let p = dataplane::probe(net, st, dev, dst, ttl, ProbeKind::Echo, seq);
@@ -674,9 +598,7 @@ fn timeline(style: &PingStyle, probes: &[Probe]) -> (Vec<u64>, i64) {
         let mut due: Vec<(u64, usize)> = sends
             .iter()
             .enumerate()
-            .filter(|(j, _)| {
-                !absorbed[*j] && matches!(probes[*j].outcome, ProbeOutcome::Reply { .. })
-            })
+            .filter(|(j, _)| !absorbed[*j] && matches!(probes[*j].outcome, ProbeOutcome::Reply { .. }))
             .map(|(j, s)| (s.saturating_add(probes[j].rtt_us), j))
             .filter(|(arrival, _)| *arrival <= upto)
             .collect();
@@ -685,11 +607,7 @@ fn timeline(style: &PingStyle, probes: &[Probe]) -> (Vec<u64>, i64) {
             absorbed[j] = true;
             // Clamped so that a nonsensical RTT cannot overflow the arithmetic.
             let t = probes[j].rtt_us.min(1 << 40) as i64;
-            *ewma8 = if *ewma8 == 0 {
-                t * 8
-            } else {
-                *ewma8 + t - *ewma8 / 8
-            };
+            *ewma8 = if *ewma8 == 0 { t * 8 } else { *ewma8 + t - *ewma8 / 8 };
             if style.adaptive {
                 *interval = ((*ewma8 / 8 + 500) / 1000) as u64 * 1000;
             }
@@ -709,19 +627,10 @@ fn pipe_size(sends: &[u64], probes: &[Probe]) -> usize {
     probes
         .iter()
         .enumerate()
-        .filter(|(_, p)| {
-            matches!(
-                p.outcome,
-                ProbeOutcome::Reply { .. } | ProbeOutcome::Error { .. }
-            )
-        })
+        .filter(|(_, p)| matches!(p.outcome, ProbeOutcome::Reply { .. } | ProbeOutcome::Error { .. }))
         .map(|(j, p)| {
             let arrival = sends[j].saturating_add(p.rtt_us);
-            sends
-                .iter()
-                .filter(|s| **s <= arrival)
-                .count()
-                .saturating_sub(j)
+            sends.iter().filter(|s| **s <= arrival).count().saturating_sub(j)
         })
         .max()
         .unwrap_or(1)
@@ -748,10 +657,7 @@ fn rtt_summary(rtts: &[u64]) -> String {
 
 /// The whole text of an iputils ping that got these results (icmp_seq = index + 1).
 pub(crate) fn ping_text(dst: Ipv4Addr, style: &PingStyle, probes: &[Probe]) -> String {
-    if probes
-        .first()
-        .is_some_and(|p| p.outcome == ProbeOutcome::LocalNoRoute)
-    {
+    if probes.first().is_some_and(|p| p.outcome == ProbeOutcome::LocalNoRoute) {
         return format!("{}\n", style.no_route);
     }
     let size = style.data_bytes;
@@ -772,10 +678,9 @@ pub(crate) fn ping_text(dst: Ipv4Addr, style: &PingStyle, probes: &[Probe]) -> S
                 size + 8,
                 reply_time(probes[i].rtt_us)
             )),
-            ProbeOutcome::Error { from, error, .. } => out.push_str(&format!(
-                "From {from} icmp_seq={seq} {}\n",
-                icmp_text(error)
-            )),
+            ProbeOutcome::Error { from, error, .. } => {
+                out.push_str(&format!("From {from} icmp_seq={seq} {}\n", icmp_text(error)))
+            }
             ProbeOutcome::Lost { .. } | ProbeOutcome::LocalNoRoute => {}
         }
     }
@@ -813,11 +718,7 @@ pub(crate) fn ping_text(dst: Ipv4Addr, style: &PingStyle, probes: &[Probe]) -> S
     }
     if received > 0 && style.adaptive && sent > 1 {
         let ipg = last_send / (sent - 1);
-        tail.push(format!(
-            "ipg/ewma {}/{} ms",
-            ms3(ipg),
-            ms3((ewma8 / 8) as u64)
-        ));
+        tail.push(format!("ipg/ewma {}/{} ms", ms3(ipg), ms3((ewma8 / 8) as u64)));
     }
     out.push_str(&tail.join(", "));
     out.push('\n');
@@ -840,14 +741,11 @@ fn ping_usage() -> CommandError {
 /// Parse a numeric option value within `lo..=hi` the way iputils reports a bad one.
 fn option_value(tool: &str, v: Option<&str>, lo: u64, hi: u64) -> Result<u64, CommandError> {
     let v = v.ok_or_else(|| CommandError::new(format!("{tool}: option requires an argument")))?;
-    v.parse::<u64>()
-        .ok()
-        .filter(|n| (lo..=hi).contains(n))
-        .ok_or_else(|| {
-            CommandError::new(format!(
-                "{tool}: invalid argument: '{v}': out of range: {lo} <= value <= {hi}"
-            ))
-        })
+    v.parse::<u64>().ok().filter(|n| (lo..=hi).contains(n)).ok_or_else(|| {
+        CommandError::new(format!(
+            "{tool}: invalid argument: '{v}': out of range: {lo} <= value <= {hi}"
+        ))
+    })
 }
 
 /// Most probes fabsim sends for one ping (iputils has no limit; a run must end).
@@ -887,11 +785,7 @@ fn ping(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<Str
                     "ping: -I is not modelled (the data plane picks the source address)",
                 ))
             }
-            _ => {
-                return Err(CommandError::new(format!(
-                    "ping: invalid option -- '{flag}'"
-                )))
-            }
+            _ => return Err(CommandError::new(format!("ping: invalid option -- '{flag}'"))),
         }
     }
     let dst = dst.ok_or_else(ping_usage)?;
@@ -937,12 +831,7 @@ fn path_mtu(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr) -> u32 {
         .map_or(1500, |i| i.mtu)
 }
 
-fn tracepath(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    args: &[String],
-) -> Result<String, CommandError> {
+fn tracepath(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
     let (dst, _numeric) = trace_args("tracepath", args)?;
     let mut sent = 0;
     let send = |ttl: u8| {
@@ -973,11 +862,7 @@ fn tracepath_hop(ttl: u8, p: &Probe) -> Option<(String, Option<String>)> {
             "reached".to_string(),
             Some(format!("hops {ttl} back {} ", hops_back(*back))),
         ),
-        ProbeOutcome::Error {
-            from,
-            error,
-            ttl: back,
-        } => match error {
+        ProbeOutcome::Error { from, error, ttl: back } => match error {
             IcmpError::TtlExceeded => {
                 let b = hops_back(*back);
                 let asym = if b != ttl {
@@ -1031,30 +916,17 @@ pub(crate) fn tracepath_text(pmtu: u32, mut send: impl FnMut(u8) -> Probe) -> St
             None => out.push_str(&format!("{ttl:2}:  no reply\n")),
         }
     }
-    out.push_str(&format!(
-        "     Too many hops: pmtu {pmtu}\n     Resume: pmtu {pmtu} \n"
-    ));
+    out.push_str(&format!("     Too many hops: pmtu {pmtu}\n     Resume: pmtu {pmtu} \n"));
     out
 }
 
-fn traceroute(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    args: &[String],
-) -> Result<String, CommandError> {
+fn traceroute(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
     let (dst, numeric) = trace_args("traceroute", args)?;
     Ok(run_traceroute(net, st, dev, dst, numeric))
 }
 
 /// Run traceroute's UDP probes (port 33434 + probe number) through the data plane.
-pub(crate) fn run_traceroute(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    dst: Ipv4Addr,
-    numeric: bool,
-) -> String {
+pub(crate) fn run_traceroute(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, numeric: bool) -> String {
     let send = |ttl: u8, n: u32| {
         let kind = ProbeKind::Udp {
             dst_port: 33434u16.wrapping_add(n as u16),
@@ -1069,11 +941,7 @@ pub(crate) fn run_traceroute(
 /// (`ADDR (ADDR)` without `-n`, as an address with no reverse name prints); `  %.3f ms`; `!N`/
 /// `!H` after unreachables; ` *` when nothing came back. The run ends after the hop where a
 /// probe reached the destination or got an unreachable (`final`), or after 30 hops.
-pub(crate) fn traceroute_text(
-    dst: Ipv4Addr,
-    numeric: bool,
-    mut send: impl FnMut(u8, u32) -> Probe,
-) -> String {
+pub(crate) fn traceroute_text(dst: Ipv4Addr, numeric: bool, mut send: impl FnMut(u8, u32) -> Probe) -> String {
     let mut out = format!("traceroute to {dst} ({dst}), {MAX_HOPS} hops max, 60 byte packets\n");
     let mut n = 0;
     for ttl in 1..=MAX_HOPS {
@@ -1132,16 +1000,11 @@ mod tests {
             src: None,
             forward: Vec::new(),
             back: Vec::new(),
+            forwarding_loop: None,
         }
     }
     fn reply(from: &str, ttl: u8, rtt_us: u64) -> Probe {
-        probe(
-            ProbeOutcome::Reply {
-                from: ip(from),
-                ttl,
-            },
-            rtt_us,
-        )
+        probe(ProbeOutcome::Reply { from: ip(from), ttl }, rtt_us)
     }
     fn error(from: &str, error: IcmpError, rtt_us: u64) -> Probe {
         probe(
@@ -1165,12 +1028,7 @@ mod tests {
         )
     }
     fn lost() -> Probe {
-        probe(
-            ProbeOutcome::Lost {
-                reason: "test".into(),
-            },
-            0,
-        )
+        probe(ProbeOutcome::Lost { reason: "test".into() }, 0)
     }
 
     #[test]
@@ -1186,11 +1044,7 @@ mod tests {
              10.1.11.0/31 dev ens3 proto kernel scope link src 10.1.11.1 \n"
         );
         for cmd in ["ip route", "ip route show", "ip ro list", "ip -4 r s"] {
-            assert_eq!(
-                run_command(&lab.net, &lab.st, d, cmd).unwrap(),
-                out,
-                "{cmd}"
-            );
+            assert_eq!(run_command(&lab.net, &lab.st, d, cmd).unwrap(), out, "{cmd}");
         }
     }
 
@@ -1205,14 +1059,7 @@ mod tests {
             ..eos_route(prefix, crate::engine::state::Proto::Static, (0, 0), nhs)
         };
         lab.route(d, mk("10.66.52.0/24", vec![], true));
-        lab.route(
-            d,
-            mk(
-                "10.66.207.64/26",
-                vec![hop(Some("10.0.137.15"), ens3)],
-                false,
-            ),
-        );
+        lab.route(d, mk("10.66.207.64/26", vec![hop(Some("10.0.137.15"), ens3)], false));
         lab.route(
             d,
             mk(
@@ -1313,9 +1160,7 @@ mod tests {
         );
         assert!(run_command(&lab.net, &lab.st, d, "ip -br link")
             .unwrap()
-            .starts_with(
-                "lo               UNKNOWN        00:00:00:00:00:00 <LOOPBACK,UP,LOWER_UP> \n"
-            ));
+            .starts_with("lo               UNKNOWN        00:00:00:00:00:00 <LOOPBACK,UP,LOWER_UP> \n"));
     }
 
     #[test]
@@ -1333,10 +1178,7 @@ mod tests {
     #[test]
     fn ping_replies_seed_s1b() {
         // seed-lab.md s1b: client → 10.1.11.1, two replies; the lab's ^C is `-c 2` here.
-        let probes = [
-            reply("10.1.11.1", 61, 22_880),
-            reply("10.1.11.1", 61, 18_951),
-        ];
+        let probes = [reply("10.1.11.1", 61, 22_880), reply("10.1.11.1", 61, 18_951)];
         let out = ping_text(ip("10.1.11.1"), &PingStyle::linux(56), &probes);
         assert_eq!(
             out,
@@ -1381,11 +1223,7 @@ mod tests {
         assert_eq!(percent_g(2, 3), "66.6667");
         assert_eq!(percent_g(5, 5), "100");
         assert_eq!(percent_g(1, 8), "12.5");
-        let probes = [
-            reply("10.0.11.1", 63, 5_990),
-            lost(),
-            reply("10.0.11.1", 63, 24_900),
-        ];
+        let probes = [reply("10.0.11.1", 63, 5_990), lost(), reply("10.0.11.1", 63, 24_900)];
         let out = ping_text(ip("10.0.11.1"), &PingStyle::linux(56), &probes);
         assert_lines(
             &out,
@@ -1409,10 +1247,7 @@ mod tests {
             .unwrap_err()
             .message
             .contains("Destination address required"));
-        assert!(run("ping -c 0 1.1.1.1")
-            .unwrap_err()
-            .message
-            .contains("out of range"));
+        assert!(run("ping -c 0 1.1.1.1").unwrap_err().message.contains("out of range"));
         assert!(run("ping -x 1.1.1.1")
             .unwrap_err()
             .message
@@ -1469,8 +1304,7 @@ mod tests {
             &out,
             "1: 10.1.11.0 4.290ms\n1: 10.1.11.0 2.697ms\n2: 10.11.99.0 8.022ms\n3: no reply",
         );
-        assert!(out
-            .ends_with("30:  no reply\n     Too many hops: pmtu 1500\n     Resume: pmtu 1500 \n"));
+        assert!(out.ends_with("30:  no reply\n     Too many hops: pmtu 1500\n     Resume: pmtu 1500 \n"));
         let out = tracepath_text(1500, |_| error("10.1.11.0", IcmpError::NetUnreachable, 500));
         assert_eq!(out.lines().filter(|l| l.ends_with("!N")).count(), 2);
         assert!(out.ends_with("     Resume: pmtu 1500 \n"));
@@ -1487,11 +1321,7 @@ mod tests {
         let path = ["10.4.44.0", "10.33.99.0", "10.11.99.1", "10.0.11.1"];
         let send = |ttl: u8, n: u32| match (ttl, n) {
             (2, 4) => lost(),
-            (1..=4, _) => expired(
-                path[ttl as usize - 1],
-                ttl,
-                1_000 * u64::from(ttl) + u64::from(n),
-            ),
+            (1..=4, _) => expired(path[ttl as usize - 1], ttl, 1_000 * u64::from(ttl) + u64::from(n)),
             _ => reply("10.66.111.1", 60, 5_000 + u64::from(n)),
         };
         let out = traceroute_text(ip("10.66.111.1"), true, send);
@@ -1520,10 +1350,7 @@ mod tests {
     fn addresses_and_macs_are_stable() {
         let (lab, d) = kw1_s0c();
         let a = run_command(&lab.net, &lab.st, d, "ip a").unwrap();
-        assert_eq!(
-            a,
-            run_command(&lab.net, &lab.st, d, "ip addr show").unwrap()
-        );
+        assert_eq!(a, run_command(&lab.net, &lab.st, d, "ip addr show").unwrap());
         assert_eq!(mac_text(&mac(DeviceId(0x6d), 4)), "50:52:0b:00:6d:02");
     }
 }

@@ -39,12 +39,7 @@ impl std::error::Error for CommandError {}
 
 /// Run one command line on a device as its CLI/shell would, including pipes. Dispatches on the
 /// device kind. Never panics, whatever the line.
-pub fn run_command(
-    net: &Network,
-    st: &State,
-    dev: DeviceId,
-    line: &str,
-) -> Result<String, CommandError> {
+pub fn run_command(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
     let device = net
         .devices
         .get(dev.idx())
@@ -194,15 +189,8 @@ pub(crate) mod testnet {
         let et1 = lab.iface(d, "Ethernet1", Some("10.33.99.1/31"));
         let et2 = lab.iface(d, "Ethernet2", Some("10.3.33.0/31"));
         let et3 = lab.iface(d, "Ethernet3", Some("10.4.44.0/31"));
-        for (p, i) in [
-            ("10.33.99.0/31", et1),
-            ("10.3.33.0/31", et2),
-            ("10.4.44.0/31", et3),
-        ] {
-            lab.route(
-                d,
-                eos_route(p, Proto::Connected, (0, 0), vec![hop(None, i)]),
-            );
+        for (p, i) in [("10.33.99.0/31", et1), ("10.3.33.0/31", et2), ("10.4.44.0/31", et3)] {
+            lab.route(d, eos_route(p, Proto::Connected, (0, 0), vec![hop(None, i)]));
         }
         for (p, m) in [
             ("10.0.11.0/31", 30),
@@ -229,10 +217,7 @@ pub(crate) mod testnet {
         let mut neighbors = Vec::new();
         for (name, a, peer, dead) in links {
             let i = lab.iface(d, name, Some(a));
-            lab.route(
-                d,
-                eos_route(a, Proto::Connected, (0, 0), vec![hop(None, i)]),
-            );
+            lab.route(d, eos_route(a, Proto::Connected, (0, 0), vec![hop(None, i)]));
             neighbors.push(OspfNeighbor {
                 router_id: ip(peer),
                 address: ip(peer),
@@ -334,12 +319,7 @@ mod tests {
         let ens3 = lab.iface(kw1, "ens3", Some("10.1.11.1/31"));
         lab.route(
             kw1,
-            eos_route(
-                "0.0.0.0/0",
-                Proto::Static,
-                (0, 0),
-                vec![hop(Some("10.1.11.0"), ens3)],
-            ),
+            eos_route("0.0.0.0/0", Proto::Static, (0, 0), vec![hop(Some("10.1.11.0"), ens3)]),
         );
         let ext = lab.device("cloud", DeviceKind::External);
         let words = [

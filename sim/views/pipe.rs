@@ -85,17 +85,11 @@ pub fn shell_words(s: &str) -> Result<Vec<String>, CommandError> {
 }
 
 fn unterminated(q: char) -> CommandError {
-    CommandError::new(format!(
-        "bash: unexpected EOF while looking for matching `{q}'"
-    ))
+    CommandError::new(format!("bash: unexpected EOF while looking for matching `{q}'"))
 }
 
 /// Apply each filter stage, in order, to the command's output.
-pub fn apply_filters(
-    flavor: Flavor,
-    filters: &[String],
-    mut text: String,
-) -> Result<String, CommandError> {
+pub fn apply_filters(flavor: Flavor, filters: &[String], mut text: String) -> Result<String, CommandError> {
     for stage in filters {
         text = match flavor {
             Flavor::Eos => eos_filter(stage, &text)?,
@@ -115,17 +109,14 @@ fn eos_filter(stage: &str, text: &str) -> Result<String, CommandError> {
     let modifier = super::eos::keyword(
         word,
         &[
-            "append", "begin", "exclude", "include", "json", "no-more", "nz", "redirect",
-            "section", "tee",
+            "append", "begin", "exclude", "include", "json", "no-more", "nz", "redirect", "section", "tee",
         ],
     )?;
     if modifier == "no-more" {
         return Ok(text.to_string());
     }
     if !["begin", "exclude", "include", "section"].contains(&modifier) {
-        return Err(CommandError::new(format!(
-            "% fabsim: '| {modifier}' is not modelled"
-        )));
+        return Err(CommandError::new(format!("% fabsim: '| {modifier}' is not modelled")));
     }
     let pattern = rest.trim();
     if pattern.is_empty() {
@@ -219,11 +210,7 @@ fn grep(stage: &str, text: &str) -> Result<String, CommandError> {
                     'i' => opts.ignore_case = true,
                     'w' => opts.word = true,
                     'x' => opts.line = true,
-                    _ => {
-                        return Err(CommandError::new(format!(
-                            "grep: invalid option -- '{flag}'"
-                        )))
-                    }
+                    _ => return Err(CommandError::new(format!("grep: invalid option -- '{flag}'"))),
                 }
             }
         }
@@ -238,15 +225,11 @@ fn grep(stage: &str, text: &str) -> Result<String, CommandError> {
         )));
     }
     let re = grep_regex(&pattern, &opts)?;
-    Ok(join_lines(
-        text.lines().filter(|l| re.is_match(l) != opts.invert),
-    ))
+    Ok(join_lines(text.lines().filter(|l| re.is_match(l) != opts.invert)))
 }
 
 fn grep_usage() -> CommandError {
-    CommandError::new(
-        "Usage: grep [OPTION]... PATTERNS [FILE]...\nTry 'grep --help' for more information.",
-    )
+    CommandError::new("Usage: grep [OPTION]... PATTERNS [FILE]...\nTry 'grep --help' for more information.")
 }
 
 fn grep_regex(pattern: &str, opts: &GrepOptions) -> Result<Regex, CommandError> {
@@ -331,13 +314,8 @@ mod tests {
     fn eos_modifiers_and_abbreviations() {
         assert_eq!(eos(&["inc Ethernet"]).unwrap().lines().count(), 2);
         assert_eq!(eos(&[r"exc ^\s"]).unwrap().lines().count(), 3);
-        assert!(eos(&["beg interface"])
-            .unwrap()
-            .starts_with("interface Ethernet1\n"));
-        assert_eq!(
-            eos(&["sec max-lsa"]).unwrap(),
-            "router ospf 1\n   max-lsa 12000\n"
-        );
+        assert!(eos(&["beg interface"]).unwrap().starts_with("interface Ethernet1\n"));
+        assert_eq!(eos(&["sec max-lsa"]).unwrap(), "router ospf 1\n   max-lsa 12000\n");
         assert_eq!(
             eos(&["section ospf"]).unwrap(),
             "router ospf 1\n   network 0.0.0.0/0 area 0.0.0.0\n   max-lsa 12000\n"
@@ -345,10 +323,7 @@ mod tests {
         assert_eq!(eos(&["inc Eth", "exc C"]).unwrap(), "interface Ethernet1\n");
         assert_eq!(eos(&["n"]).unwrap_err().message, "% Ambiguous command");
         assert_eq!(eos(&["zz x"]).unwrap_err().message, "% Invalid input");
-        assert_eq!(
-            eos(&["include"]).unwrap_err().message,
-            "% Incomplete command"
-        );
+        assert_eq!(eos(&["include"]).unwrap_err().message, "% Incomplete command");
     }
 
     #[test]
@@ -357,19 +332,10 @@ mod tests {
         assert_eq!(linux("grep -v '^ '").unwrap().lines().count(), 3);
         assert_eq!(linux("grep -i ETHERNET").unwrap().lines().count(), 2);
         assert_eq!(linux("grep -vi ethernet").unwrap().lines().count(), 4);
-        assert_eq!(
-            linux("grep -E \"ospf|switchport\"")
-                .unwrap()
-                .lines()
-                .count(),
-            2
-        );
+        assert_eq!(linux("grep -E \"ospf|switchport\"").unwrap().lines().count(), 2);
         // BRE: `|` is literal, `\|` is alternation (GNU).
         assert_eq!(linux("grep 'ospf|switchport'").unwrap(), "");
-        assert_eq!(
-            linux(r"grep 'ospf\|switchport'").unwrap().lines().count(),
-            2
-        );
+        assert_eq!(linux(r"grep 'ospf\|switchport'").unwrap().lines().count(), 2);
         assert_eq!(linux("grep -F 0.0.0.0/0").unwrap().lines().count(), 1);
         assert_eq!(linux("grep -w 1").unwrap(), "router ospf 1\n");
         assert_eq!(linux("grep '[[:digit:]]/31'").unwrap().lines().count(), 1);
