@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use fabsim::model::DeviceKind;
+
 fn fabsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fabsim"))
         .args(args)
@@ -37,17 +39,32 @@ fn every_bundled_file_gives_byte_identical_output() {
         .chain(yaml_files("scenarios"))
         .collect();
     assert!(!files.is_empty());
-    for f in &files {
-        let f = rel(f);
+    for path in &files {
+        let f = rel(path);
+        let opened = fabsim::scenario::open(path).unwrap_or_else(|e| panic!("{e}"));
+        let of_kind = |k: DeviceKind| -> Vec<String> {
+            opened
+                .net
+                .devices
+                .iter()
+                .filter(|d| d.kind == k)
+                .map(|d| d.name.clone())
+                .collect()
+        };
+        let (switches, hosts) = (of_kind(DeviceKind::Eos), of_kind(DeviceKind::Linux));
+        let (sw, h1, h2) = (&switches[0], &hosts[0], &hosts[hosts.len() - 1]);
         let mut commands: Vec<Vec<&str>> = vec![
             vec!["reach", &f],
+            vec!["reach", &f, "--format", "json"],
             vec!["routes", &f],
             vec!["dump", &f],
-            vec!["show", &f, "Leaf-1", "show ip route"],
-            vec!["show", &f, "Spine-1", "show ip ospf neighbor"],
-            vec!["show", &f, "k-w1", "ip route"],
-            vec!["traceroute", &f, "k-w3", "10.0.11.1"],
-            vec!["ping", &f, "k-w3", "k-master"],
+            vec!["show", &f, sw, "show ip route"],
+            vec!["show", &f, sw, "show ip ospf neighbor"],
+            vec!["show", &f, sw, "show ip interface brief"],
+            vec!["show", &f, h1, "ip route"],
+            vec!["show", &f, h1, "ip addr"],
+            vec!["traceroute", &f, h1, h2],
+            vec!["ping", &f, h1, h2],
         ];
         if f.starts_with("scenarios") {
             commands.push(vec!["run", &f]);

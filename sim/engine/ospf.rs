@@ -676,10 +676,13 @@ struct Lsdb {
     externals: BTreeMap<(Ipv4Net, Ipv4Addr), External>,
 }
 
+/// SPF vertices. Networks order before routers so that, among candidates at equal distance,
+/// transit networks are added to the tree first (RFC 2328 §16.1 step 3): a router behind two
+/// equal-cost networks then collects the next hops of both (network→router edges cost 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Vertex {
-    Router(Ipv4Addr),
     Network(Ipv4Addr),
+    Router(Ipv4Addr),
 }
 
 /// Dijkstra from `root` over the LSDB with the two-way check, keeping every equal-cost set of

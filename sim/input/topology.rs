@@ -61,7 +61,11 @@ pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
     }
     b.check_links();
     b.check_addresses();
-    b.finish(raw.name.value)
+    let name = raw.name.unwrap_or_else(|| {
+        let stem = std::path::Path::new(file).file_stem().and_then(|s| s.to_str());
+        stem.unwrap_or(file).to_string()
+    });
+    b.finish(name)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -70,7 +74,8 @@ pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTopology {
-    name: Spanned<String>,
+    /// Defaults to the file's name without its extension.
+    name: Option<String>,
     devices: OrderedMap<RawDevice>,
     #[serde(default)]
     links: Vec<Spanned<Vec<Spanned<String>>>>,
