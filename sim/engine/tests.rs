@@ -16,6 +16,8 @@ fn switch(net: &mut Network, name: &str, boot_ms: u64, config: &str) -> DeviceId
         profile: VendorProfile::eos(),
         statics: Vec::new(),
         ospf: None,
+        bgp: None,
+        bird: None,
         acls: Default::default(),
         ip_forward: true,
         external: None,

@@ -269,6 +269,8 @@ impl<'a> Builder<'a> {
             },
             statics: Vec::new(),
             ospf: None,
+            bgp: None,
+            bird: None,
             acls: BTreeMap::new(),
             // EOS always routes; hosts only when the topology says so.
             ip_forward: kind == DeviceKind::Eos,

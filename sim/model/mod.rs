@@ -2,6 +2,7 @@
 //! configuration (static, OSPF, ACL, NAT). Parsers (`input`) build it; the engine reads it.
 //! Nothing here computes routing. Vendor differences live in `profile::VendorProfile`.
 
+pub mod bgp;
 pub mod profile;
 
 use std::collections::BTreeMap;
@@ -11,6 +12,7 @@ use ipnet::Ipv4Net;
 use serde::Serialize;
 
 use crate::diag::Span;
+pub use bgp::{BgpConfig, BgpFlavor, BgpNeighbor, BirdDaemon};
 pub use profile::VendorProfile;
 
 macro_rules! dense_id {
@@ -75,6 +77,10 @@ pub struct Device {
     pub profile: VendorProfile,
     pub statics: Vec<StaticRoute>,
     pub ospf: Option<OspfConfig>,
+    /// The device's BGP speaker (EOS `router bgp`, or BIRD's `protocol bgp`s on a host).
+    pub bgp: Option<BgpConfig>,
+    /// BIRD running on a Linux host (the table's kernel/direct/static protocols and filters).
+    pub bird: Option<BirdDaemon>,
     pub acls: BTreeMap<String, Acl>,
     /// Linux `net.ipv4.ip_forward`; EOS always forwards.
     pub ip_forward: bool,
@@ -288,6 +294,8 @@ impl Network {
         d.hostname = None;
         d.statics.clear();
         d.ospf = None;
+        d.bgp = None;
+        d.bird = None;
         d.acls.clear();
         for (id, _) in &ifaces {
             self.interfaces[id.idx()].factory_reset(config.kind);

@@ -114,6 +114,8 @@ pub(crate) mod testnet {
                 profile,
                 statics: Vec::new(),
                 ospf: None,
+                bgp: None,
+                bird: None,
                 acls: Default::default(),
                 ip_forward: kind == DeviceKind::Eos,
                 external: None,

@@ -33,6 +33,8 @@ fn switch(name: &str) -> (Network, DeviceId) {
         profile: VendorProfile::eos(),
         statics: Vec::new(),
         ospf: None,
+        bgp: None,
+        bird: None,
         acls: BTreeMap::new(),
         ip_forward: true,
         external: None,

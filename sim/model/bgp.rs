@@ -1,0 +1,283 @@
+//! BGP configuration, vendor-independent: one speaker per device with its neighbours, what it
+//! originates, and its policies. EOS `router bgp` and BIRD `protocol bgp` both become this;
+//! the BIRD routing table's other protocols (kernel, device, direct, static) and its filters
+//! live in `BirdDaemon`. Which defaults apply (distances, add-path, next hop rules, best-path
+//! order) is the speaker's `BgpFlavor`, read through `VendorProfile`.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+use serde::Serialize;
+
+use crate::diag::Span;
+
+/// Whose BGP this is: decides the best-path tie-breakers, next-hop and advertisement rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BgpFlavor {
+    Eos,
+    Bird,
+    Frr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BgpRedistSource {
+    Connected,
+    Static,
+    Ospf,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BgpRedistribute {
+    pub source: BgpRedistSource,
+    pub span: Span,
+}
+
+/// An import or export policy: everything, nothing, or a named BIRD filter.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    #[default]
+    All,
+    None,
+    Filter(String),
+}
+
+/// Session timers in seconds. `None` = the flavour's default (bgp-profiles.md §7).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BgpTimers {
+    pub hold: Option<u32>,
+    pub keepalive: Option<u32>,
+    pub connect_retry: Option<u32>,
+    pub connect_delay: Option<u32>,
+    /// BIRD `error wait time MIN,MAX`.
+    pub error_wait: Option<(u32, u32)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BgpNeighbor {
+    /// BIRD protocol name (`Mesh_10_0_137_12`); EOS neighbours have none.
+    pub name: Option<String>,
+    pub address: Ipv4Addr,
+    pub remote_as: Option<u32>,
+    /// BIRD `local as` of this protocol; `None` = the speaker's AS.
+    pub local_as: Option<u32>,
+    /// EOS `update-source IF`.
+    pub update_source: Option<String>,
+    /// BIRD `source address A`.
+    pub source_address: Option<Ipv4Addr>,
+    /// `ebgp-multihop [N]` / BIRD `multihop [N]`: `Some(ttl)`; `None` = directly connected.
+    pub multihop: Option<u8>,
+    pub next_hop_self: bool,
+    /// BIRD `next hop keep`.
+    pub next_hop_keep: bool,
+    pub route_reflector_client: bool,
+    pub shutdown: bool,
+    /// EOS `address-family ipv4` / `neighbor A activate` (IPv4 is active by default on EOS).
+    pub activate: bool,
+    /// BIRD `passive on`: never opens the connection.
+    pub passive: bool,
+    /// ADD-PATH (RFC 7911) capabilities this side advertises.
+    pub add_path_rx: bool,
+    pub add_path_tx: bool,
+    /// BIRD `gateway recursive` (true) or `direct`.
+    pub gateway_recursive: bool,
+    pub import: Policy,
+    pub export: Policy,
+    pub timers: BgpTimers,
+    pub graceful_restart: bool,
+    pub description: Option<String>,
+    pub span: Span,
+}
+
+impl BgpNeighbor {
+    /// A neighbour with the neutral defaults; parsers then apply their flavour's defaults.
+    pub fn new(address: Ipv4Addr, span: Span) -> Self {
+        BgpNeighbor {
+            name: None,
+            address,
+            remote_as: None,
+            local_as: None,
+            update_source: None,
+            source_address: None,
+            multihop: None,
+            next_hop_self: false,
+            next_hop_keep: false,
+            route_reflector_client: false,
+            shutdown: false,
+            activate: true,
+            passive: false,
+            add_path_rx: false,
+            add_path_tx: false,
+            gateway_recursive: false,
+            import: Policy::All,
+            export: Policy::All,
+            timers: BgpTimers::default(),
+            graceful_restart: false,
+            description: None,
+            span,
+        }
+    }
+}
+
+/// One BGP speaker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BgpConfig {
+    pub flavor: BgpFlavor,
+    pub asn: u32,
+    pub router_id: Option<Ipv4Addr>,
+    pub neighbors: Vec<BgpNeighbor>,
+    /// EOS `network P`.
+    pub networks: Vec<Ipv4Net>,
+    pub redistribute: Vec<BgpRedistribute>,
+    /// `maximum-paths N [ecmp M]`; EOS default 1.
+    pub max_paths: Option<u32>,
+    pub max_ecmp: Option<u32>,
+    /// `distance bgp EXTERNAL INTERNAL LOCAL`.
+    pub distance: Option<(u8, u8, u8)>,
+    /// EOS `bgp additional-paths receive` (default on) / `send any` (default off).
+    pub addpath_receive: bool,
+    pub addpath_send: bool,
+    /// EOS `bgp advertise-inactive`.
+    pub advertise_inactive: bool,
+    /// EOS `bgp bestpath as-path multipath-relax` (EOS default on, unverified).
+    pub multipath_relax: bool,
+    pub shutdown: bool,
+    pub span: Span,
+}
+
+impl BgpConfig {
+    pub fn new(flavor: BgpFlavor, asn: u32, span: Span) -> Self {
+        BgpConfig {
+            flavor,
+            asn,
+            router_id: None,
+            neighbors: Vec::new(),
+            networks: Vec::new(),
+            redistribute: Vec::new(),
+            max_paths: None,
+            max_ecmp: None,
+            distance: None,
+            addpath_receive: flavor != BgpFlavor::Bird,
+            addpath_send: false,
+            advertise_inactive: false,
+            multipath_relax: flavor == BgpFlavor::Eos,
+            shutdown: false,
+            span,
+        }
+    }
+
+    pub fn neighbor(&self, addr: Ipv4Addr) -> Option<&BgpNeighbor> {
+        self.neighbors.iter().find(|n| n.address == addr)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// BIRD 1.6: the daemon around the BGP protocols (the `master` table's other protocols, filters).
+
+/// BIRD's routing daemon on a host (Calico runs it in calico-node).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BirdDaemon {
+    pub router_id: Option<Ipv4Addr>,
+    pub kernel: Option<BirdKernel>,
+    pub device: bool,
+    /// `protocol direct`: interface patterns in order (`-"cali*"` excludes, `"*"` includes).
+    pub direct: Option<Vec<IfacePattern>>,
+    /// `protocol static` routes (Calico: a blackhole per IPAM block).
+    pub statics: Vec<BirdStatic>,
+    pub filters: BTreeMap<String, Filter>,
+    pub functions: BTreeMap<String, Vec<Stmt>>,
+    /// The files the configuration was read from (`include`), for messages.
+    pub sources: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IfacePattern {
+    pub exclude: bool,
+    /// Shell-style pattern: `*` matches any run of characters.
+    pub pattern: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BirdKernel {
+    /// `learn`: import alien kernel routes (shown as `kernel1`, preference 10).
+    pub learn: bool,
+    pub persist: bool,
+    pub scan_time: Option<u32>,
+    pub import: Policy,
+    pub export: Policy,
+    pub graceful_restart: bool,
+    /// `merge paths on [limit N]`: export ECMP routes.
+    pub merge_paths: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum BirdStaticDest {
+    Blackhole,
+    Unreachable,
+    Via(Ipv4Addr),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BirdStatic {
+    pub prefix: Ipv4Net,
+    pub dest: BirdStaticDest,
+    pub span: Span,
+}
+
+/// A BIRD filter: its statements, run until `accept` or `reject`; falling off the end rejects.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Filter {
+    pub name: String,
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+/// The subset of BIRD's filter language Calico's confd writes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Stmt {
+    Accept,
+    Reject,
+    If {
+        cond: Cond,
+        then: Vec<Stmt>,
+        otherwise: Vec<Stmt>,
+    },
+    /// Call of a `function NAME ()`.
+    Call(String),
+    /// `ATTR = VALUE;` (`krt_tunnel = "tunl0"`, `bgp_local_pref = 200`, …).
+    Set {
+        attr: String,
+        value: Value,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Value {
+    Str(String),
+    Int(u32),
+    Ip(Ipv4Addr),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Cond {
+    /// `net = P`
+    NetEq(Ipv4Net),
+    /// `net ~ P`: the route's prefix lies inside P (P itself included).
+    NetIn(Ipv4Net),
+    /// `bgp_next_hop ~ P` / `from ~ P`-style address-in-prefix tests.
+    AddrIn {
+        attr: String,
+        prefix: Ipv4Net,
+    },
+    /// `ATTR = VALUE` for other attributes (`proto = "static1"`, `source = RTS_STATIC`).
+    AttrEq {
+        attr: String,
+        value: Value,
+    },
+    Not(Box<Cond>),
+    And(Box<Cond>, Box<Cond>),
+    Or(Box<Cond>, Box<Cond>),
+}
