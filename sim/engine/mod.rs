@@ -6,6 +6,7 @@
 //! order), so there is no "fresh solve": a change is an event applied to the running state,
 //! which then evolves until quiet.
 
+pub mod bgp_state;
 mod ospf;
 mod rib;
 pub mod state;
@@ -16,6 +17,7 @@ use std::collections::BinaryHeap;
 #[cfg(test)]
 use crate::model::L2Id;
 use crate::model::{DeviceId, IfId, Network};
+pub use bgp_state::*;
 pub use state::*;
 
 /// How long nothing may change before the network counts as quiet: one OSPF dead interval

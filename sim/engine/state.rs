@@ -48,6 +48,11 @@ pub enum Proto {
     OspfE2,
     /// Linux: installed by the DHCP client.
     Dhcp,
+    /// BGP learned from an eBGP / iBGP peer (EOS `B E` / `B I`).
+    BgpExternal,
+    BgpInternal,
+    /// Linux: installed by BIRD's kernel protocol (`proto bird`).
+    Bird,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -156,4 +161,5 @@ pub struct DevState {
     pub powered: bool,
     pub fib: Fib,
     pub ospf: Option<OspfView>,
+    pub bgp: Option<super::BgpView>,
 }

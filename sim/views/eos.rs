@@ -180,6 +180,10 @@ fn route_code(p: Proto) -> &'static str {
         Proto::OspfE1 => "O E1",
         Proto::OspfE2 => "O E2",
         Proto::Dhcp => "DH",
+        Proto::BgpExternal => "B E",
+        Proto::BgpInternal => "B I",
+        // Linux-only; an EOS table never holds it.
+        Proto::Bird => "K",
     }
 }
 

@@ -1,0 +1,141 @@
+//! What the BGP engine exposes to views and tests: sessions with their counters, and each
+//! speaker's table (every path, or for BIRD every route of every protocol) with the best-path
+//! markers and the tie-breaker that decided. Plain data; only the engine writes it.
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use ipnet::Ipv4Net;
+use serde::Serialize;
+
+use super::state::NextHop;
+
+/// RFC 4271 §8 session states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum BgpState {
+    Idle,
+    Connect,
+    Active,
+    OpenSent,
+    OpenConfirm,
+    Established,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BgpSessionView {
+    /// BIRD protocol name (`Mesh_10_0_11_1`); `None` on EOS/FRR.
+    pub name: Option<String>,
+    pub neighbor: Ipv4Addr,
+    pub remote_as: Option<u32>,
+    pub local_as: u32,
+    pub state: BgpState,
+    /// Virtual time of the last state change (Up/Down, BIRD `since`).
+    pub since_ms: u64,
+    pub msgs_rcvd: u64,
+    pub msgs_sent: u64,
+    /// Paths received and kept (after AS-loop drops), before import policy (EOS PfxRcd).
+    pub pfx_rcvd: u32,
+    /// Paths accepted by import policy (EOS PfxAcc, BIRD "imported").
+    pub pfx_acc: u32,
+    /// BIRD `Routes: N imported, N exported, N preferred`.
+    pub exported: u32,
+    pub preferred: u32,
+    /// Why the session is not up, as the speaker says it (`Socket: No route to host`,
+    /// `Received: Bad peer AS`, `Hold timer expired`, `Neighbor not configured`).
+    pub last_error: Option<String>,
+    pub peer_router_id: Option<Ipv4Addr>,
+    pub internal: bool,
+    pub multihop: bool,
+    pub passive: bool,
+    /// ADD-PATH as negotiated (both sides' capabilities).
+    pub add_path_rx: bool,
+    pub add_path_tx: bool,
+    /// Source address of the TCP connection (configured or chosen).
+    pub source: Option<Ipv4Addr>,
+    pub hold_s: u32,
+    pub keepalive_s: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum BgpOrigin {
+    Igp,
+    Egp,
+    Incomplete,
+}
+
+/// BGP path attributes, shared (`Arc`) between every table and message that carries them.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct PathAttrs {
+    pub as_path: Vec<u32>,
+    pub next_hop: Option<Ipv4Addr>,
+    pub origin: BgpOrigin,
+    pub local_pref: Option<u32>,
+    pub med: Option<u32>,
+}
+
+/// Where a table route goes once resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum TableDest {
+    /// Through a gateway on an interface (a BGP next hop resolved recursively shows the
+    /// resolved gateway).
+    Via(NextHop),
+    /// On-link on an interface (direct routes).
+    Device(NextHop),
+    Multipath(Vec<NextHop>),
+    Blackhole,
+    /// The next hop does not resolve (BIRD keeps such routes, ranked last).
+    Unreachable,
+}
+
+/// The IGP metric to a BGP next hop, as BIRD shows it after the preference: `(100/0)`,
+/// `(100/20)`, `(100/?)`, `(100/-)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum NhMetric {
+    Known(u32),
+    /// Resolved through a gateway route that carries no IGP metric (kernel/static).
+    Unknown,
+    Unresolvable,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum EcmpRole {
+    None,
+    /// EOS `E`: head of an ECMP group; `Member` is `e`.
+    Head,
+    Member,
+}
+
+/// One route in a speaker's table: a BGP path (received or originated), or on BIRD any
+/// protocol's route (static, direct, kernel-learned).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TableRoute {
+    pub prefix: Ipv4Net,
+    /// BIRD protocol name (`static1`, `kernel1`, `direct1`, `Mesh_…`); EOS: `bgp`.
+    pub protocol: String,
+    /// The peer it came from (BGP), `None` when originated here.
+    pub from: Option<Ipv4Addr>,
+    pub path_id: u32,
+    pub attrs: Option<Arc<PathAttrs>>,
+    pub dest: TableDest,
+    pub nh_metric: Option<NhMetric>,
+    /// BIRD preference (direct 240, static 200, BGP 100, kernel 10).
+    pub preference: u32,
+    pub ebgp: bool,
+    /// Next hop resolvable and not filtered.
+    pub valid: bool,
+    pub best: bool,
+    pub ecmp: EcmpRole,
+    /// Last time this route was (re)announced with new attributes.
+    pub since_ms: u64,
+    /// For the best route: the tie-breaker that put it ahead of the runner-up.
+    pub decided_by: Option<&'static str>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BgpView {
+    pub asn: u32,
+    pub router_id: Option<Ipv4Addr>,
+    pub sessions: Vec<BgpSessionView>,
+    /// Sorted by prefix; within a prefix the best route first, then by arrival.
+    pub table: Vec<TableRoute>,
+}
