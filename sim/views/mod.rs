@@ -80,6 +80,7 @@ pub(crate) mod testnet {
 
     use ipnet::Ipv4Net;
 
+    use crate::dataplane::{IcmpError, Probe, ProbeOutcome};
     use crate::diag::Span;
     use crate::engine::state::*;
     use crate::model::*;
@@ -159,6 +160,19 @@ pub(crate) mod testnet {
 
         pub fn route(&mut self, dev: DeviceId, r: Route) {
             self.st.devices[dev.idx()].fib.insert(r);
+        }
+
+        /// Run one command line on `dev`, pipes included, as [`crate::views::run_command`].
+        pub fn run(&self, dev: DeviceId, line: &str) -> Result<String, crate::views::CommandError> {
+            crate::views::run_command(&self.net, &self.st, dev, line)
+        }
+
+        /// The error message of a command line that must fail.
+        pub fn err(&self, dev: DeviceId, line: &str) -> String {
+            match self.run(dev, line) {
+                Ok(out) => panic!("{line:?} succeeded:\n{out}"),
+                Err(e) => e.message,
+            }
         }
     }
 
@@ -292,6 +306,49 @@ pub(crate) mod testnet {
             lab.route(d, r);
         }
         (lab, d)
+    }
+
+    /// A probe result with no recorded path.
+    pub fn probe(outcome: ProbeOutcome, rtt_us: u64) -> Probe {
+        Probe {
+            outcome,
+            rtt_us,
+            src: None,
+            forward: Vec::new(),
+            back: Vec::new(),
+            forwarding_loop: None,
+        }
+    }
+    pub fn reply(from: &str, ttl: u8, rtt_us: u64) -> Probe {
+        probe(ProbeOutcome::Reply { from: ip(from), ttl }, rtt_us)
+    }
+    /// Echo replies from one address with the given round trips.
+    pub fn replies(from: &str, ttl: u8, rtts: &[u64]) -> Vec<Probe> {
+        rtts.iter().map(|t| reply(from, ttl, *t)).collect()
+    }
+    pub fn error(from: &str, error: IcmpError, rtt_us: u64) -> Probe {
+        probe(
+            ProbeOutcome::Error {
+                from: ip(from),
+                error,
+                ttl: 64,
+            },
+            rtt_us,
+        )
+    }
+    /// A router `hop` routed hops away answers with TTL exceeded; its reply starts at TTL 64.
+    pub fn expired(from: &str, hop: u8, rtt_us: u64) -> Probe {
+        probe(
+            ProbeOutcome::Error {
+                from: ip(from),
+                error: IcmpError::TtlExceeded,
+                ttl: 65 - hop,
+            },
+            rtt_us,
+        )
+    }
+    pub fn lost() -> Probe {
+        probe(ProbeOutcome::Lost { reason: "test".into() }, 0)
     }
 
     /// Collapse runs of whitespace, as the seed's transcription did (seed-lab.md §0).

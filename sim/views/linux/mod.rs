@@ -1,0 +1,148 @@
+//! Linux host shell: dispatch of one command line to iproute2 `ip route|addr|link`, iputils
+//! `ping`/`tracepath` and Debian `traceroute` (Ubuntu 22.04 tools; eos-linux-formats.md §4), and
+//! the helpers they share (interface state, FIB, iproute2 keyword matching, host arguments).
+
+mod addr;
+mod ping;
+mod route;
+mod trace;
+
+use std::net::Ipv4Addr;
+
+pub(crate) use ping::{ping_text, run_pings, PingStyle};
+pub(crate) use trace::run_traceroute;
+
+use super::pipe::shell_words;
+use super::CommandError;
+use crate::engine::state::{Fib, IfState};
+use crate::engine::State;
+use crate::model::{DeviceId, IfId, Network};
+
+/// Run one shell command (no pipes) on a Linux host.
+pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
+    let words = shell_words(line)?;
+    let Some((cmd, args)) = words.split_first() else {
+        return Ok(String::new());
+    };
+    match cmd.as_str() {
+        "ip" => ip_cmd(net, st, dev, args),
+        "ping" => ping::ping(net, st, dev, args),
+        "tracepath" => trace::tracepath(net, st, dev, args),
+        "traceroute" => trace::traceroute(net, st, dev, args),
+        _ => Err(CommandError::new(format!(
+            "{cmd}: command not found (fabsim's Linux shell runs: ip route|addr|link, \
+             ping, tracepath, traceroute)"
+        ))),
+    }
+}
+
+fn if_state(st: &State, id: IfId) -> IfState {
+    st.ifaces.get(id.idx()).cloned().unwrap_or_default()
+}
+
+fn if_name(net: &Network, id: IfId) -> &str {
+    net.interfaces.get(id.idx()).map_or("?", |i| i.name.as_str())
+}
+
+pub(crate) fn fib(st: &State, dev: DeviceId) -> Option<&Fib> {
+    st.devices.get(dev.idx()).map(|d| &d.fib)
+}
+
+/// iproute2's `matches()`: a word selects the first keyword of the tool's own table that it is
+/// a prefix of (so `ip a` is `address`, `ip r` is `route`, `ip l` is `link`).
+fn iproute_match(word: &str, table: &[&'static str]) -> Option<&'static str> {
+    table.iter().find(|k| !word.is_empty() && k.starts_with(word)).copied()
+}
+
+/// `ip`'s object table, in iproute2's `ip.c` order.
+const IP_OBJECTS: &[&str] = &[
+    "address",
+    "addrlabel",
+    "maddress",
+    "route",
+    "rule",
+    "neighbor",
+    "neighbour",
+    "ntable",
+    "ntbl",
+    "link",
+    "l2tp",
+    "fou",
+    "ila",
+    "macsec",
+    "tunnel",
+    "tuntap",
+    "tap",
+    "token",
+    "tcpmetrics",
+    "tcp_metrics",
+    "monitor",
+    "xfrm",
+    "mroute",
+    "mrule",
+    "netns",
+    "netconf",
+    "vrf",
+    "sr",
+    "nexthop",
+    "mptcp",
+    "ioam",
+    "stats",
+    "help",
+];
+
+fn not_modelled(what: &str) -> CommandError {
+    CommandError::new(format!("fabsim: `{what}` is not modelled"))
+}
+
+fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
+    let mut brief = false;
+    let mut rest = args;
+    while let Some((opt, tail)) = rest.split_first().filter(|(a, _)| a.starts_with('-')) {
+        match opt.as_str() {
+            "-br" | "-brief" => brief = true,
+            "-4" => {}
+            _ => {
+                return Err(CommandError::new(format!(
+                    "Option \"{opt}\" is unknown, try \"ip -help\"."
+                )))
+            }
+        }
+        rest = tail;
+    }
+    let Some((obj, rest)) = rest.split_first() else {
+        return Err(CommandError::new("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }"));
+    };
+    match iproute_match(obj, IP_OBJECTS) {
+        Some("route") => route::ip_route(net, st, dev, rest),
+        Some("address") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Addr),
+        Some("link") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Link),
+        Some(other) => Err(not_modelled(&format!("ip {other}"))),
+        None => Err(CommandError::new(format!(
+            "Object \"{obj}\" is unknown, try \"ip help\"."
+        ))),
+    }
+}
+
+/// A destination argument: fabsim has no resolver, so only dotted quads are hosts.
+pub(crate) fn parse_host(tool: &str, arg: &str) -> Result<Ipv4Addr, CommandError> {
+    arg.parse()
+        .map_err(|_| CommandError::new(format!("{tool}: {arg}: Name or service not known")))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::views::testnet::*;
+
+    #[test]
+    fn unknown_commands_name_themselves() {
+        let (lab, d) = kw1_s0c();
+        let err = lab.run(d, "ifconfig -a").unwrap_err();
+        assert!(err.message.starts_with("ifconfig: command not found"));
+        assert!(err.message.contains("tracepath"));
+        let err = lab.run(d, "ip neigh").unwrap_err();
+        assert_eq!(err.message, "fabsim: `ip neighbor` is not modelled");
+        let err = lab.run(d, "ip foo").unwrap_err();
+        assert_eq!(err.message, "Object \"foo\" is unknown, try \"ip help\".");
+    }
+}
