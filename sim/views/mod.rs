@@ -11,6 +11,7 @@ pub mod pipe;
 
 use std::fmt;
 
+use crate::engine::state::Route;
 use crate::engine::State;
 use crate::model::{DeviceId, DeviceKind, Network};
 
@@ -63,6 +64,19 @@ pub fn run_command(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resu
         pipe::Flavor::Linux => linux::run(net, st, dev, command)?,
     };
     pipe::apply_filters(flavor, filters, output)
+}
+
+/// One route as the device's own table shows it, without a trailing newline: on EOS the
+/// `show ip route` line (ECMP next hops on continuation lines joined by `\n`), on a Linux host
+/// the `ip route` line with iproute2's trailing blanks trimmed (multipath `\tnexthop` lines
+/// likewise). External networks have no table of their own; they get the Linux form.
+pub fn route_line(net: &Network, st: &State, dev: DeviceId, r: &Route) -> String {
+    let kind = net.devices.get(dev.idx()).map(|d| d.kind);
+    let text = match kind {
+        Some(DeviceKind::Eos) => eos::route_lines(net, r),
+        _ => linux::route_line(net, st, r),
+    };
+    text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
 }
 
 /// Text of a probe's round trip in the form most tools print: whole milliseconds and the
@@ -369,7 +383,7 @@ pub(crate) mod testnet {
 mod tests {
     use super::testnet::*;
     use super::*;
-    use crate::engine::state::Proto;
+    use crate::engine::state::{Proto, Route};
 
     #[test]
     fn never_panics_on_garbage() {
@@ -471,6 +485,67 @@ mod tests {
         let (lab, kw1) = kw1_s0c();
         let out = run_command(&lab.net, &lab.st, kw1, "ip r | grep -v 'proto kernel'").unwrap();
         assert_eq!(out.lines().count(), 3);
+    }
+
+    #[test]
+    fn route_line_as_each_table_shows_it() {
+        let (mut lab, leaf) = leaf3_s1b();
+        let et1 = lab.net.iface_by_name(leaf, "Ethernet1").unwrap();
+        let et2 = lab.net.iface_by_name(leaf, "Ethernet2").unwrap();
+        let e2 = eos_route("0.0.0.0/0", Proto::OspfE2, (110, 1), vec![hop(Some("10.11.99.0"), et1)]);
+        assert_eq!(
+            route_line(&lab.net, &lab.st, leaf, &e2),
+            " O E2     0.0.0.0/0 [110/1] via 10.11.99.0, Ethernet1"
+        );
+        let conn = eos_route("10.3.33.0/31", Proto::Connected, (0, 0), vec![hop(None, et2)]);
+        assert_eq!(
+            route_line(&lab.net, &lab.st, leaf, &conn),
+            " C        10.3.33.0/31 is directly connected, Ethernet2"
+        );
+        let ecmp = eos_route(
+            "172.16.0.4/32",
+            Proto::OspfIntra,
+            (110, 30),
+            vec![hop(Some("10.33.99.0"), et1), hop(Some("10.3.33.1"), et2)],
+        );
+        let text = route_line(&lab.net, &lab.st, leaf, &ecmp);
+        assert_eq!(
+            text,
+            " O        172.16.0.4/32 [110/30] via 10.33.99.0, Ethernet1\n                                 via 10.3.33.1, Ethernet2"
+        );
+        // The same lines as `show ip route` prints for it.
+        lab.route(leaf, ecmp);
+        let table = run_command(&lab.net, &lab.st, leaf, "show ip route 172.16.0.4/32").unwrap();
+        assert!(table.ends_with(&format!("{text}\n")), "{table}");
+
+        let (mut lab, kw1) = kw1_s0c();
+        let fib: Vec<Route> = lab.st.devices[kw1.idx()].fib.iter().cloned().collect();
+        let lines: Vec<String> = fib.iter().map(|r| route_line(&lab.net, &lab.st, kw1, r)).collect();
+        assert!(lines.contains(&"default via 10.0.137.1 dev ens5 proto dhcp src 10.0.137.132 metric 100".to_string()));
+        assert!(lines.contains(&"10.1.11.0/31 dev ens3 proto kernel scope link src 10.1.11.1".to_string()));
+        let ip_r = run_command(&lab.net, &lab.st, kw1, "ip r").unwrap();
+        for l in &lines {
+            assert!(ip_r.contains(&format!("{l} \n")), "{l:?} not in\n{ip_r}");
+        }
+        let ens3 = lab.net.iface_by_name(kw1, "ens3").unwrap();
+        let ens5 = lab.net.iface_by_name(kw1, "ens5").unwrap();
+        let multi = Route {
+            linux_proto: Some("bird"),
+            ..eos_route(
+                "10.66.0.0/16",
+                Proto::Static,
+                (0, 0),
+                vec![hop(Some("10.1.11.0"), ens3), hop(Some("10.0.137.1"), ens5)],
+            )
+        };
+        assert_eq!(
+            route_line(&lab.net, &lab.st, kw1, &multi),
+            "10.66.0.0/16 proto bird\n\tnexthop via 10.1.11.0 dev ens3 weight 1\n\tnexthop via 10.0.137.1 dev ens5 weight 1"
+        );
+        // An unknown device id does not panic; it gets the Linux form.
+        let ext = lab.device("cloud", DeviceKind::External);
+        assert_eq!(route_line(&lab.net, &lab.st, ext, &fib[0]), lines[0]);
+        assert_eq!(route_line(&lab.net, &lab.st, DeviceId(99), &fib[0]), lines[0]);
     }
 
     #[test]

@@ -7,6 +7,8 @@ mod ospf;
 mod route;
 mod tools;
 
+pub(crate) use route::route_lines;
+
 use super::CommandError;
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
