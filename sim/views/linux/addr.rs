@@ -110,14 +110,16 @@ impl Link {
         let slot = self.name.strip_prefix("ens")?;
         (!slot.is_empty() && slot.bytes().all(|b| b.is_ascii_digit())).then(|| format!("enp0s{slot}"))
     }
-    /// The kernel's EUI-64 link-local address, assigned once the interface is up.
+    /// The kernel's EUI-64 link-local address. addrconf assigns it when the interface is up
+    /// *and* has carrier (`NETDEV_UP` without carrier logs "link is not ready" and waits for
+    /// `NETDEV_CHANGE`), so an up interface without carrier has none.
     fn inet6(&self) -> Option<(String, &'static str)> {
         if self.loopback {
             return Some(("::1/128".into(), "host"));
         }
         let m = self.mac;
         let g = |a: u8, b: u8| u16::from_be_bytes([a, b]);
-        self.up.then(|| {
+        (self.up && self.carrier).then(|| {
             let ll = Ipv6Addr::new(
                 0xfe80,
                 0,
@@ -306,6 +308,32 @@ mod tests {
             .run(d, "ip -br link")
             .unwrap()
             .starts_with("lo               UNKNOWN        00:00:00:00:00:00 <LOOPBACK,UP,LOWER_UP> \n"));
+    }
+
+    #[test]
+    fn no_carrier_no_link_local() {
+        let (mut lab, d) = kw1_s0c();
+        let ens3 = lab.net.iface_by_name(d, "ens3").unwrap();
+        lab.st.ifaces[ens3.idx()].line_up = false;
+        let out = lab.run(d, "ip a show ens3").unwrap();
+        assert_eq!(
+            out,
+            "2: ens3: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 qdisc fq_codel state DOWN group default qlen 1000
+    link/ether 50:52:0b:00:00:00 brd ff:ff:ff:ff:ff:ff
+    altname enp0s3
+    inet 10.1.11.1/31 scope global ens3
+       valid_lft forever preferred_lft forever
+"
+        );
+        assert_eq!(
+            lab.run(d, "ip -br a show ens3").unwrap(),
+            "ens3             DOWN           10.1.11.1/31 \n"
+        );
+        // The up interfaces with carrier keep theirs.
+        assert!(lab
+            .run(d, "ip a")
+            .unwrap()
+            .contains("inet6 fe80::5252:bff:fe00:2/64 scope link \n"));
     }
 
     #[test]
