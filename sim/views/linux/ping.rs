@@ -98,43 +98,62 @@ fn percent_g(lost: u64, sent: u64) -> String {
 }
 
 /// When each request left (µs after the first) and the final smoothed RTT (iputils `rtt`, 8×µs;
-/// 0 if nothing was received). Non-adaptive pings send every `interval_us`; adaptive ones
-/// re-derive the interval from the smoothed RTT after each reply received in time
-/// (ping_common.c `update_interval`, for root: no 200 ms floor).
+/// 0 if nothing was received). Between two sends ping takes in the replies that arrive, in
+/// arrival order; one that arrives at the instant a send is due is taken first. Non-adaptive
+/// pings send every `interval_us`. Adaptive ones re-derive the interval from the smoothed RTT
+/// after each reply (ping_common.c `update_interval`, for root: no 200 ms floor); when the new
+/// interval is already over, `pinger` sends at once, so no request leaves before the reply
+/// that set its schedule.
 fn timeline(style: &PingStyle, probes: &[Probe]) -> (Vec<u64>, i64) {
-    let mut sends = Vec::with_capacity(probes.len());
+    let mut sends: Vec<u64> = Vec::with_capacity(probes.len());
+    let mut taken = vec![false; probes.len()];
     let mut ewma8: i64 = 0;
-    let mut absorbed = vec![false; probes.len()];
     let mut interval = style.interval_us;
-    let mut absorb = |upto: u64, sends: &[u64], ewma8: &mut i64, interval: &mut u64| {
-        let mut due: Vec<(u64, usize)> = sends
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| !absorbed[*j] && matches!(probes[*j].outcome, ProbeOutcome::Reply { .. }))
-            .map(|(j, s)| (s.saturating_add(probes[j].rtt_us), j))
-            .filter(|(arrival, _)| *arrival <= upto)
-            .collect();
-        due.sort();
-        for (_, j) in due {
-            absorbed[j] = true;
-            // Clamped so that a nonsensical RTT cannot overflow the arithmetic.
-            let t = probes[j].rtt_us.min(1 << 40) as i64;
-            *ewma8 = if *ewma8 == 0 { t * 8 } else { *ewma8 + t - *ewma8 / 8 };
-            if style.adaptive {
-                *interval = ((*ewma8 / 8 + 500) / 1000) as u64 * 1000;
-            }
+    // The earliest reply not yet taken in, among the requests sent so far: (arrival, index).
+    let next_reply = |sends: &[u64], taken: &[bool]| {
+        (0..sends.len())
+            .filter(|j| !taken[*j] && matches!(probes[*j].outcome, ProbeOutcome::Reply { .. }))
+            .map(|j| (sends[j].saturating_add(probes[j].rtt_us), j))
+            .min()
+    };
+    let take = |j: usize, ewma8: &mut i64, interval: &mut u64| {
+        // Clamped so that a nonsensical RTT cannot overflow the arithmetic.
+        let t = probes[j].rtt_us.min(1 << 40) as i64;
+        *ewma8 = if *ewma8 == 0 { t * 8 } else { *ewma8 + t - *ewma8 / 8 };
+        if style.adaptive {
+            *interval = ((*ewma8 / 8 + 500) / 1000) as u64 * 1000;
         }
     };
     for _ in probes {
-        let s = sends.last().map_or(0, |prev| prev + interval);
-        sends.push(s);
-        absorb(s + interval, &sends, &mut ewma8, &mut interval);
+        let send = match sends.last() {
+            None => 0,
+            Some(&prev) => loop {
+                let due = prev.saturating_add(interval);
+                match next_reply(&sends, &taken) {
+                    Some((arrival, j)) if arrival <= due => {
+                        taken[j] = true;
+                        take(j, &mut ewma8, &mut interval);
+                        if prev.saturating_add(interval) <= arrival {
+                            break arrival;
+                        }
+                    }
+                    _ => break due,
+                }
+            },
+        };
+        sends.push(send);
     }
-    absorb(u64::MAX, &sends, &mut ewma8, &mut interval);
+    while let Some((_, j)) = next_reply(&sends, &taken) {
+        taken[j] = true;
+        take(j, &mut ewma8, &mut interval);
+    }
     (sends, ewma8)
 }
 
-/// Most requests outstanding when an answer arrived (iputils `pipesize`, set in `acknowledge`).
+/// Most requests outstanding at once: iputils `pipesize`, raised in `acknowledge` (ping.h) to
+/// `ntransmitted - seq + 1` when an answer is processed — the answered request plus every later
+/// one already sent. A request sent at the very instant an answer arrives was sent after it
+/// (the order [`timeline`] uses), so with one request in flight at a time the pipe is 1.
 fn pipe_size(sends: &[u64], probes: &[Probe]) -> usize {
     probes
         .iter()
@@ -142,11 +161,10 @@ fn pipe_size(sends: &[u64], probes: &[Probe]) -> usize {
         .filter(|(_, p)| matches!(p.outcome, ProbeOutcome::Reply { .. } | ProbeOutcome::Error { .. }))
         .map(|(j, p)| {
             let arrival = sends[j].saturating_add(p.rtt_us);
-            sends.iter().filter(|s| **s <= arrival).count().saturating_sub(j)
+            1 + sends[j + 1..].iter().filter(|s| **s < arrival).count()
         })
         .max()
         .unwrap_or(1)
-        .max(1)
 }
 
 /// iputils' `rtt min/avg/max/mdev` in integer microseconds (ping_common.c `finish`).
@@ -339,6 +357,27 @@ mod tests {
              3 packets transmitted, 0 received, +3 errors, 100% packet loss, time 2000ms\n\
              \n"
         );
+    }
+
+    #[test]
+    fn pipe_only_when_probes_overlap() {
+        // Spine-1 → 8.8.8.8 at s0b: every reply (1 ms) is in before the next request, which
+        // the adaptive interval (1 ms once the first reply is in) sends at that same instant.
+        let out = ping_text(ip("8.8.8.8"), &PingStyle::eos(72), &replies("8.8.8.8", 99, &[1_000; 5]));
+        assert!(
+            out.ends_with("time 4ms\nrtt min/avg/max/mdev = 1.000/1.000/1.000/0.000 ms, ipg/ewma 1.000/1.000 ms\n"),
+            "{out}"
+        );
+        // A reply slower than the 1 s interval: the second request left before it came back.
+        let slow = [reply("10.0.11.1", 63, 1_500_000), reply("10.0.11.1", 63, 20_000)];
+        let out = ping_text(ip("10.0.11.1"), &PingStyle::linux(56), &slow);
+        assert!(out.ends_with(", pipe 2\n"), "{out}");
+        // Adaptive: a request never leaves before the reply whose RTT set its interval (1.4 ms
+        // rounds to 1 ms, already over when that reply arrives, so the next leaves at 1.4 ms).
+        let (sends, _) = timeline(&PingStyle::eos(72), &replies("10.0.0.2", 64, &[1_400; 2]));
+        assert_eq!(sends, [0, 1_400]);
+        let (sends, _) = timeline(&PingStyle::linux(56), &slow);
+        assert_eq!(sends, [0, 1_000_000]);
     }
 
     #[test]
