@@ -79,6 +79,20 @@ const MAX_STEPS: usize = 300;
 /// through the FIBs of `st`. `seq` takes part in the ECMP flow hash only for UDP probes (their
 /// port changes per probe); echo requests of one ping are one flow.
 pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, kind: ProbeKind, _seq: u32) -> Probe {
+    probe_src(net, st, from, None, dst, ttl, kind)
+}
+
+/// Like `probe`, with the source address fixed (a BGP session's `update-source` / `source
+/// address`) instead of chosen from the route.
+pub fn probe_src(
+    net: &Network,
+    st: &State,
+    from: DeviceId,
+    src: Option<Ipv4Addr>,
+    dst: Ipv4Addr,
+    ttl: u8,
+    kind: ProbeKind,
+) -> Probe {
     let mut ctx = Walk {
         net,
         st,
@@ -86,12 +100,19 @@ pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, 
         nat: None,
         forwarding_loop: None,
     };
-    let mut p = probe_with(&mut ctx, from, dst, ttl, kind);
+    let mut p = probe_with(&mut ctx, from, src, dst, ttl, kind);
     p.forwarding_loop = ctx.forwarding_loop;
     p
 }
 
-fn probe_with(ctx: &mut Walk<'_>, from: DeviceId, dst: Ipv4Addr, ttl: u8, kind: ProbeKind) -> Probe {
+fn probe_with(
+    ctx: &mut Walk<'_>,
+    from: DeviceId,
+    fixed_src: Option<Ipv4Addr>,
+    dst: Ipv4Addr,
+    ttl: u8,
+    kind: ProbeKind,
+) -> Probe {
     let (net, st) = (ctx.net, ctx.st);
     let mut p = Probe {
         outcome: ProbeOutcome::LocalNoRoute,
@@ -116,7 +137,7 @@ fn probe_with(ctx: &mut Walk<'_>, from: DeviceId, dst: Ipv4Addr, ttl: u8, kind: 
     if route.blackhole || route.nexthops.is_empty() {
         return p;
     }
-    let Some(src) = route.src.or_else(|| {
+    let Some(src) = fixed_src.or(route.src).or_else(|| {
         let nh = &route.nexthops[0];
         st.ifaces[nh.iface.idx()].addr.map(|a| a.addr())
     }) else {

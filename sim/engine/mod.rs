@@ -6,13 +6,14 @@
 //! order), so there is no "fresh solve": a change is an event applied to the running state,
 //! which then evolves until quiet.
 
+mod bgp;
 pub mod bgp_state;
 mod ospf;
 mod rib;
 pub mod state;
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 #[cfg(test)]
 use crate::model::L2Id;
@@ -25,6 +26,11 @@ pub use state::*;
 const QUIET_MS: u64 = 41_000;
 /// Upper bound on one convergence run, so a network that never settles cannot hang fabsim.
 const MAX_RUN_MS: u64 = 3_600_000;
+/// Delay between a router installing a route and the other routers seeing its AS-external
+/// LSA (EOS initial LSA throttle, eos-linux-formats.md §1.4).
+const LSA_DELAY_MS: u64 = 1_000;
+/// An external LSA for one prefix that changes this often within one run is oscillating.
+const FLAP_LIMIT: u32 = 20;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Event {
@@ -32,6 +38,7 @@ pub(crate) enum Event {
     /// An engineer enters a device's configuration (`Network::timed[i]`).
     TimedConfig(usize),
     Ospf(ospf::Event),
+    Bgp(bgp::Event),
     /// Recompute routing tables (coalesced: at most one pending per instant).
     Recompute,
 }
@@ -39,7 +46,11 @@ pub(crate) enum Event {
 impl Event {
     /// Periodic events keep firing forever in a steady network; they do not hold off quiet.
     fn is_periodic(&self) -> bool {
-        matches!(self, Event::Ospf(e) if e.is_periodic())
+        match self {
+            Event::Ospf(e) => e.is_periodic(),
+            Event::Bgp(e) => e.is_periodic(),
+            _ => false,
+        }
     }
 }
 
@@ -48,6 +59,8 @@ impl Event {
 pub struct Convergence {
     /// Virtual time of the last change to any forwarding table.
     pub routes_changed_ms: u64,
+    /// Problems found while converging (an oscillating prefix, a path explosion).
+    pub findings: Vec<String>,
     /// False when the run hit `MAX_RUN_MS` with changes still happening.
     pub quiet: bool,
 }
@@ -65,6 +78,10 @@ pub struct Engine {
     last_change: u64,
     /// Last time a forwarding table actually changed.
     routes_changed: u64,
+    /// External-LSA changes per prefix during the current run (oscillation detection).
+    flips: BTreeMap<ipnet::Ipv4Net, u32>,
+    findings: Vec<String>,
+    bgp: bgp::Bgp,
     ospf: ospf::Ospf,
     state: State,
 }
@@ -83,6 +100,9 @@ impl Engine {
             recompute_pending: false,
             last_change: 0,
             routes_changed: 0,
+            flips: BTreeMap::new(),
+            findings: Vec::new(),
+            bgp: bgp::Bgp::default(),
         };
         e.state.ifaces = vec![IfState::default(); e.net.interfaces.len()];
         e.state.devices = (0..e.net.devices.len())
@@ -127,7 +147,13 @@ impl Engine {
     /// Run until nothing has changed for a dead interval and no one-shot timer is pending.
     pub fn run_until_quiet(&mut self) -> Convergence {
         let deadline = self.now + MAX_RUN_MS;
+        self.flips.clear();
+        self.findings.clear();
         loop {
+            if let Some(f) = self.oscillation() {
+                self.findings.push(f);
+                return self.convergence(false);
+            }
             let Some(Reverse((t, _, ev))) = self.queue.peek() else {
                 self.now = self.now.max(self.last_change + QUIET_MS);
                 return self.convergence(true);
@@ -159,10 +185,23 @@ impl Engine {
         self.refresh_timers_view();
     }
 
+    /// A prefix whose AS-external LSAs keep changing: the routers redistributing it take turns
+    /// (each one's BGP route loses to another's E2, is withdrawn, wins again).
+    fn oscillation(&self) -> Option<String> {
+        let (prefix, n) = self.flips.iter().find(|(_, n)| **n >= FLAP_LIMIT)?;
+        let routers: Vec<String> = self.ospf.asbrs_ever(*prefix).iter().map(|r| r.to_string()).collect();
+        Some(format!(
+            "oscillation: the OSPF external route for {prefix} changed {n} times without settling; \
+             routers redistributing it in turn: {} (each one's own route loses to another's E2 and is withdrawn)",
+            routers.join(", ")
+        ))
+    }
+
     fn convergence(&self, quiet: bool) -> Convergence {
         Convergence {
             routes_changed_ms: self.routes_changed,
             quiet,
+            findings: self.findings.clone(),
         }
     }
 
@@ -201,16 +240,64 @@ impl Engine {
                     self.mark_changed();
                 }
             }
-            Event::Recompute => {
-                self.recompute_pending = false;
-                let before = rib::fingerprint(&self.state);
-                rib::recompute(&self.net, &self.ospf, &mut self.state);
-                self.refresh_timers_view();
-                if rib::fingerprint(&self.state) != before {
-                    self.last_change = self.now;
-                    self.routes_changed = self.now;
+            Event::Bgp(bev) => {
+                let mut out = Vec::new();
+                let changed = self.bgp.handle(&self.net, &self.state, self.now, bev, &mut out);
+                for (at, e) in out {
+                    self.schedule(at, Event::Bgp(e));
+                }
+                if changed {
+                    self.mark_changed();
                 }
             }
+            Event::Recompute => {
+                self.recompute_pending = false;
+                self.recompute();
+            }
+        }
+    }
+
+    /// Rebuild every forwarding table: connected/static/DHCP, OSPF over the current LSDB, then
+    /// BGP (whose next hops resolve through the tables without BGP), installed by distance or
+    /// metric. Then originate AS-externals from what got installed (seen by the other routers
+    /// after the LSA delay) and send BGP updates for what changed.
+    fn recompute(&mut self) {
+        let before = rib::fingerprint(&self.state);
+        let local = rib::local_tables(&self.net, &self.state);
+        let mut ospf_routes = self.ospf.routes(&self.net);
+        let mut tables: Vec<Vec<state::Route>> = local;
+        for (i, t) in tables.iter_mut().enumerate() {
+            if let Some(rs) = ospf_routes.remove(&DeviceId(i as u32)) {
+                t.extend(rs);
+            }
+        }
+        for (i, t) in tables.iter().enumerate() {
+            self.state.devices[i].fib = rib::install(&self.net.devices[i], t.clone());
+        }
+        let bgp_routes = self.bgp.decide(&self.net, &self.state, self.now);
+        for (i, mut t) in tables.into_iter().enumerate() {
+            if let Some(rs) = bgp_routes.get(&DeviceId(i as u32)) {
+                t.extend(rs.iter().cloned());
+            }
+            self.state.devices[i].fib = rib::install(&self.net.devices[i], t);
+        }
+        let mut out = Vec::new();
+        self.bgp.export(&self.net, &self.state, self.now, &mut out);
+        for (at, e) in out {
+            self.schedule(at, Event::Bgp(e));
+        }
+        let flipped = self.ospf.originate(&self.net, &self.state);
+        if !flipped.is_empty() {
+            self.last_change = self.now;
+            for p in flipped {
+                *self.flips.entry(p).or_default() += 1;
+            }
+            self.schedule(self.now + LSA_DELAY_MS, Event::Recompute);
+        }
+        self.refresh_timers_view();
+        if rib::fingerprint(&self.state) != before {
+            self.last_change = self.now;
+            self.routes_changed = self.now;
         }
     }
 
@@ -231,6 +318,11 @@ impl Engine {
         for (at, e) in out {
             self.schedule(at, Event::Ospf(e));
         }
+        let mut out = Vec::new();
+        self.bgp.sync(&self.net, &self.state, self.now, &mut out);
+        for (at, e) in out {
+            self.schedule(at, Event::Bgp(e));
+        }
         // Always recompute: a config edit may change routes without touching interfaces or
         // OSPF (a static route); the recompute itself tells whether the tables changed.
         self.mark_changed();
@@ -240,6 +332,7 @@ impl Engine {
     fn refresh_timers_view(&mut self) {
         for (i, d) in self.state.devices.iter_mut().enumerate() {
             d.ospf = self.ospf.view(&self.net, DeviceId(i as u32), self.now);
+            d.bgp = self.bgp.view(DeviceId(i as u32));
         }
         self.state.time_ms = self.now;
     }

@@ -13,7 +13,7 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use super::state::{DevState, NbrRole, NbrState, NextHop, OspfNeighbor, OspfView, Proto, Route, State};
+use super::state::{NbrRole, NbrState, NextHop, OspfNeighbor, OspfView, Proto, Route, State};
 use crate::model::{DeviceId, IfId, Network, RedistSource};
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -105,6 +105,12 @@ struct Router {
 pub(crate) struct Ospf {
     routers: Vec<Option<Router>>,
     ifs: Vec<OIf>,
+    /// AS-external LSAs as currently originated: (prefix, ASBR router id) → metric and type.
+    /// Originated from each router's installed routes after a recompute, so redistribution
+    /// follows the forwarding state with a delay, as on a real router (and can oscillate).
+    externals: BTreeMap<(Ipv4Net, Ipv4Addr), External>,
+    /// Every (prefix, ASBR) ever originated, to name the routers of an oscillation.
+    ever: BTreeSet<(Ipv4Net, Ipv4Addr)>,
 }
 
 type Out = Vec<(u64, Event)>;
@@ -114,6 +120,8 @@ impl Ospf {
         Ospf {
             routers: vec![None; net.devices.len()],
             ifs: vec![OIf::default(); net.interfaces.len()],
+            externals: BTreeMap::new(),
+            ever: BTreeSet::new(),
         }
     }
 
@@ -136,7 +144,10 @@ impl Ospf {
             let cfg = dev.ospf.as_ref().filter(|c| powered && !c.shutdown);
             match (cfg, self.routers[d].is_some()) {
                 (Some(c), false) => {
-                    if let Some(rid) = c.router_id.or_else(|| default_router_id(net, st, DeviceId(d as u32))) {
+                    if let Some(rid) = c
+                        .router_id
+                        .or_else(|| super::rib::highest_address(net, st, DeviceId(d as u32)))
+                    {
                         self.routers[d] = Some(Router {
                             process_id: c.process_id,
                             rid,
@@ -516,8 +527,8 @@ impl Ospf {
 
     /// Compute every OSPF router's routes from the shared LSDB. `local` holds each device's
     /// connected and static routes (the sources of redistribution).
-    pub(crate) fn routes(&self, net: &Network, st: &State, local: &[Vec<Route>]) -> BTreeMap<DeviceId, Vec<Route>> {
-        let lsdb = self.build_lsdb(net, st, local);
+    pub(crate) fn routes(&self, net: &Network) -> BTreeMap<DeviceId, Vec<Route>> {
+        let lsdb = self.build_lsdb(net);
         let mut out = BTreeMap::new();
         for (d, r) in self.routers.iter().enumerate() {
             if let Some(r) = r {
@@ -528,8 +539,11 @@ impl Ospf {
         out
     }
 
-    fn build_lsdb(&self, net: &Network, st: &State, local: &[Vec<Route>]) -> Lsdb {
-        let mut db = Lsdb::default();
+    fn build_lsdb(&self, net: &Network) -> Lsdb {
+        let mut db = Lsdb {
+            externals: self.externals.clone(),
+            ..Lsdb::default()
+        };
         for (d, r) in self.routers.iter().enumerate() {
             let Some(r) = r else { continue };
             let dev = &net.devices[d];
@@ -586,48 +600,63 @@ impl Ospf {
                 }
             }
             db.routers.insert(r.rid, RouterLsa { links });
-            if let Some(cfg) = &dev.ospf {
-                for red in &cfg.redistribute {
-                    for rt in &local[d] {
-                        let matches = match red.source {
-                            RedistSource::Static => rt.proto == Proto::Static,
-                            RedistSource::Connected => {
-                                rt.proto == Proto::Connected
-                                    && rt.nexthops.iter().all(|nh| !self.ifs[nh.iface.idx()].active)
-                            }
-                            RedistSource::Bgp => false,
-                        };
-                        if !matches || st.devices.get(d).is_none_or(|s: &DevState| !s.powered) {
-                            continue;
-                        }
-                        let metric = red.metric.unwrap_or(if rt.prefix.prefix_len() == 0 {
-                            dev.profile.ospf_redist_default_metric
-                        } else {
-                            dev.profile.ospf_redist_metric
-                        });
-                        let e1 = red.metric_type.unwrap_or(dev.profile.ospf_redist_metric_type) == 1;
-                        db.externals.insert((rt.prefix, r.rid), External { metric, e1 });
-                    }
-                }
-            }
         }
         db
     }
-}
 
-/// Router ID when none is configured: the highest address on an up loopback, else the highest
-/// address on any up interface (EOS, Cisco heritage; eos-linux-formats.md §1.3).
-fn default_router_id(net: &Network, st: &State, d: DeviceId) -> Option<Ipv4Addr> {
-    let addrs = |loopbacks: bool| {
-        net.device(d)
-            .ifaces
+    /// Originate AS-external LSAs from what each router has installed (`redistribute` takes
+    /// active routes only, bgp-profiles.md §6). Returns the prefixes whose LSAs changed.
+    pub(crate) fn originate(&mut self, net: &Network, st: &State) -> Vec<Ipv4Net> {
+        let mut ext = BTreeMap::new();
+        for (d, r) in self.routers.iter().enumerate() {
+            let (Some(r), Some(cfg)) = (r, &net.devices[d].ospf) else {
+                continue;
+            };
+            let dev = &net.devices[d];
+            for red in &cfg.redistribute {
+                for rt in st.devices[d].fib.iter() {
+                    let matches = match red.source {
+                        RedistSource::Static => rt.proto == Proto::Static,
+                        RedistSource::Connected => {
+                            rt.proto == Proto::Connected
+                                && rt.nexthops.iter().all(|nh| !self.ifs[nh.iface.idx()].active)
+                        }
+                        RedistSource::Bgp => matches!(rt.proto, Proto::BgpExternal | Proto::BgpInternal),
+                    };
+                    if !matches {
+                        continue;
+                    }
+                    let metric = red.metric.unwrap_or(if rt.prefix.prefix_len() == 0 {
+                        dev.profile.ospf_redist_default_metric
+                    } else {
+                        dev.profile.ospf_redist_metric
+                    });
+                    let e1 = red.metric_type.unwrap_or(dev.profile.ospf_redist_metric_type) == 1;
+                    ext.insert((rt.prefix, r.rid), External { metric, e1 });
+                }
+            }
+        }
+        let mut changed: BTreeSet<Ipv4Net> = BTreeSet::new();
+        for (k, v) in &ext {
+            if self.externals.get(k) != Some(v) {
+                changed.insert(k.0);
+            }
+        }
+        changed.extend(self.externals.keys().filter(|k| !ext.contains_key(k)).map(|k| k.0));
+        self.ever.extend(ext.keys().copied());
+        self.externals = ext;
+        changed.into_iter().collect()
+    }
+
+    /// The routers that originated an external LSA for `prefix` at some point of the current
+    /// run (for oscillation reports).
+    pub(crate) fn asbrs_ever(&self, prefix: Ipv4Net) -> Vec<Ipv4Addr> {
+        self.ever
             .iter()
-            .filter(|i| net.iface(**i).name.starts_with("Loopback") == loopbacks)
-            .filter(|i| st.ifaces[i.idx()].up)
-            .filter_map(|i| st.ifaces[i.idx()].addr.map(|a| a.addr()))
-            .max()
-    };
-    addrs(true).or_else(|| addrs(false))
+            .filter(|(p, _)| *p == prefix)
+            .map(|(_, r)| *r)
+            .collect()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -661,7 +690,7 @@ struct NetworkLsa {
     attached: Vec<Ipv4Addr>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct External {
     metric: u32,
     e1: bool,

@@ -7,7 +7,6 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use super::ospf::Ospf;
 use super::state::*;
 use crate::model::{AddrConfig, Device, DeviceId, DeviceKind, IfId, Network, RouteOrigin, StaticRoute};
 
@@ -17,6 +16,23 @@ const DHCP_ROUTE_METRIC: u32 = 100;
 /// Interfaces without a wire that are up whenever they are enabled.
 fn is_virtual(name: &str) -> bool {
     name == "lo" || name.starts_with("Loopback")
+}
+
+/// Router ID when none is configured (OSPF and BGP alike): the highest address on an up
+/// loopback, else the highest address on any up interface (EOS, Cisco heritage;
+/// eos-linux-formats.md §1.3).
+pub(crate) fn highest_address(net: &Network, st: &State, d: DeviceId) -> Option<Ipv4Addr> {
+    let addrs = |loopbacks: bool| {
+        net.device(d)
+            .ifaces
+            .iter()
+            .filter(|i| net.iface(**i).name.starts_with("Loopback") == loopbacks)
+            .filter(|i| net.iface(**i).name != "lo")
+            .filter(|i| st.ifaces[i.idx()].up)
+            .filter_map(|i| st.ifaces[i.idx()].addr.map(|a| a.addr()))
+            .max()
+    };
+    addrs(true).or_else(|| addrs(false))
 }
 
 /// Derive every interface's status from power, `shutdown`, switchport mode, carrier and DHCP.
@@ -76,28 +92,27 @@ pub(super) fn fingerprint(st: &State) -> Vec<Vec<Route>> {
     st.devices.iter().map(|d| d.fib.iter().cloned().collect()).collect()
 }
 
-/// Recompute every device's table from interface state, static config and OSPF.
-pub(super) fn recompute(net: &Network, ospf: &Ospf, st: &mut State) {
-    let mut local: Vec<Vec<Route>> = Vec::with_capacity(net.devices.len());
-    for (i, dev) in net.devices.iter().enumerate() {
-        let id = DeviceId(i as u32);
-        let powered = st.devices[i].powered;
-        local.push(if powered {
-            local_routes(net, st, id, dev)
-        } else {
-            Vec::new()
-        });
-    }
-    let ospf_routes = ospf.routes(net, st, &local);
-    for (i, dev) in net.devices.iter().enumerate() {
-        let mut candidates = std::mem::take(&mut local[i]);
-        if let Some(rs) = ospf_routes.get(&DeviceId(i as u32)) {
-            candidates.extend(rs.iter().cloned());
-        }
-        st.devices[i].fib = match dev.kind {
-            DeviceKind::Linux => kernel_table(candidates),
-            DeviceKind::Eos | DeviceKind::External => best_by_distance(candidates),
-        };
+/// Every device's connected, DHCP and static routes (nothing for powered-off devices).
+pub(super) fn local_tables(net: &Network, st: &State) -> Vec<Vec<Route>> {
+    net.devices
+        .iter()
+        .enumerate()
+        .map(|(i, dev)| {
+            if st.devices[i].powered {
+                local_routes(net, st, DeviceId(i as u32), dev)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect()
+}
+
+/// A device's forwarding table from its candidate routes: a router keeps the best route per
+/// prefix by administrative distance, the Linux kernel keeps every route by metric.
+pub(super) fn install(dev: &crate::model::Device, candidates: Vec<Route>) -> Fib {
+    match dev.kind {
+        DeviceKind::Linux => kernel_table(candidates),
+        DeviceKind::Eos | DeviceKind::External => best_by_distance(candidates),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::diag::{Span, TextOrigin};
+use crate::engine::{BgpSessionView, BgpState};
 use crate::input::eos::apply_config;
 use crate::model::{AddrConfig, Device, DeviceKind, IfOspf, Interface, L2Domain, VendorProfile};
 
@@ -198,4 +199,131 @@ fn redistributed_static_default_is_e2_metric_1() {
         .lookup(Ipv4Addr::new(8, 8, 8, 8))
         .expect("default");
     assert_eq!((r.proto, r.metric), (Proto::OspfE2, 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// BGP sessions and routes on two EOS routers (configs built directly; the EOS `router bgp`
+// parser has its own tests).
+
+use crate::model::bgp::{BgpConfig, BgpNeighbor};
+use crate::model::BgpFlavor;
+
+/// R1 (AS 65001, 10.0.0.0/31, LAN 10.1.0.0/24) — R2 (AS 65002, 10.0.0.1/31, LAN 10.2.0.0/24).
+fn bgp_pair(r1_remote: u32, r2_remote: Option<u32>, passive: (bool, bool)) -> (Network, DeviceId, DeviceId) {
+    let mut net = Network::default();
+    let r1 = switch(
+        &mut net,
+        "R1",
+        0,
+        "interface Ethernet1\n no switchport\n ip address 10.0.0.0/31\ninterface Ethernet2\n no switchport\n ip address 10.1.0.1/24\n",
+    );
+    let r2 = switch(
+        &mut net,
+        "R2",
+        0,
+        "interface Ethernet1\n no switchport\n ip address 10.0.0.1/31\ninterface Ethernet2\n no switchport\n ip address 10.2.0.1/24\n",
+    );
+    link(&mut net, (r1, "Ethernet1"), (r2, "Ethernet1"));
+    for (r, lan) in [(r1, "Ethernet2"), (r2, "Ethernet2")] {
+        let host = switch(&mut net, "H", 0, "");
+        link(&mut net, (r, lan), (host, "Ethernet1"));
+    }
+    let mk = |asn: u32, peer: &str, remote: Option<u32>, passive: bool, lan: &str| {
+        let mut c = BgpConfig::new(BgpFlavor::Eos, asn, Span::default());
+        if let Some(remote) = remote {
+            let mut n = BgpNeighbor::new(peer.parse().expect("addr"), Span::default());
+            n.remote_as = Some(remote);
+            n.passive = passive;
+            n.add_path_rx = true;
+            c.neighbors.push(n);
+        }
+        c.networks.push(lan.parse().expect("prefix"));
+        c
+    };
+    net.devices[r1.idx()].bgp = Some(mk(65001, "10.0.0.1", Some(r1_remote), passive.0, "10.1.0.0/24"));
+    net.devices[r2.idx()].bgp = Some(mk(65002, "10.0.0.0", r2_remote, passive.1, "10.2.0.0/24"));
+    (net, r1, r2)
+}
+
+fn session(e: &Engine, d: DeviceId) -> BgpSessionView {
+    e.state().devices[d.idx()].bgp.as_ref().expect("speaker").sessions[0].clone()
+}
+
+#[test]
+fn ebgp_session_comes_up_and_routes_are_installed_at_distance_200() {
+    let (net, r1, r2) = bgp_pair(65002, Some(65001), (false, false));
+    let (e, c) = converge(net);
+    assert!(c.quiet);
+    assert_eq!(session(&e, r1).state, BgpState::Established);
+    assert_eq!(session(&e, r2).pfx_rcvd, 1);
+    let r = e.state().devices[r1.idx()]
+        .fib
+        .lookup(Ipv4Addr::new(10, 2, 0, 5))
+        .expect("route to R2's LAN");
+    assert_eq!((r.proto, r.distance, r.metric), (Proto::BgpExternal, 200, 0));
+    assert_eq!(r.nexthops[0].via, Some(Ipv4Addr::new(10, 0, 0, 1)));
+    let view = e.state().devices[r1.idx()].bgp.as_ref().expect("speaker");
+    let learned = view
+        .table
+        .iter()
+        .find(|t| t.prefix.to_string() == "10.2.0.0/24")
+        .expect("path");
+    assert_eq!(learned.attrs.as_ref().map(|a| a.as_path.clone()), Some(vec![65002]));
+}
+
+#[test]
+fn as_mismatch_keeps_the_session_down_with_the_reason() {
+    let (net, r1, r2) = bgp_pair(65009, Some(65001), (false, false));
+    let (e, _) = converge(net);
+    let (s1, s2) = (session(&e, r1), session(&e, r2));
+    assert_ne!(s1.state, BgpState::Established);
+    assert_eq!(s1.last_error.as_deref(), Some("BGP Error: Bad peer AS"));
+    assert_eq!(s2.last_error.as_deref(), Some("Received: Bad peer AS"));
+}
+
+#[test]
+fn a_neighbour_configured_on_one_side_only_stays_active() {
+    let (net, r1, _) = bgp_pair(65002, None, (false, false));
+    let (e, _) = converge(net);
+    let s = session(&e, r1);
+    assert_eq!(s.state, BgpState::Active);
+    assert!(
+        s.last_error
+            .as_deref()
+            .is_some_and(|m| m.starts_with("Socket: Connection refused")),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn passive_on_both_sides_never_connects() {
+    let (net, r1, r2) = bgp_pair(65002, Some(65001), (true, true));
+    let (e, _) = converge(net);
+    assert_eq!(session(&e, r1).state, BgpState::Active);
+    assert_eq!(session(&e, r2).state, BgpState::Active);
+    assert_eq!(session(&e, r1).last_error, None);
+}
+
+#[test]
+fn an_unreachable_peer_stays_down_and_losing_the_path_expires_the_hold_timer() {
+    let (net, r1, r2) = bgp_pair(65002, Some(65001), (false, false));
+    let (mut e, _) = converge(net);
+    let origin = TextOrigin {
+        file: "step".into(),
+        line: 1,
+        col: 1,
+    };
+    // Shut R2's side: R1 loses carrier at once, but the session only notices through its
+    // hold timer (180 s), like a real EOS without BFD.
+    e.reconfigure(|n| apply_config(n, r2, "interface Ethernet1\n shutdown\n", &origin))
+        .expect("cfg");
+    e.advance(60_000);
+    assert_eq!(session(&e, r1).state, BgpState::Established);
+    e.run_until_quiet();
+    let s = session(&e, r1);
+    assert_ne!(s.state, BgpState::Established);
+    assert!(e.state().devices[r1.idx()]
+        .fib
+        .lookup(Ipv4Addr::new(10, 2, 0, 5))
+        .is_none());
 }

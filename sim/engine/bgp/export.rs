@@ -1,0 +1,195 @@
+//! What each established session advertises (Adj-RIB-Out) and the UPDATEs that change it.
+//! Per flavour: BIRD with ADD-PATH tx sends every route its export filter accepts (unresolvable
+//! and non-best ones included), otherwise the best; EOS sends its best path only when it is
+//! active in the RIB (unless `bgp advertise-inactive`); nothing goes back to the session it
+//! came from, iBGP paths are not passed to iBGP peers without route reflection. Outgoing
+//! attributes: the local AS prepended and next hop self on eBGP; next hop kept on iBGP.
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use ipnet::Ipv4Net;
+
+use super::session::SessionId;
+use super::table::{Entry, Origin, Speaker};
+use super::{Bgp, Event, Out};
+use crate::engine::bgp_state::{BgpState, PathAttrs};
+use crate::engine::state::{Proto, State};
+use crate::model::bgp::Policy;
+use crate::model::{BgpFlavor, BirdDaemon, Network};
+
+/// Virtual delay of an UPDATE on the wire and through the receiver's input queue
+/// (not from any reference; see FIDELITY.md).
+const UPDATE_DELAY_MS: u64 = 10;
+
+/// Does `policy` accept a route for `prefix`? BIRD filters run on the device's daemon; without
+/// one (EOS) only `all`/`none` exist.
+pub(crate) fn policy_accepts(
+    daemon: Option<&BirdDaemon>,
+    policy: &Policy,
+    prefix: Ipv4Net,
+    attrs: &PathAttrs,
+    proto: &str,
+) -> bool {
+    match (policy, daemon) {
+        (Policy::All, _) => true,
+        (Policy::None, _) => false,
+        (Policy::Filter(_), None) => true,
+        (Policy::Filter(_), Some(d)) => {
+            let _ = (d, prefix, attrs, proto);
+            true // MERGE-BIRD: run the filter
+        }
+    }
+}
+
+pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut Out) {
+    let devices: Vec<_> = bgp.speakers.keys().copied().collect();
+    for dev in devices {
+        let sessions = bgp.speakers.get(&dev).map(|s| s.sessions.clone()).unwrap_or_default();
+        for sid in sessions {
+            if bgp.sessions[sid.idx()].state != BgpState::Established {
+                continue;
+            }
+            export_session(bgp, net, st, now, sid, out);
+        }
+    }
+}
+
+fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: SessionId, out: &mut Out) {
+    let s = &bgp.sessions[sid.idx()];
+    let Some(peer) = s.peer else { return };
+    let Some(sp) = bgp.speakers.get(&s.device) else { return };
+    let mut prefixes: Vec<Ipv4Net> = sp.table.keys().copied().collect();
+    prefixes.extend(s.adj_out.keys().copied());
+    prefixes.sort();
+    prefixes.dedup();
+    let mut updates = Vec::new();
+    for prefix in prefixes {
+        let want = advertise(bgp, net, st, sp, sid, prefix);
+        let had = bgp.sessions[sid.idx()].adj_out.get(&prefix);
+        if had.map_or(want.is_empty(), |h| *h == want) {
+            continue;
+        }
+        updates.push((prefix, want));
+    }
+    let peer_gen = bgp.sessions[peer.idx()].gen;
+    let s = &mut bgp.sessions[sid.idx()];
+    for (prefix, want) in updates {
+        if want.is_empty() {
+            s.adj_out.remove(&prefix);
+        } else {
+            s.adj_out.insert(prefix, want.clone());
+        }
+        out.push((
+            now + UPDATE_DELAY_MS,
+            Event::Update {
+                to: peer,
+                gen: peer_gen,
+                prefix,
+                paths: want,
+            },
+        ));
+    }
+}
+
+/// The paths session `sid` should be advertising for `prefix` now.
+fn advertise(
+    bgp: &Bgp,
+    net: &Network,
+    st: &State,
+    sp: &Speaker,
+    sid: SessionId,
+    prefix: Ipv4Net,
+) -> Vec<(u32, Arc<PathAttrs>)> {
+    let s = &bgp.sessions[sid.idx()];
+    let Some(entries) = sp.table.get(&prefix) else {
+        return Vec::new();
+    };
+    let dev = net.device(sp.device);
+    let all_paths = s.add_path_tx;
+    let chosen: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| e.accepted)
+        .filter(|e| {
+            if all_paths {
+                sp.flavor == BgpFlavor::Bird || e.valid
+            } else {
+                e.best
+            }
+        })
+        .collect();
+    if sp.flavor == BgpFlavor::Eos && !all_paths {
+        let advertise_inactive = dev.bgp.as_ref().is_some_and(|c| c.advertise_inactive);
+        if let Some(best) = chosen.first() {
+            let received = matches!(best.origin, Origin::Peer(..));
+            let active = st.devices[sp.device.idx()]
+                .fib
+                .routes
+                .range((prefix, 0)..=(prefix, u32::MAX))
+                .next()
+                .is_some_and(|(_, r)| matches!(r.proto, Proto::BgpExternal | Proto::BgpInternal));
+            if received && !active && !advertise_inactive {
+                return Vec::new();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for e in chosen {
+        if let Origin::Peer(from, _) = e.origin {
+            if from == sid {
+                continue;
+            }
+            let from_s = &bgp.sessions[from.idx()];
+            if from_s.internal && s.internal && !from_s.cfg.route_reflector_client && !s.cfg.route_reflector_client {
+                continue;
+            }
+        }
+        let proto = match &e.origin {
+            Origin::Peer(from, _) => bgp.sessions[from.idx()].cfg.name.clone().unwrap_or_default(),
+            Origin::Local { protocol, .. } => protocol.clone(),
+        };
+        if !policy_accepts(dev.bird.as_ref(), &s.cfg.export, prefix, &e.attrs, &proto) {
+            continue;
+        }
+        let Some(src) = s.source else { continue };
+        let attrs = outgoing(s, e, src);
+        let id = if all_paths { e.src_id } else { 0 };
+        out.push((id, Arc::new(attrs)));
+    }
+    out.sort_by_key(|(id, _)| *id);
+    out
+}
+
+/// Attributes as they leave on session `s` (RFC 4271 §5.1; BIRD `bgp_update_attrs`).
+fn outgoing(s: &super::session::Session, e: &Entry, src: Ipv4Addr) -> PathAttrs {
+    let a = &*e.attrs;
+    let local = matches!(e.origin, Origin::Local { .. });
+    if s.internal {
+        let next_hop = if s.cfg.next_hop_self || local {
+            Some(src)
+        } else {
+            a.next_hop.or(Some(src))
+        };
+        PathAttrs {
+            next_hop,
+            local_pref: Some(a.local_pref.unwrap_or(100)),
+            ..a.clone()
+        }
+    } else {
+        let mut as_path = Vec::with_capacity(a.as_path.len() + 1);
+        as_path.push(s.local_as);
+        as_path.extend_from_slice(&a.as_path);
+        let next_hop = if s.cfg.next_hop_keep && !local {
+            a.next_hop.or(Some(src))
+        } else {
+            Some(src)
+        };
+        PathAttrs {
+            as_path,
+            next_hop,
+            origin: a.origin,
+            local_pref: None,
+            med: if local { a.med } else { None },
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! BGP: one speaker per device (EOS `router bgp`, BIRD's `protocol bgp`s), sessions in virtual
+//! time over the simulated network, UPDATEs as delayed events, a table per speaker with
+//! best-path selection per flavour (`decision`), recursive next hops through the IGP tables,
+//! ADD-PATH, and the routes each speaker hands to forwarding.
+//!
+//! Module map: `session` (connect, OPEN checks, hold timer), `table` (local routes, next-hop
+//! resolution, selection, what goes to the FIB), `export` (Adj-RIB-Out per session and the
+//! UPDATEs that change it).
+
+pub mod decision;
+mod export;
+mod session;
+mod table;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ipnet::Ipv4Net;
+
+use super::bgp_state::{BgpView, PathAttrs};
+use super::state::{Route, State};
+use crate::model::{DeviceId, Network};
+
+pub(crate) use session::SessionId;
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Event {
+    /// The active side of a session opens (or retries) its TCP connection.
+    Connect { session: SessionId, gen: u32 },
+    /// Periodic liveness check of an established session (keepalives).
+    Keepalive { session: SessionId, gen: u32 },
+    /// The hold timer of a session that stopped hearing keepalives runs out (one-shot, so a
+    /// run does not count as quiet while a session is dying).
+    HoldExpire { session: SessionId, gen: u32 },
+    /// An UPDATE for one prefix arrives: the complete set of paths the sender now advertises
+    /// for it on this session (an empty set withdraws).
+    Update {
+        to: SessionId,
+        gen: u32,
+        prefix: Ipv4Net,
+        paths: Vec<(u32, Arc<PathAttrs>)>,
+    },
+}
+
+impl Event {
+    /// Retries of sessions that cannot come up and keepalives go on forever in a steady network.
+    pub(crate) fn is_periodic(&self) -> bool {
+        matches!(self, Event::Keepalive { .. } | Event::Connect { .. })
+    }
+}
+
+/// The BGP runtime of the whole network.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Bgp {
+    speakers: BTreeMap<DeviceId, table::Speaker>,
+    sessions: Vec<session::Session>,
+    /// Logical clock of route arrivals (history: older paths win some ties).
+    clock: u64,
+    /// Route source ids (BIRD gives every route source a global id; it is the ADD-PATH path id).
+    next_src: u32,
+}
+
+type Out = Vec<(u64, Event)>;
+
+impl Bgp {
+    /// Bring speakers and sessions in line with configuration and power.
+    pub(crate) fn sync(&mut self, net: &Network, st: &State, now: u64, out: &mut Out) -> bool {
+        session::sync(self, net, st, now, out)
+    }
+
+    pub(crate) fn handle(&mut self, net: &Network, st: &State, now: u64, ev: Event, out: &mut Out) -> bool {
+        match ev {
+            Event::Connect { session, gen } => session::connect(self, net, st, now, session, gen, out),
+            Event::Keepalive { session, gen } => session::keepalive(self, net, st, now, session, gen, out),
+            Event::HoldExpire { session, gen } => session::hold_expire(self, now, session, gen, out),
+            Event::Update { to, gen, prefix, paths } => table::receive(self, net, now, to, gen, prefix, paths),
+        }
+    }
+
+    /// Select best paths with next hops resolved through the current (IGP) tables; return the
+    /// routes each device installs from BGP.
+    pub(crate) fn decide(&mut self, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Vec<Route>> {
+        table::decide(self, net, st, now)
+    }
+
+    /// Send UPDATEs for whatever changed in what each session should advertise.
+    pub(crate) fn export(&mut self, net: &Network, st: &State, now: u64, out: &mut Out) {
+        export::export(self, net, st, now, out)
+    }
+
+    pub(crate) fn view(&self, dev: DeviceId) -> Option<BgpView> {
+        let sp = self.speakers.get(&dev)?;
+        Some(BgpView {
+            asn: sp.asn,
+            router_id: Some(sp.router_id),
+            sessions: sp.sessions.iter().map(|s| self.sessions[s.idx()].view()).collect(),
+            table: sp.table_view(self),
+        })
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    fn new_src(&mut self) -> u32 {
+        self.next_src += 1;
+        self.next_src
+    }
+}

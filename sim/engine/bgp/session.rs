@@ -1,0 +1,564 @@
+//! BGP sessions (RFC 4271 §8 states): who connects, whether the TCP connection can exist over
+//! the simulated network (both directions, from the source address actually used, within the
+//! TTL), the OPEN checks (peer AS), the hold timer, and tearing a session down.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use ipnet::Ipv4Net;
+
+use super::table::Speaker;
+use super::{Bgp, Event, Out};
+use crate::dataplane::{probe_src, IcmpError, ProbeKind, ProbeOutcome};
+use crate::engine::bgp_state::{BgpSessionView, BgpState, PathAttrs};
+use crate::engine::state::{Proto, State};
+use crate::engine::{local_iface, rib};
+use crate::model::{BgpFlavor, BgpNeighbor, DeviceId, Network};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct SessionId(pub u32);
+
+impl SessionId {
+    pub(crate) fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Timers in seconds a flavour uses when the configuration says nothing (bgp-profiles.md §7).
+struct Defaults {
+    hold: u32,
+    connect_retry: u32,
+    connect_delay: u32,
+    error_wait: u32,
+}
+
+fn defaults(flavor: BgpFlavor) -> Defaults {
+    match flavor {
+        // EOS connect-retry is not documented in the material found (bgp-profiles.md §9.3):
+        // FRR's 120 s would be a guess too; 30 s is EOS's `timers bgp` era default. Unverified.
+        BgpFlavor::Eos => Defaults {
+            hold: 180,
+            connect_retry: 30,
+            connect_delay: 0,
+            error_wait: 30,
+        },
+        BgpFlavor::Bird => Defaults {
+            hold: 240,
+            connect_retry: 120,
+            connect_delay: 5,
+            error_wait: 60,
+        },
+        BgpFlavor::Frr => Defaults {
+            hold: 180,
+            connect_retry: 120,
+            connect_delay: 0,
+            error_wait: 120,
+        },
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Session {
+    pub device: DeviceId,
+    pub neighbor: Ipv4Addr,
+    pub cfg: BgpNeighbor,
+    pub flavor: BgpFlavor,
+    pub local_as: u32,
+    pub state: BgpState,
+    pub since: u64,
+    pub gen: u32,
+    pub peer: Option<SessionId>,
+    pub last_error: Option<String>,
+    pub msgs_rcvd: u64,
+    pub msgs_sent: u64,
+    pub source: Option<Ipv4Addr>,
+    pub internal: bool,
+    pub add_path_rx: bool,
+    pub add_path_tx: bool,
+    pub hold_s: u32,
+    pub last_ok: u64,
+    /// A `HoldExpire` is pending for the current silence.
+    pub hold_armed: bool,
+    pub peer_rid: Option<Ipv4Addr>,
+    /// Paths received and kept (loops dropped), with whether import policy accepted them.
+    pub adj_in: BTreeMap<Ipv4Net, Vec<(u32, Arc<PathAttrs>, bool)>>,
+    /// What this session has advertised.
+    pub adj_out: BTreeMap<Ipv4Net, Vec<(u32, Arc<PathAttrs>)>>,
+    /// The configuration removed this session.
+    pub retired: bool,
+}
+
+impl Session {
+    fn hold_ms(&self) -> u64 {
+        u64::from(self.hold_s) * 1000
+    }
+
+    fn keepalive_ms(&self) -> u64 {
+        u64::from(self.cfg.timers.keepalive.unwrap_or(self.hold_s / 3).max(1)) * 1000
+    }
+
+    fn retry_ms(&self) -> u64 {
+        let d = defaults(self.flavor);
+        u64::from(self.cfg.timers.connect_retry.unwrap_or(d.connect_retry)) * 1000
+    }
+
+    fn error_wait_ms(&self) -> u64 {
+        let d = defaults(self.flavor);
+        u64::from(self.cfg.timers.error_wait.map_or(d.error_wait, |(min, _)| min)) * 1000
+    }
+
+    pub(crate) fn view(&self) -> BgpSessionView {
+        let accepted = |v: &Vec<(u32, Arc<PathAttrs>, bool)>| v.iter().filter(|p| p.2).count() as u32;
+        BgpSessionView {
+            name: self.cfg.name.clone(),
+            neighbor: self.neighbor,
+            remote_as: self.cfg.remote_as,
+            local_as: self.local_as,
+            state: self.state,
+            since_ms: self.since,
+            msgs_rcvd: self.msgs_rcvd,
+            msgs_sent: self.msgs_sent,
+            pfx_rcvd: self.adj_in.values().map(|v| v.len() as u32).sum(),
+            pfx_acc: self.adj_in.values().map(accepted).sum(),
+            exported: self.adj_out.values().map(|v| v.len() as u32).sum(),
+            preferred: 0,
+            last_error: self.last_error.clone(),
+            peer_router_id: self.peer_rid,
+            internal: self.internal,
+            multihop: self.cfg.multihop.is_some(),
+            passive: self.cfg.passive,
+            add_path_rx: self.add_path_rx,
+            add_path_tx: self.add_path_tx,
+            source: self.source,
+            hold_s: self.hold_s,
+            keepalive_s: (self.keepalive_ms() / 1000) as u32,
+        }
+    }
+}
+
+/// Speakers for every powered device with BGP configured; sessions for every activated
+/// neighbour with a remote AS. A neighbour whose configuration changed restarts (BIRD's
+/// `configure` restarts a protocol whose options changed; EOS resets on remote-as change).
+pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut Out) -> bool {
+    let mut changed = false;
+    for (d, dev) in net.devices.iter().enumerate() {
+        let id = DeviceId(d as u32);
+        let powered = st.devices.get(d).is_some_and(|s| s.powered);
+        let cfg = dev.bgp.as_ref().filter(|c| powered && !c.shutdown);
+        let Some(cfg) = cfg else {
+            if let Some(sp) = bgp.speakers.remove(&id) {
+                for s in sp.sessions {
+                    drop_session(bgp, now, s, "Cease: administrative shutdown", out);
+                    bgp.sessions[s.idx()].retired = true;
+                }
+                changed = true;
+            }
+            continue;
+        };
+        let router_id = cfg
+            .router_id
+            .or_else(|| dev.bird.as_ref().and_then(|b| b.router_id))
+            .or_else(|| rib::highest_address(net, st, id))
+            .unwrap_or(Ipv4Addr::UNSPECIFIED);
+        let restart_all = bgp
+            .speakers
+            .get(&id)
+            .is_some_and(|sp| sp.asn != cfg.asn || sp.router_id != router_id);
+        if restart_all {
+            let sessions = bgp.speakers.get(&id).map(|sp| sp.sessions.clone()).unwrap_or_default();
+            for s in sessions {
+                drop_session(bgp, now, s, "Cease: configuration change", out);
+                bgp.sessions[s.idx()].retired = true;
+            }
+            bgp.speakers.remove(&id);
+        }
+        let sp = bgp
+            .speakers
+            .entry(id)
+            .or_insert_with(|| Speaker::new(id, cfg.flavor, cfg.asn, router_id));
+        let existing = sp.sessions.clone();
+        let wanted: Vec<&BgpNeighbor> = cfg
+            .neighbors
+            .iter()
+            .filter(|n| n.activate && n.remote_as.is_some())
+            .collect();
+        // Sessions whose neighbour was removed or changed go away.
+        let mut keep = Vec::new();
+        for s in existing {
+            let sess = &bgp.sessions[s.idx()];
+            match wanted.iter().find(|n| n.address == sess.neighbor) {
+                Some(n) if **n == sess.cfg => keep.push(s),
+                _ => {
+                    drop_session(bgp, now, s, "Cease: configuration change", out);
+                    bgp.sessions[s.idx()].retired = true;
+                    changed = true;
+                }
+            }
+        }
+        for n in wanted {
+            if keep.iter().any(|s| bgp.sessions[s.idx()].neighbor == n.address) {
+                continue;
+            }
+            let sid = SessionId(bgp.sessions.len() as u32);
+            let hold = n.timers.hold.unwrap_or(defaults(cfg.flavor).hold);
+            bgp.sessions.push(Session {
+                device: id,
+                neighbor: n.address,
+                cfg: n.clone(),
+                flavor: cfg.flavor,
+                local_as: n.local_as.unwrap_or(cfg.asn),
+                state: BgpState::Idle,
+                since: now,
+                gen: 0,
+                peer: None,
+                last_error: None,
+                msgs_rcvd: 0,
+                msgs_sent: 0,
+                source: None,
+                internal: n.remote_as == Some(n.local_as.unwrap_or(cfg.asn)),
+                add_path_rx: false,
+                add_path_tx: false,
+                hold_s: hold,
+                last_ok: now,
+                hold_armed: false,
+                peer_rid: None,
+                adj_in: BTreeMap::new(),
+                adj_out: BTreeMap::new(),
+                retired: false,
+            });
+            keep.push(sid);
+            start(bgp, now, sid, out);
+            changed = true;
+        }
+        if let Some(sp) = bgp.speakers.get_mut(&id) {
+            sp.sessions = keep;
+        }
+    }
+    changed
+}
+
+/// Idle → Active: a passive or shut-down session waits; an active one connects after its
+/// connect delay.
+fn start(bgp: &mut Bgp, now: u64, sid: SessionId, out: &mut Out) {
+    let s = &mut bgp.sessions[sid.idx()];
+    s.gen += 1;
+    s.since = now;
+    if s.cfg.shutdown {
+        s.state = BgpState::Idle;
+        s.last_error = Some("Administratively shut down".into());
+        return;
+    }
+    s.state = BgpState::Active;
+    if !s.cfg.passive {
+        let delay = u64::from(s.cfg.timers.connect_delay.unwrap_or(defaults(s.flavor).connect_delay)).max(1) * 1000;
+        out.push((
+            now + delay,
+            Event::Connect {
+                session: sid,
+                gen: s.gen,
+            },
+        ));
+    }
+}
+
+/// Why a TCP connection or OPEN fails, in the speaker's words, and when to try again.
+struct Refused {
+    ours: String,
+    theirs: Option<(super::SessionId, String)>,
+    retry_ms: u64,
+}
+
+pub(super) fn connect(
+    bgp: &mut Bgp,
+    net: &Network,
+    st: &State,
+    now: u64,
+    sid: SessionId,
+    gen: u32,
+    out: &mut Out,
+) -> bool {
+    let Some(s) = bgp.sessions.get(sid.idx()) else {
+        return false;
+    };
+    if s.gen != gen || s.retired || s.state == BgpState::Established {
+        return false;
+    }
+    match try_open(bgp, net, st, sid) {
+        Ok((peer, src)) => {
+            establish(bgp, now, sid, peer, src, out);
+            true
+        }
+        Err(r) => {
+            let s = &mut bgp.sessions[sid.idx()];
+            let changed = s.last_error.as_deref() != Some(r.ours.as_str()) || s.state != BgpState::Active;
+            s.state = BgpState::Active;
+            s.last_error = Some(r.ours);
+            out.push((
+                now + r.retry_ms,
+                Event::Connect {
+                    session: sid,
+                    gen: s.gen,
+                },
+            ));
+            if let Some((p, msg)) = r.theirs {
+                bgp.sessions[p.idx()].last_error = Some(msg);
+            }
+            changed
+        }
+    }
+}
+
+/// The address this session connects from: `source address` / `update-source`, else the
+/// address of the interface the route to the neighbour leaves by.
+fn source_address(net: &Network, st: &State, s: &Session) -> Option<Ipv4Addr> {
+    if let Some(a) = s.cfg.source_address {
+        return Some(a);
+    }
+    if let Some(ifname) = &s.cfg.update_source {
+        let i = net.iface_by_name(s.device, ifname)?;
+        return st.ifaces[i.idx()].addr.map(|a| a.addr());
+    }
+    let r = st.devices[s.device.idx()].fib.lookup(s.neighbor)?;
+    r.src.or_else(|| {
+        r.nexthops
+            .first()
+            .and_then(|nh| st.ifaces[nh.iface.idx()].addr.map(|a| a.addr()))
+    })
+}
+
+/// eBGP without multihop talks only to a neighbour on a directly connected network (TTL 1).
+fn directly_connected(st: &State, dev: DeviceId, addr: Ipv4Addr) -> bool {
+    st.devices[dev.idx()]
+        .fib
+        .lookup(addr)
+        .is_some_and(|r| r.proto == Proto::Connected)
+}
+
+fn ttl_of(s: &Session) -> u8 {
+    match (s.internal, s.cfg.multihop) {
+        (_, Some(t)) => t,
+        (false, None) => 1,
+        (true, None) => 64,
+    }
+}
+
+/// Can `s` reach its neighbour and back from `src` within its TTL?
+fn transport(net: &Network, st: &State, s: &Session, src: Ipv4Addr) -> Result<(), String> {
+    let p = probe_src(
+        net,
+        st,
+        s.device,
+        Some(src),
+        s.neighbor,
+        ttl_of(s).max(1),
+        ProbeKind::Echo,
+    );
+    match p.outcome {
+        ProbeOutcome::Reply { .. } => Ok(()),
+        ProbeOutcome::LocalNoRoute => Err("Socket: Network unreachable".into()),
+        ProbeOutcome::Error {
+            error: IcmpError::TtlExceeded,
+            ..
+        } => Err("Socket: Connection timed out (TTL too small: the neighbour is more hops away)".into()),
+        ProbeOutcome::Error { .. } => Err("Socket: No route to host".into()),
+        ProbeOutcome::Lost { reason } => Err(format!("Socket: Connection timed out ({reason})")),
+    }
+}
+
+fn try_open(bgp: &Bgp, net: &Network, st: &State, sid: SessionId) -> Result<(SessionId, Ipv4Addr), Refused> {
+    let s = &bgp.sessions[sid.idx()];
+    let retry = s.retry_ms();
+    let refuse = |ours: String| Refused {
+        ours,
+        theirs: None,
+        retry_ms: retry,
+    };
+    let src = source_address(net, st, s).ok_or_else(|| refuse("Socket: Network unreachable".into()))?;
+    if local_iface(net, st, s.device, src).is_none() {
+        return Err(refuse(format!("Socket: Cannot assign requested address {src}")));
+    }
+    if !s.internal && s.cfg.multihop.is_none() && !directly_connected(st, s.device, s.neighbor) {
+        return Err(refuse("Neighbor not directly connected (eBGP without multihop)".into()));
+    }
+    transport(net, st, s, src).map_err(refuse)?;
+    let owner = (0..net.devices.len())
+        .map(|d| DeviceId(d as u32))
+        .find(|d| local_iface(net, st, *d, s.neighbor).is_some())
+        .ok_or_else(|| refuse("Socket: Connection timed out".into()))?;
+    let peer_sp = bgp
+        .speakers
+        .get(&owner)
+        .ok_or_else(|| refuse("Socket: Connection refused".into()))?;
+    // The peer matches an incoming connection to a neighbour by remote address only
+    // (BIRD `bgp_find_proto`; EOS and FRR likewise).
+    let peer = peer_sp
+        .sessions
+        .iter()
+        .copied()
+        .find(|p| bgp.sessions[p.idx()].neighbor == src && !bgp.sessions[p.idx()].retired)
+        .ok_or_else(|| refuse("Socket: Connection refused (the neighbour has no session for this address)".into()))?;
+    let ps = &bgp.sessions[peer.idx()];
+    if ps.cfg.shutdown {
+        return Err(refuse("Socket: Connection refused (the neighbour is shut down)".into()));
+    }
+    if !ps.internal && ps.cfg.multihop.is_none() && !directly_connected(st, owner, src) {
+        return Err(refuse(
+            "Socket: Connection refused (the neighbour expects a directly connected peer)".into(),
+        ));
+    }
+    // OPEN: each side checks the other's AS against its configuration (RFC 4271 §6.2).
+    let bad = |from: u32, want: Option<u32>| want.is_some_and(|w| w != from);
+    if bad(s.local_as, ps.cfg.remote_as) || bad(ps.local_as, s.cfg.remote_as) {
+        let (ours, theirs) = if bad(s.local_as, ps.cfg.remote_as) {
+            (
+                "Received: Bad peer AS".to_string(),
+                "BGP Error: Bad peer AS".to_string(),
+            )
+        } else {
+            (
+                "BGP Error: Bad peer AS".to_string(),
+                "Received: Bad peer AS".to_string(),
+            )
+        };
+        return Err(Refused {
+            ours,
+            theirs: Some((peer, theirs)),
+            retry_ms: s.error_wait_ms().max(retry),
+        });
+    }
+    Ok((peer, src))
+}
+
+/// Both ends up: ADD-PATH is negotiated per direction (RFC 7911: we receive extra paths only
+/// if we said rx and the peer said tx), the hold time is the smaller of the two.
+fn establish(bgp: &mut Bgp, now: u64, a: SessionId, b: SessionId, src: Ipv4Addr, out: &mut Out) {
+    let caps = |x: SessionId| {
+        (
+            bgp.sessions[x.idx()].cfg.add_path_rx,
+            bgp.sessions[x.idx()].cfg.add_path_tx,
+        )
+    };
+    let ((a_rx, a_tx), (b_rx, b_tx)) = (caps(a), caps(b));
+    let rid = |d: DeviceId| bgp.speakers.get(&d).map(|sp| sp.router_id);
+    let (a_dev, b_dev) = (bgp.sessions[a.idx()].device, bgp.sessions[b.idx()].device);
+    let (a_rid, b_rid) = (rid(a_dev), rid(b_dev));
+    let b_src = bgp.sessions[a.idx()].neighbor;
+    let hold = bgp.sessions[a.idx()].hold_s.min(bgp.sessions[b.idx()].hold_s);
+    for (me, other, my_src, rx, tx, peer_rid) in [
+        (a, b, src, a_rx && b_tx, a_tx && b_rx, b_rid),
+        (b, a, b_src, b_rx && a_tx, b_tx && a_rx, a_rid),
+    ] {
+        let s = &mut bgp.sessions[me.idx()];
+        s.state = BgpState::Established;
+        s.since = now;
+        s.gen += 1;
+        s.peer = Some(other);
+        s.last_error = None;
+        s.source = Some(my_src);
+        s.add_path_rx = rx;
+        s.add_path_tx = tx;
+        s.hold_s = hold;
+        s.last_ok = now;
+        s.peer_rid = peer_rid;
+        s.adj_in.clear();
+        s.adj_out.clear();
+        // OPEN and KEEPALIVE each way.
+        s.msgs_rcvd += 2;
+        s.msgs_sent += 2;
+        let ka = s.keepalive_ms();
+        out.push((
+            now + ka,
+            Event::Keepalive {
+                session: me,
+                gen: s.gen,
+            },
+        ));
+    }
+}
+
+/// Keepalives flow while the connection can exist; without them the hold timer expires.
+pub(super) fn keepalive(
+    bgp: &mut Bgp,
+    net: &Network,
+    st: &State,
+    now: u64,
+    sid: SessionId,
+    gen: u32,
+    out: &mut Out,
+) -> bool {
+    let Some(s) = bgp.sessions.get(sid.idx()) else {
+        return false;
+    };
+    if s.gen != gen || s.state != BgpState::Established {
+        return false;
+    }
+    let up = s.source.is_some_and(|src| transport(net, st, s, src).is_ok());
+    let s = &mut bgp.sessions[sid.idx()];
+    if up {
+        s.last_ok = now;
+        s.hold_armed = false;
+        s.msgs_sent += 1;
+        s.msgs_rcvd += 1;
+    } else if !s.hold_armed {
+        s.hold_armed = true;
+        out.push((
+            s.last_ok + s.hold_ms(),
+            Event::HoldExpire {
+                session: sid,
+                gen: s.gen,
+            },
+        ));
+    }
+    out.push((
+        now + s.keepalive_ms(),
+        Event::Keepalive {
+            session: sid,
+            gen: s.gen,
+        },
+    ));
+    false
+}
+
+/// No keepalive for a hold time: the session goes down (`Hold timer expired`).
+pub(super) fn hold_expire(bgp: &mut Bgp, now: u64, sid: SessionId, gen: u32, out: &mut Out) -> bool {
+    let Some(s) = bgp.sessions.get(sid.idx()) else {
+        return false;
+    };
+    if s.gen != gen || s.state != BgpState::Established || now.saturating_sub(s.last_ok) < s.hold_ms() {
+        if let Some(s) = bgp.sessions.get_mut(sid.idx()) {
+            s.hold_armed = false;
+        }
+        return false;
+    }
+    drop_session(bgp, now, sid, "Hold timer expired", out);
+    true
+}
+
+/// Tear a session (and its other end) down: paths learned over it are withdrawn, and the
+/// active sides try again after their connect-retry time.
+pub(super) fn drop_session(bgp: &mut Bgp, now: u64, sid: SessionId, reason: &str, out: &mut Out) {
+    let peer = bgp.sessions.get(sid.idx()).and_then(|s| s.peer);
+    for (x, why) in [(Some(sid), reason.to_string()), (peer, format!("Received: {reason}"))] {
+        let Some(x) = x else { continue };
+        let s = &mut bgp.sessions[x.idx()];
+        if s.state != BgpState::Established && x != sid {
+            continue;
+        }
+        s.state = BgpState::Active;
+        s.since = now;
+        s.gen += 1;
+        s.peer = None;
+        s.last_error = Some(why);
+        s.adj_in.clear();
+        s.adj_out.clear();
+        s.hold_armed = false;
+        if !s.cfg.passive && !s.retired {
+            out.push((now + s.retry_ms(), Event::Connect { session: x, gen: s.gen }));
+        }
+        let dev = s.device;
+        if let Some(sp) = bgp.speakers.get_mut(&dev) {
+            sp.flush_session(x);
+        }
+    }
+}
