@@ -520,9 +520,23 @@ impl Walk<'_> {
         if !st.ifaces[egress.idx()].usable() {
             return None;
         }
-        net.l2_peers(egress).find(|p| {
+        let owner = net.l2_peers(egress).find(|p| {
             let s = &st.ifaces[p.idx()];
             s.usable() && s.addr.map(|a| a.addr()) == Some(gw)
+        });
+        // Without an owner, a proxy-ARP interface answers for the address (Linux answers when
+        // it has a route to it through another interface; Calico's host side of a pod veth
+        // answers for 169.254.1.1).
+        owner.or_else(|| {
+            net.l2_peers(egress).find(|p| {
+                let peer_dev = net.iface(*p).device;
+                net.iface(*p).proxy_arp
+                    && st.ifaces[p.idx()].usable()
+                    && st.devices[peer_dev.idx()]
+                        .fib
+                        .lookup(gw)
+                        .is_some_and(|r| r.nexthops.iter().all(|nh| nh.iface != *p))
+            })
         })
     }
 

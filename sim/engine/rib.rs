@@ -149,7 +149,7 @@ pub(super) fn local_routes(net: &Network, st: &State, id: DeviceId, dev: &Device
     }
     let connected = out.clone();
     for sr in &dev.statics {
-        if let Some(r) = resolve_static(net, id, dev, sr, &connected) {
+        if let Some(r) = resolve_static(net, st, id, dev, sr, &connected) {
             out.push(r);
         }
     }
@@ -183,7 +183,14 @@ fn dhcp_routes(net: &Network, st: &State, ifid: IfId, addr: Ipv4Net) -> Vec<Rout
 
 /// A static route is installed only while its next hop is on a connected subnet of an up
 /// interface (the interface named by `dev`, if given).
-fn resolve_static(net: &Network, id: DeviceId, dev: &Device, sr: &StaticRoute, connected: &[Route]) -> Option<Route> {
+fn resolve_static(
+    net: &Network,
+    st: &State,
+    id: DeviceId,
+    dev: &Device,
+    sr: &StaticRoute,
+    connected: &[Route],
+) -> Option<Route> {
     let linux = dev.kind == DeviceKind::Linux;
     let named_if = match &sr.dev {
         Some(name) => Some(net.iface_by_name(id, name)?),
@@ -192,8 +199,11 @@ fn resolve_static(net: &Network, id: DeviceId, dev: &Device, sr: &StaticRoute, c
     let nexthop = if sr.blackhole {
         None
     } else {
-        match sr.via {
-            Some(gw) => {
+        let usable = |i: IfId| st.ifaces[i.idx()].usable();
+        match (sr.via, named_if) {
+            // `onlink`: the kernel takes the gateway on the interface's word.
+            (Some(gw), Some(iface)) if sr.onlink => usable(iface).then_some(NextHop { via: Some(gw), iface }),
+            (Some(gw), _) => {
                 let c = connected
                     .iter()
                     .filter(|c| c.prefix.contains(&gw))
@@ -203,13 +213,20 @@ fn resolve_static(net: &Network, id: DeviceId, dev: &Device, sr: &StaticRoute, c
                     iface: c.nexthops[0].iface,
                 })
             }
-            None => {
-                let iface = named_if?;
+            // Linux takes a device route (`ip route add P dev IF`) on any up interface, with or
+            // without an address (Calico's `10.66.111.1 dev caliXXX scope link` to a pod);
+            // EOS wants the interface to be a connected one.
+            (None, Some(iface)) if linux => usable(iface).then_some(NextHop { via: None, iface }),
+            (None, Some(iface)) => {
                 connected.iter().find(|c| c.nexthops[0].iface == iface)?;
                 Some(NextHop { via: None, iface })
             }
+            (None, None) => None,
         }
     };
+    if nexthop.is_none() && !sr.blackhole {
+        return None;
+    }
     Some(Route {
         prefix: sr.prefix.trunc(),
         proto: Proto::Static,

@@ -49,6 +49,7 @@ fn link(net: &mut Network, a: (DeviceId, &str), b: (DeviceId, &str)) {
                 mtu: 1500,
                 ospf: IfOspf::default(),
                 nat_overload_acl: None,
+                proxy_arp: false,
                 ifindex: 0,
                 span: Span::default(),
             });

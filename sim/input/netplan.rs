@@ -471,6 +471,7 @@ impl Cx<'_> {
             None => None,
         };
         let mut route = static_route(prefix, via, &plan.name, f.metric.unwrap_or(0), self.span(to));
+        route.onlink = f.on_link.as_ref().is_some_and(|o| o.value);
         route.blackhole = self.route_type(f)?;
         self.route_flags(f);
         Some(route)
@@ -515,12 +516,6 @@ impl Cx<'_> {
 
     /// Flags the model infers or does not have: warn only when they would change something.
     fn route_flags(&mut self, f: &Route) {
-        if let Some(on_link) = f.on_link.as_ref().filter(|o| o.value) {
-            self.warn(
-                self.span(on_link),
-                "`on-link: true` is not modelled; the gateway must be in a connected subnet",
-            );
-        }
         if let Some(scope) = &f.scope {
             // `global` (with a gateway) and `link` (without) are what the model infers.
             if !matches!(scope.value.as_str(), "global" | "link") {
@@ -573,6 +568,7 @@ fn static_route(prefix: Ipv4Net, via: Option<Ipv4Addr>, dev: &str, metric: u32, 
         distance: None,
         metric,
         blackhole: false,
+        onlink: false,
         origin: RouteOrigin::Netplan,
         span,
     }

@@ -98,6 +98,8 @@ struct RawDevice {
     hostname: Option<Spanned<String>>,
     interfaces: Option<Spanned<Vec<Spanned<String>>>>,
     ip_forward: Option<Spanned<bool>>,
+    /// `sysctl -w` settings: `net.ipv4.ip_forward`, `net.ipv4.conf.IF.proxy_arp`.
+    sysctl: Option<Spanned<OrderedMap<Spanned<u64>>>>,
     netplan: Option<Spanned<String>>,
     // external
     interface: Option<Spanned<String>>,
@@ -124,7 +126,7 @@ struct RawResponder {
 
 impl RawDevice {
     /// The keys that only some kinds have, with the location of their values when present.
-    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 9] {
+    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 10] {
         fn at<T>(v: &Option<Spanned<T>>) -> Option<&serde_saphyr::Location> {
             v.as_ref().map(|s| &s.referenced)
         }
@@ -133,6 +135,7 @@ impl RawDevice {
             ("hostname", at(&self.hostname)),
             ("interfaces", at(&self.interfaces)),
             ("ip_forward", at(&self.ip_forward)),
+            ("sysctl", at(&self.sysctl)),
             ("netplan", at(&self.netplan)),
             ("interface", at(&self.interface)),
             ("gateway", at(&self.gateway)),
@@ -146,7 +149,7 @@ impl RawDevice {
 fn keys_of(kind: DeviceKind) -> &'static [&'static str] {
     match kind {
         DeviceKind::Eos => &["config"],
-        DeviceKind::Linux => &["hostname", "interfaces", "ip_forward", "netplan"],
+        DeviceKind::Linux => &["hostname", "interfaces", "ip_forward", "sysctl", "netplan"],
         DeviceKind::External => &["interface", "gateway", "leases", "responders"],
     }
 }
@@ -350,6 +353,34 @@ impl<'a> Builder<'a> {
         }
         if let Some(np) = &raw.netplan {
             self.apply_netplan(id, np);
+        }
+        if let Some(sysctl) = &raw.sysctl {
+            self.sysctl(id, &sysctl.value);
+        }
+    }
+
+    /// The kernel settings fabsim models; any other key is valid Linux it does not, so a warning.
+    fn sysctl(&mut self, id: DeviceId, map: &OrderedMap<Spanned<u64>>) {
+        for (key, value) in &map.0 {
+            let on = value.value != 0;
+            let span = self.span(key);
+            let k = key.value.as_str();
+            if k == "net.ipv4.ip_forward" {
+                self.net.devices[id.idx()].ip_forward = on;
+            } else if let Some(ifname) = k
+                .strip_prefix("net.ipv4.conf.")
+                .and_then(|r| r.strip_suffix(".proxy_arp"))
+            {
+                match find_iface(&self.net, id, ifname) {
+                    Some(i) => self.net.interfaces[i.idx()].proxy_arp = on,
+                    None => self.error(span, format!("unknown interface `{ifname}` in `{k}`")),
+                }
+            } else {
+                self.diags.push(Diagnostic::warning(
+                    span,
+                    format!("sysctl `{k}` is not modelled by fabsim; ignored"),
+                ));
+            }
         }
     }
 
@@ -728,6 +759,7 @@ fn push_iface(net: &mut Network, dev: DeviceId, name: String, span: Span) -> IfI
         mtu: 1500,
         ospf: IfOspf::default(),
         nat_overload_acl: None,
+        proxy_arp: false,
         ifindex: 0,
         span,
     });

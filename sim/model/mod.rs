@@ -113,6 +113,9 @@ pub struct Interface {
     pub ospf: IfOspf,
     /// `ip nat source dynamic access-list ACL overload` on this interface.
     pub nat_overload_acl: Option<String>,
+    /// Linux `net.ipv4.conf.IF.proxy_arp = 1`: answer ARP for any address (Calico sets it on
+    /// the host side of every pod's veth so the pod's gateway 169.254.1.1 resolves).
+    pub proxy_arp: bool,
     /// Kernel interface index (Linux; `ip addr` numbering). Loopback is 1.
     pub ifindex: u32,
     pub span: Span,
@@ -165,6 +168,9 @@ pub struct StaticRoute {
     /// Linux route metric.
     pub metric: u32,
     pub blackhole: bool,
+    /// `onlink` (netplan `on-link: true`): the gateway is reachable on `dev` even though no
+    /// connected subnet covers it (Calico pods' `default via 169.254.1.1`).
+    pub onlink: bool,
     pub origin: RouteOrigin,
     pub span: Span,
 }

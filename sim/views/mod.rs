@@ -159,6 +159,7 @@ pub(crate) mod testnet {
                 mtu: 1500,
                 ospf: IfOspf::default(),
                 nat_overload_acl: None,
+                proxy_arp: false,
                 ifindex,
                 span: Span::default(),
             });

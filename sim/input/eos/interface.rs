@@ -167,6 +167,7 @@ impl Ctx<'_> {
             mtu: default_mtu(name),
             ospf: IfOspf::default(),
             nat_overload_acl: None,
+            proxy_arp: false,
             ifindex: 0,
             span: self.span(col0),
         });

@@ -101,6 +101,7 @@ fn static_route_apply(
             distance,
             metric: 0,
             blackhole,
+            onlink: false,
             origin: RouteOrigin::Manual,
             span: ctx.span(start),
         };
