@@ -89,7 +89,20 @@ pub struct BgpNeighbor {
     pub timers: BgpTimers,
     pub graceful_restart: bool,
     pub description: Option<String>,
+    /// Which speaker-wide settings this neighbour overrides (EOS); the effective values are above.
+    pub overrides: NeighborOverrides,
     pub span: Span,
+}
+
+/// EOS per-neighbour settings that override a speaker-wide one: `neighbor A activate` over
+/// `[no] bgp default ipv4-unicast`, `neighbor A additional-paths receive|send any` over
+/// `bgp additional-paths …`. `None` = inherited (a `default neighbor A …` form restores that).
+/// The EOS parser keeps `activate`, `add_path_rx` and `add_path_tx` equal to the effective value.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NeighborOverrides {
+    pub activate: Option<bool>,
+    pub add_path_rx: Option<bool>,
+    pub add_path_tx: Option<bool>,
 }
 
 impl BgpNeighbor {
@@ -117,6 +130,7 @@ impl BgpNeighbor {
             timers: BgpTimers::default(),
             graceful_restart: false,
             description: None,
+            overrides: NeighborOverrides::default(),
             span,
         }
     }
@@ -144,6 +158,13 @@ pub struct BgpConfig {
     pub advertise_inactive: bool,
     /// EOS `bgp bestpath as-path multipath-relax` (EOS default on, unverified).
     pub multipath_relax: bool,
+    /// EOS `[no] bgp default ipv4-unicast`: whether neighbours are activated for IPv4 unicast
+    /// unless they say otherwise (EOS default on).
+    pub default_ipv4_unicast: bool,
+    /// EOS `timers bgp KEEPALIVE HOLD`: the speaker-wide timers; a neighbour's own win.
+    pub timers: BgpTimers,
+    /// EOS `graceful-restart` for every neighbour (a neighbour's own `graceful_restart` also counts).
+    pub graceful_restart: bool,
     pub shutdown: bool,
     pub span: Span,
 }
@@ -164,6 +185,9 @@ impl BgpConfig {
             addpath_send: false,
             advertise_inactive: false,
             multipath_relax: flavor == BgpFlavor::Eos,
+            default_ipv4_unicast: true,
+            timers: BgpTimers::default(),
+            graceful_restart: false,
             shutdown: false,
             span,
         }

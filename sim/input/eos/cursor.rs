@@ -252,6 +252,17 @@ pub(super) fn number_or_none<T: TryFrom<u64>>(
     Ok(n)
 }
 
+/// `router-id A.B.C.D` / `no router-id [A.B.C.D]` (OSPF and BGP): the id, or None.
+pub(super) fn router_id(c: &mut Cur, set: bool) -> Result<Option<Ipv4Addr>, Reject> {
+    let id = if set {
+        Some(c.ipv4("a router id (A.B.C.D)")?)
+    } else {
+        None
+    };
+    negated_value(c, set, is_ipv4)?;
+    Ok(id)
+}
+
 pub(super) fn is_number(w: &str) -> bool {
     w.parse::<u64>().is_ok()
 }

@@ -47,6 +47,11 @@ pub const IGNORED_BY_DESIGN: &[IgnoredKeyword] = &[
         why: "syslog messages on adjacency changes only",
     },
     IgnoredKeyword {
+        context: KeywordContext::BgpOption,
+        keyword: "log-neighbor-changes",
+        why: "`bgp log-neighbor-changes`: syslog messages on session changes only",
+    },
+    IgnoredKeyword {
         context: KeywordContext::Acl,
         keyword: "remark",
         why: "comment entry of an ACL; matches no packet",
@@ -88,6 +93,8 @@ pub enum KeywordContext {
     Global,
     Interface,
     Ospf,
+    /// After `bgp` in router-bgp mode (`bgp log-neighbor-changes`).
+    BgpOption,
     Acl,
     /// A trailing option of an ACL rule (`permit ip any any log`).
     AclRuleOption,
@@ -101,7 +108,7 @@ pub(super) fn ignored_by_design(context: KeywordContext, word: &str) -> bool {
         .any(|e| e.context == context && e.keyword == word)
 }
 
-/// A block of configuration fabsim skips (e.g. `router bgp 65011` and its sub-commands).
+/// A block of configuration fabsim skips (e.g. `router isis 1` and its sub-commands).
 pub(super) struct SkippedBlock {
     header: String,
     pub(super) indent: usize,

@@ -285,3 +285,178 @@ pub(super) const ACL_PROTOCOLS: &[(&str, u8)] = &[
 
 /// Trailing options of `ip route` (`… tag 5 name uplink`).
 pub(super) const STATIC_ROUTE_OPTIONS: &[&str] = &["metric", "name", "tag", "track"];
+
+/// Router-bgp mode.
+pub(super) const BGP_WORDS: &[&str] = &[
+    "address-family",
+    "aggregate-address",
+    "bfd",
+    "bgp",
+    "default",
+    "default-metric",
+    "distance",
+    "dynamic",
+    "graceful-restart",
+    "graceful-restart-helper",
+    "ip",
+    "ipv6",
+    "maximum-paths",
+    "monitoring",
+    "neighbor",
+    "network",
+    "no",
+    "redistribute",
+    "route-target",
+    "router-id",
+    "shutdown",
+    "timers",
+    "ucmp",
+    "update",
+    "vlan",
+    "vlan-aware-bundle",
+    "vrf",
+];
+
+/// `address-family ipv4 [unicast]` mode inside router bgp.
+pub(super) const BGP_AF_WORDS: &[&str] = &[
+    "bgp",
+    "default",
+    "exit-address-family",
+    "graceful-restart",
+    "neighbor",
+    "network",
+    "no",
+    "redistribute",
+];
+
+/// `bgp …` in router-bgp mode.
+pub(super) const BGP_BGP_WORDS: &[&str] = &[
+    "additional-paths",
+    "advertise-inactive",
+    "allowas-in",
+    "always-compare-med",
+    "asn",
+    "auto-local-addr",
+    "bestpath",
+    "client-to-client",
+    "cluster-id",
+    "confederation",
+    "control-plane-filter",
+    "convergence",
+    "default",
+    "enforce-first-as",
+    "host-routes",
+    "labeled-unicast",
+    "listen",
+    "log-neighbor-changes",
+    "missing-policy",
+    "monitoring",
+    "next-hop-unchanged",
+    "redistribute-internal",
+    "route",
+    "route-reflector",
+    "transport",
+];
+
+/// `bgp …` in the IPv4 address family.
+pub(super) const BGP_AF_BGP_WORDS: &[&str] = &[
+    "additional-paths",
+    "next-hop",
+    "next-hop-unchanged",
+    "redistribute-internal",
+    "route",
+];
+
+/// `neighbor A …` in router-bgp mode.
+pub(super) const NEIGHBOR_WORDS: &[&str] = &[
+    "activate",
+    "additional-paths",
+    "allowas-in",
+    "auto-local-addr",
+    "bfd",
+    "default-originate",
+    "description",
+    "dont-capability-negotiate",
+    "ebgp-multihop",
+    "enforce-first-as",
+    "export-localpref",
+    "fall-over",
+    "graceful-restart",
+    "graceful-restart-helper",
+    "idle-restart-timer",
+    "import-localpref",
+    "link-bandwidth",
+    "local-as",
+    "local-v4-addr",
+    "local-v6-addr",
+    "maximum-accepted-routes",
+    "maximum-routes",
+    "metric-out",
+    "monitoring",
+    "next-hop-peer",
+    "next-hop-self",
+    "next-hop-unchanged",
+    "next-hop-v6-addr",
+    "out-delay",
+    "passive",
+    "password",
+    "peer",
+    "peer-group",
+    "prefix-list",
+    "remote-as",
+    "remove-private-as",
+    "rib-in-pre-policy-retain",
+    "route-map",
+    "route-reflector-client",
+    "route-to-peer",
+    "send-community",
+    "shutdown",
+    "soft-reconfiguration",
+    "timers",
+    "transport",
+    "ttl",
+    "update-source",
+    "weight",
+];
+
+/// `neighbor A …` in the IPv4 address family.
+pub(super) const AF_NEIGHBOR_WORDS: &[&str] = &[
+    "activate",
+    "additional-paths",
+    "default-originate",
+    "graceful-restart",
+    "next-hop",
+    "next-hop-unchanged",
+    "prefix-list",
+    "rib-in-pre-policy-retain",
+    "route-map",
+    "weight",
+];
+
+/// `redistribute …` in router bgp.
+pub(super) const BGP_REDIST_SOURCES: &[&str] = &[
+    "aggregate",
+    "attached-host",
+    "connected",
+    "dhcp",
+    "dynamic",
+    "isis",
+    "ospf",
+    "ospfv3",
+    "rip",
+    "static",
+    "user",
+];
+
+/// `address-family …` in router bgp.
+pub(super) const ADDRESS_FAMILIES: &[&str] = &[
+    "evpn",
+    "flow-spec",
+    "ipv4",
+    "ipv6",
+    "link-state",
+    "path-selection",
+    "rt-membership",
+    "vpn-ipv4",
+    "vpn-ipv6",
+];

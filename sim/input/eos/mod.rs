@@ -8,6 +8,7 @@
 //! error.
 
 mod acl;
+mod bgp;
 mod cursor;
 mod global;
 mod ignored;
@@ -18,9 +19,11 @@ mod routes;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_bgp;
 
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
-use crate::model::{DeviceId, IfId, Network};
+use crate::model::{Device, DeviceId, IfId, Network};
 
 use cursor::{tokenize, Cur, Reject};
 use global::parse_global;
@@ -64,7 +67,34 @@ enum Mode {
     Interface(IfId),
     Ospf,
     Acl(String),
+    Bgp,
+    /// `address-family ipv4 [unicast]` inside router bgp.
+    BgpAf,
+    /// An unmodelled sub-mode of router bgp (another address family, `vrf`, `vlan`).
+    BgpOther(bgp::OtherKind),
     Skipped(SkippedBlock),
+}
+
+/// The modes a line falls back to when it is not a command of the current one, innermost first.
+#[derive(Clone, Copy)]
+enum Parent {
+    RouterBgp,
+    Global,
+}
+
+/// An edit of one of the device's configurations (`get` finds it), applied only if it still
+/// exists when the line is applied.
+fn edit_apply<T: 'static>(
+    get: fn(&mut Device) -> Option<&mut T>,
+    f: impl FnOnce(&mut T, Span) + 'static,
+    start: usize,
+) -> Apply {
+    Box::new(move |ctx: &mut Ctx| {
+        let span = ctx.span(start);
+        if let Some(t) = ctx.net.devices.get_mut(ctx.dev.idx()).and_then(get) {
+            f(t, span)
+        }
+    })
 }
 
 /// A parsed command, applied only once the whole line has parsed (so a line that fails in a
@@ -120,40 +150,53 @@ impl Ctx<'_> {
         }
     }
 
-    /// `!` leaves a modelled sub-mode. Inside a skipped block it does not: running-configs
-    /// separate nested blocks with it (`router bgp` … `!` … `address-family ipv4`, seed s3a).
+    /// `!` is a comment: it leaves no mode. EOS's own running-config puts `!` between a block's
+    /// nested sub-modes (`router bgp` … `   !` … `   address-family ipv4`), and the seed's pasted
+    /// s3a text (indentation lost) relies on `address-family ipv4` after `!` still being in
+    /// router-bgp mode. In a skipped block it extends the block.
     fn comment(&mut self) {
-        match &mut self.mode {
-            Mode::Skipped(block) => block.last = self.idx,
-            _ => self.mode = Mode::Global,
+        if let Mode::Skipped(block) = &mut self.mode {
+            block.last = self.idx;
         }
     }
 
-    /// Parse in the current sub-mode; a line that is not a command there is tried in global
-    /// mode, as EOS does. If both fail, the error of the parse that got further is reported.
+    /// Parse in the current sub-mode; a line that is not a command there is tried in each
+    /// enclosing mode up to global, as EOS does. If all fail, the error of the parse that got
+    /// furthest is reported.
     fn mode_command(&self, c: &mut Cur) -> Result<Apply, Reject> {
-        let sub = match &self.mode {
+        let (sub, parents): (Result<Apply, Reject>, &[Parent]) = match &self.mode {
             Mode::Global | Mode::Skipped(_) => return parse_global(c),
-            Mode::Interface(id) => interface::parse_interface(c, *id, self.iface_name(*id)),
-            Mode::Ospf => ospf::parse_ospf(c),
-            Mode::Acl(name) => acl::parse_acl(c, name.clone()),
+            Mode::Interface(id) => (
+                interface::parse_interface(c, *id, self.iface_name(*id)),
+                &[Parent::Global],
+            ),
+            Mode::Ospf => (ospf::parse_ospf(c), &[Parent::Global]),
+            Mode::Acl(name) => (acl::parse_acl(c, name.clone()), &[Parent::Global]),
+            Mode::Bgp => (bgp::parse_bgp(c, bgp::Level::Router), &[Parent::Global]),
+            Mode::BgpAf => (bgp::parse_bgp(c, bgp::Level::Af), &[Parent::RouterBgp, Parent::Global]),
+            Mode::BgpOther(kind) => (bgp::parse_other(c, *kind), &[Parent::RouterBgp, Parent::Global]),
         };
-        let sub_err = match sub {
+        let mut err = match sub {
             Ok(apply) => return Ok(apply),
             Err(e) => e,
         };
-        c.pos = 0;
-        match parse_global(c) {
-            Ok(apply) => Ok(Box::new(move |ctx: &mut Ctx| {
-                ctx.mode = Mode::Global;
-                apply(ctx)
-            })),
-            Err(g) if g.col0 > sub_err.col0 => Err(g),
-            // Same place: an ambiguity is the more useful message (`rou` after `interface …`
-            // is ambiguous globally: router, route-map).
-            Err(g) if g.col0 == sub_err.col0 && g.msg.starts_with("% Ambiguous") => Err(g),
-            Err(_) => Err(sub_err),
+        for parent in parents {
+            c.pos = 0;
+            let (parsed, mode) = match parent {
+                Parent::RouterBgp => (bgp::parse_bgp(c, bgp::Level::Router), Mode::Bgp),
+                Parent::Global => (parse_global(c), Mode::Global),
+            };
+            match parsed {
+                Ok(apply) => {
+                    return Ok(Box::new(move |ctx: &mut Ctx| {
+                        ctx.mode = mode;
+                        apply(ctx)
+                    }))
+                }
+                Err(e) => err = further(err, e),
+            }
         }
+        Err(err)
     }
 
     fn finish(mut self) -> Result<Vec<Diagnostic>, InputError> {
@@ -166,5 +209,17 @@ impl Ctx<'_> {
         }
         self.warnings.sort_by(|a, b| a.span.cmp(&b.span));
         Ok(self.warnings)
+    }
+}
+
+/// Of an inner mode's error and an enclosing mode's, the one that got further; at the same
+/// place an ambiguity is the more useful message (`rou` after `interface …` is ambiguous
+/// globally: router, route-map).
+fn further(inner: Reject, outer: Reject) -> Reject {
+    let ambiguous = outer.col0 == inner.col0 && outer.msg.starts_with("% Ambiguous");
+    if outer.col0 > inner.col0 || ambiguous {
+        outer
+    } else {
+        inner
     }
 }

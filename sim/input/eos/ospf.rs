@@ -6,18 +6,21 @@ use std::net::Ipv4Addr;
 use crate::diag::Span;
 use crate::model::{OspfConfig, OspfNetwork, RedistSource, Redistribute};
 
-use super::cursor::{is_ipv4, negated_value, negation, number_or_none, prefix, Cur, MaskForm, Neg, Reject};
+use super::bgp::router_bgp;
+use super::cursor::{negation, number_or_none, prefix, router_id, Cur, MaskForm, Neg, Reject};
 use super::ignored::{
     enter_or_warn, ignored_by_design, nothing, skip_block, skip_unmodelled, statement, KeywordContext,
 };
 use super::interface::interface_name;
 use super::keywords::{OSPF_WORDS, REDIST_SOURCES, ROUTER_WORDS};
-use super::{Apply, Ctx, Mode};
+use super::{edit_apply, Apply, Ctx, Mode};
 
 pub(super) fn router(c: &mut Cur, neg: Neg, start: usize) -> Result<Apply, Reject> {
     let kind = c.keyword(ROUTER_WORDS, "a routing protocol (e.g. ospf)")?;
-    if kind != "ospf" {
-        return Ok(skip_block(c, neg, start));
+    match kind {
+        "ospf" => {}
+        "bgp" => return router_bgp(c, neg, start),
+        _ => return Ok(skip_block(c, neg, start)),
     }
     let pid = c.number::<u32>("an OSPF process id (1-65535)", 1, 65535)?;
     let vrf = match c.opt_keyword(&["vrf"]) {
@@ -80,12 +83,7 @@ impl Ctx<'_> {
 
 /// An edit of the device's OSPF process, applied only if it still exists.
 fn ospf_apply(f: impl FnOnce(&mut OspfConfig, Span) + 'static, start: usize) -> Apply {
-    Box::new(move |ctx: &mut Ctx| {
-        let span = ctx.span(start);
-        if let Some(o) = ctx.ospf_mut() {
-            f(o, span)
-        }
-    })
+    edit_apply(|d| d.ospf.as_mut(), f, start)
 }
 
 pub(super) fn parse_ospf(c: &mut Cur) -> Result<Apply, Reject> {
@@ -94,12 +92,7 @@ pub(super) fn parse_ospf(c: &mut Cur) -> Result<Apply, Reject> {
     let set = neg == Neg::Set;
     match word {
         "router-id" => {
-            let id = if set {
-                Some(c.ipv4("a router id (A.B.C.D)")?)
-            } else {
-                None
-            };
-            negated_value(c, set, is_ipv4)?;
+            let id = router_id(c, set)?;
             Ok(ospf_apply(move |o, _| o.router_id = id, start))
         }
         "network" => ospf_network(c, set, start),

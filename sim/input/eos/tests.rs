@@ -11,10 +11,10 @@ use crate::model::{
     VendorProfile,
 };
 
-use super::keywords::{ACL_WORDS, GLOBAL_WORDS, IF_WORDS, OSPF_WORDS, STATIC_ROUTE_OPTIONS};
+use super::keywords::{ACL_WORDS, BGP_BGP_WORDS, GLOBAL_WORDS, IF_WORDS, OSPF_WORDS, STATIC_ROUTE_OPTIONS};
 use super::{apply_config, canonical_interface, KeywordContext, IGNORED_BY_DESIGN};
 
-fn origin() -> TextOrigin {
+pub(super) fn origin() -> TextOrigin {
     TextOrigin {
         file: "lab.yaml".into(),
         line: 10,
@@ -22,7 +22,7 @@ fn origin() -> TextOrigin {
     }
 }
 
-fn switch(name: &str) -> (Network, DeviceId) {
+pub(super) fn switch(name: &str) -> (Network, DeviceId) {
     let mut net = Network::default();
     net.devices.push(Device {
         name: name.into(),
@@ -43,13 +43,13 @@ fn switch(name: &str) -> (Network, DeviceId) {
     (net, DeviceId(0))
 }
 
-fn apply(text: &str) -> (Network, Vec<Diagnostic>) {
+pub(super) fn apply(text: &str) -> (Network, Vec<Diagnostic>) {
     let (mut net, dev) = switch("Spine-1");
     let warnings = apply_config(&mut net, dev, text, &origin()).unwrap_or_else(|e| panic!("unexpected errors:\n{e}"));
     (net, warnings)
 }
 
-fn errors(text: &str) -> Vec<Diagnostic> {
+pub(super) fn errors(text: &str) -> Vec<Diagnostic> {
     let (mut net, dev) = switch("Spine-1");
     match apply_config(&mut net, dev, text, &origin()) {
         Ok(w) => panic!("expected errors, got warnings {w:?}"),
@@ -57,18 +57,18 @@ fn errors(text: &str) -> Vec<Diagnostic> {
     }
 }
 
-fn iface<'n>(net: &'n Network, name: &str) -> &'n Interface {
+pub(super) fn iface<'n>(net: &'n Network, name: &str) -> &'n Interface {
     let id = net
         .iface_by_name(DeviceId(0), name)
         .unwrap_or_else(|| panic!("no {name}"));
     net.iface(id)
 }
 
-fn net(s: &str) -> Ipv4Net {
+pub(super) fn net(s: &str) -> Ipv4Net {
     s.parse().unwrap()
 }
 
-fn at(d: &Diagnostic) -> (u32, u32) {
+pub(super) fn at(d: &Diagnostic) -> (u32, u32) {
     (d.span.line, d.span.col)
 }
 
@@ -167,27 +167,6 @@ fn seed_spine1_s0_s0b_nat() {
     assert_eq!(et4.addr, AddrConfig::Dhcp);
     assert_eq!(et4.nat_overload_acl.as_deref(), Some("ACL_NAT"));
     assert_eq!(d.ifaces.len(), 4);
-}
-
-#[test]
-fn seed_s3a_router_bgp_is_one_warning() {
-    let text = "router bgp 65011
-neighbor 10.0.11.1 remote-as 65000
-neighbor 10.1.11.1 remote-as 65001
-!
-address-family ipv4
-neighbor 10.0.11.1 activate
-neighbor 10.1.11.1 activate
-router ospf 1
-redistribute bgp
-";
-    let (n, w) = apply(text);
-    assert_eq!(w.len(), 1, "{w:?}");
-    assert_eq!(at(&w[0]), (10, 5));
-    assert!(w[0].message.contains("router bgp 65011"), "{}", w[0].message);
-    assert!(w[0].message.contains("lines 10-16"), "{}", w[0].message);
-    let ospf = n.device(DeviceId(0)).ospf.as_ref().unwrap();
-    assert_eq!(ospf.redistribute[0].source, RedistSource::Bgp);
 }
 
 #[test]
@@ -464,6 +443,7 @@ fn ignored_table_words_are_reachable_keywords() {
             KeywordContext::Global => GLOBAL_WORDS,
             KeywordContext::Interface => IF_WORDS,
             KeywordContext::Ospf => OSPF_WORDS,
+            KeywordContext::BgpOption => BGP_BGP_WORDS,
             KeywordContext::Acl => ACL_WORDS,
             KeywordContext::StaticRouteOption => STATIC_ROUTE_OPTIONS,
             KeywordContext::AclRuleOption | KeywordContext::AnyMode => continue,
@@ -543,6 +523,34 @@ fn garbage_never_panics() {
         "seq",
         "",
         "ßß/3",
+        "neighbor",
+        "nei",
+        "remote-as",
+        "65000",
+        "1.10",
+        "65536.1",
+        "address-family",
+        "ipv4",
+        "ipv6",
+        "activate",
+        "exit-address-family",
+        "additional-paths",
+        "send",
+        "receive",
+        "peer",
+        "group",
+        "peer-group",
+        "vrf",
+        "ebgp-multihop",
+        "update-source",
+        "timers",
+        "maximum-paths",
+        "ecmp",
+        "distance",
+        "description",
+        "mask",
+        "route-map",
+        "10.0.11.1",
     ];
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = || {
