@@ -1,5 +1,5 @@
-//! Topology YAML → `model::Network`: devices in file order, their embedded EOS and netplan
-//! blocks (through `input::eos` / `input::netplan`), links, segments and the external network,
+//! Topology YAML → `model::Network`: devices in file order, their embedded EOS, netplan and
+//! BIRD blocks (through `input::eos` / `input::netplan` / `input::bird`), links, segments and the external network,
 //! then the checks that need the whole fabric (addresses, subnets). Never computes routing.
 //!
 //! Format (one mapping; later issues add top-level keys such as BGP or Kubernetes):
@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use self::yaml::OrderedMap;
-use super::{eos, netplan};
+use super::{bird, eos, netplan};
 use crate::diag::{Diagnostic, InputError, Severity, Span, TextOrigin};
 use crate::model::{
     AddrConfig, Device, DeviceId, DeviceKind, DhcpLease, ExternalConfig, IfId, IfOspf, Interface, L2Domain, L2Id,
@@ -99,6 +99,10 @@ struct RawDevice {
     interfaces: Option<Spanned<Vec<Spanned<String>>>>,
     ip_forward: Option<Spanned<bool>>,
     netplan: Option<Spanned<String>>,
+    /// BIRD 1.6 configuration (`bird.cfg` as confd renders it).
+    bird: Option<Spanned<String>>,
+    /// Fragments `bird:` includes, by file name (`bird_aggr.cfg`, `bird_ipam.cfg`).
+    bird_includes: Option<Spanned<OrderedMap<Spanned<String>>>>,
     // external
     interface: Option<Spanned<String>>,
     gateway: Option<Spanned<String>>,
@@ -124,7 +128,7 @@ struct RawResponder {
 
 impl RawDevice {
     /// The keys that only some kinds have, with the location of their values when present.
-    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 9] {
+    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 11] {
         fn at<T>(v: &Option<Spanned<T>>) -> Option<&serde_saphyr::Location> {
             v.as_ref().map(|s| &s.referenced)
         }
@@ -134,6 +138,8 @@ impl RawDevice {
             ("interfaces", at(&self.interfaces)),
             ("ip_forward", at(&self.ip_forward)),
             ("netplan", at(&self.netplan)),
+            ("bird", at(&self.bird)),
+            ("bird_includes", at(&self.bird_includes)),
             ("interface", at(&self.interface)),
             ("gateway", at(&self.gateway)),
             ("leases", at(&self.leases)),
@@ -146,7 +152,14 @@ impl RawDevice {
 fn keys_of(kind: DeviceKind) -> &'static [&'static str] {
     match kind {
         DeviceKind::Eos => &["config"],
-        DeviceKind::Linux => &["hostname", "interfaces", "ip_forward", "netplan"],
+        DeviceKind::Linux => &[
+            "hostname",
+            "interfaces",
+            "ip_forward",
+            "netplan",
+            "bird",
+            "bird_includes",
+        ],
         DeviceKind::External => &["interface", "gateway", "leases", "responders"],
     }
 }
@@ -350,6 +363,33 @@ impl<'a> Builder<'a> {
         }
         if let Some(np) = &raw.netplan {
             self.apply_netplan(id, np);
+        }
+        match (&raw.bird, &raw.bird_includes) {
+            (Some(cfg), incs) => self.apply_bird(id, cfg, incs.as_ref()),
+            (None, Some(incs)) => {
+                let span = self.span(incs);
+                self.diags
+                    .push(Diagnostic::warning(span, "`bird_includes` without `bird` is not used"));
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// `bird:` with its `bird_includes:`, each block located in the file like `netplan:`.
+    fn apply_bird(&mut self, id: DeviceId, cfg: &Spanned<String>, incs: Option<&Spanned<OrderedMap<Spanned<String>>>>) {
+        let origin = yaml::text_origin(cfg, self.source, &self.origin);
+        let includes: BTreeMap<String, (String, TextOrigin)> = incs
+            .map(|m| &m.value.0[..])
+            .unwrap_or_default()
+            .iter()
+            .map(|(name, text)| {
+                let at = yaml::text_origin(text, self.source, &self.origin);
+                (name.value.clone(), (text.value.clone(), at))
+            })
+            .collect();
+        match bird::apply_bird(&mut self.net, id, &cfg.value, &origin, &includes) {
+            Ok(warnings) => self.diags.extend(warnings),
+            Err(e) => self.diags.extend(e.0),
         }
     }
 
