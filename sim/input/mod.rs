@@ -1,6 +1,7 @@
-//! Input: text → model. Topology YAML, EOS configuration, netplan. Every error and warning
+//! Input: text → model. Topology YAML, EOS configuration, netplan, BIRD configuration. Every error and warning
 //! carries a span (file, line, column). Parsers never compute routing.
 
+pub mod bird;
 pub mod eos;
 pub mod netplan;
 pub mod topology;

@@ -1,5 +1,5 @@
-//! Topology YAML → `model::Network`: devices in file order, their embedded EOS and netplan
-//! blocks (through `input::eos` / `input::netplan`), links, segments and the external network,
+//! Topology YAML → `model::Network`: devices in file order, their embedded EOS, netplan and
+//! BIRD blocks (through `input::eos` / `input::netplan` / `input::bird`), links, segments and the external network,
 //! then the checks that need the whole fabric (addresses, subnets). Never computes routing.
 //!
 //! Format (one mapping; later issues add top-level keys such as BGP or Kubernetes):
@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use self::yaml::OrderedMap;
-use super::{eos, netplan};
+use super::{bird, eos, netplan};
 use crate::diag::{Diagnostic, InputError, Severity, Span, TextOrigin};
 use crate::model::{
     AddrConfig, Device, DeviceId, DeviceKind, DhcpLease, ExternalConfig, IfId, IfOspf, Interface, L2Domain, L2Id,
@@ -101,6 +101,10 @@ struct RawDevice {
     /// `sysctl -w` settings: `net.ipv4.ip_forward`, `net.ipv4.conf.IF.proxy_arp`.
     sysctl: Option<Spanned<OrderedMap<Spanned<u64>>>>,
     netplan: Option<Spanned<String>>,
+    /// BIRD 1.6 configuration (`bird.cfg` as confd renders it).
+    bird: Option<Spanned<String>>,
+    /// Fragments `bird:` includes, by file name (`bird_aggr.cfg`, `bird_ipam.cfg`).
+    bird_includes: Option<Spanned<OrderedMap<Spanned<String>>>>,
     // external
     interface: Option<Spanned<String>>,
     gateway: Option<Spanned<String>>,
@@ -126,7 +130,7 @@ struct RawResponder {
 
 impl RawDevice {
     /// The keys that only some kinds have, with the location of their values when present.
-    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 10] {
+    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 12] {
         fn at<T>(v: &Option<Spanned<T>>) -> Option<&serde_saphyr::Location> {
             v.as_ref().map(|s| &s.referenced)
         }
@@ -137,6 +141,8 @@ impl RawDevice {
             ("ip_forward", at(&self.ip_forward)),
             ("sysctl", at(&self.sysctl)),
             ("netplan", at(&self.netplan)),
+            ("bird", at(&self.bird)),
+            ("bird_includes", at(&self.bird_includes)),
             ("interface", at(&self.interface)),
             ("gateway", at(&self.gateway)),
             ("leases", at(&self.leases)),
@@ -149,7 +155,7 @@ impl RawDevice {
 fn keys_of(kind: DeviceKind) -> &'static [&'static str] {
     match kind {
         DeviceKind::Eos => &["config"],
-        DeviceKind::Linux => &["hostname", "interfaces", "ip_forward", "sysctl", "netplan"],
+        DeviceKind::Linux => &["hostname", "interfaces", "ip_forward", "sysctl", "netplan", "bird", "bird_includes"],
         DeviceKind::External => &["interface", "gateway", "leases", "responders"],
     }
 }
@@ -354,6 +360,15 @@ impl<'a> Builder<'a> {
         if let Some(np) = &raw.netplan {
             self.apply_netplan(id, np);
         }
+        match (&raw.bird, &raw.bird_includes) {
+            (Some(cfg), incs) => self.apply_bird(id, cfg, incs.as_ref()),
+            (None, Some(incs)) => {
+                let span = self.span(incs);
+                self.diags
+                    .push(Diagnostic::warning(span, "`bird_includes` without `bird` is not used"));
+            }
+            (None, None) => {}
+        }
         if let Some(sysctl) = &raw.sysctl {
             self.sysctl(id, &sysctl.value);
         }
@@ -381,6 +396,24 @@ impl<'a> Builder<'a> {
                     format!("sysctl `{k}` is not modelled by fabsim; ignored"),
                 ));
             }
+        }
+    }
+
+    /// `bird:` with its `bird_includes:`, each block located in the file like `netplan:`.
+    fn apply_bird(&mut self, id: DeviceId, cfg: &Spanned<String>, incs: Option<&Spanned<OrderedMap<Spanned<String>>>>) {
+        let origin = yaml::text_origin(cfg, self.source, &self.origin);
+        let includes: BTreeMap<String, (String, TextOrigin)> = incs
+            .map(|m| &m.value.0[..])
+            .unwrap_or_default()
+            .iter()
+            .map(|(name, text)| {
+                let at = yaml::text_origin(text, self.source, &self.origin);
+                (name.value.clone(), (text.value.clone(), at))
+            })
+            .collect();
+        match bird::apply_bird(&mut self.net, id, &cfg.value, &origin, &includes) {
+            Ok(warnings) => self.diags.extend(warnings),
+            Err(e) => self.diags.extend(e.0),
         }
     }
 

@@ -74,6 +74,9 @@ pub struct BgpNeighbor {
     /// BIRD `next hop keep`.
     pub next_hop_keep: bool,
     pub route_reflector_client: bool,
+    /// BIRD `rr cluster id A` (the reflector's CLUSTER_ID for this client; BIRD's default is the
+    /// router id). Needed for the cluster-list loop check.
+    pub rr_cluster_id: Option<Ipv4Addr>,
     pub shutdown: bool,
     /// EOS `address-family ipv4` / `neighbor A activate` (IPv4 is active by default on EOS).
     pub activate: bool,
@@ -119,6 +122,7 @@ impl BgpNeighbor {
             next_hop_self: false,
             next_hop_keep: false,
             route_reflector_client: false,
+            rr_cluster_id: None,
             shutdown: false,
             activate: true,
             passive: false,
@@ -300,6 +304,10 @@ pub enum Cond {
     AttrEq {
         attr: String,
         value: Value,
+    },
+    /// `defined(ATTR)`: the route carries the attribute (`defined(bgp_next_hop)`).
+    Defined {
+        attr: String,
     },
     Not(Box<Cond>),
     And(Box<Cond>, Box<Cond>),

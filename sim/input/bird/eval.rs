@@ -1,0 +1,158 @@
+//! Running a BIRD filter or function body on one route: the engine calls `run_filter` for a
+//! protocol's import/export policy and for the kernel protocol's export filter.
+//!
+//! Semantics from BIRD 1.6.8 `filter/filter.c` (`interpret`, `f_run`): statements run in order;
+//! `accept`/`reject` end the whole filter even inside a called function (they return a
+//! `T_RETURN` value that `FI_CALL` passes up); falling off the end of a function returns to the
+//! caller, falling off the end of a filter is an error and the route is rejected. A runtime
+//! error (comparing an undefined attribute, `~` on incompatible types) also rejects the route.
+//! `&&`/`||` short-circuit (`FI_AND`/`FI_OR`).
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+use crate::model::bgp::{BirdDaemon, Cond, Policy, Stmt, Value};
+
+/// Calls nested deeper than this (a function calling itself) reject the route. BIRD 1.6 has no
+/// limit (it would overflow its stack); fabsim must never panic.
+const MAX_CALL_DEPTH: usize = 64;
+
+/// The route a filter sees and may change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterRoute {
+    pub net: Ipv4Net,
+    pub bgp_next_hop: Option<Ipv4Addr>,
+    /// Attributes set by the filter (`krt_tunnel = "tunl0"`) or by the engine before the run
+    /// (`bgp_local_pref`, `source`, `from`, …).
+    pub attrs: BTreeMap<String, Value>,
+    /// The protocol the route came from: `static1`, `Mesh_10_0_137_12`, `kernel1`, `direct1`.
+    pub proto: String,
+}
+
+impl FilterRoute {
+    pub fn new(net: Ipv4Net, proto: impl Into<String>) -> Self {
+        FilterRoute {
+            net,
+            bgp_next_hop: None,
+            attrs: BTreeMap::new(),
+            proto: proto.into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Accept,
+    Reject,
+}
+
+/// Runs `policy` on `route`. `All` accepts and `None` rejects without running anything; a
+/// named filter that does not exist rejects (the parser never produces one).
+pub fn run_filter(daemon: &BirdDaemon, policy: &Policy, route: &mut FilterRoute) -> Verdict {
+    match policy {
+        Policy::All => Verdict::Accept,
+        Policy::None => Verdict::Reject,
+        Policy::Filter(name) => match daemon.filters.get(name) {
+            Some(f) => match exec(daemon, &f.body, route, 0) {
+                Flow::Accept => Verdict::Accept,
+                // Falling off the end of a filter: "did not return accept nor reject" → rejected.
+                Flow::Reject | Flow::Next => Verdict::Reject,
+            },
+            None => Verdict::Reject,
+        },
+    }
+}
+
+enum Flow {
+    Next,
+    Accept,
+    Reject,
+}
+
+/// A BIRD runtime error: the filter stops and the route is rejected.
+struct RuntimeError;
+
+fn exec(daemon: &BirdDaemon, body: &[Stmt], route: &mut FilterRoute, depth: usize) -> Flow {
+    for stmt in body {
+        let flow = match stmt {
+            Stmt::Accept => Flow::Accept,
+            Stmt::Reject => Flow::Reject,
+            Stmt::If { cond, then, otherwise } => match eval(cond, route) {
+                Ok(true) => exec(daemon, then, route, depth),
+                Ok(false) => exec(daemon, otherwise, route, depth),
+                Err(RuntimeError) => Flow::Reject,
+            },
+            Stmt::Call(name) => match daemon.functions.get(name) {
+                Some(f) if depth < MAX_CALL_DEPTH => exec(daemon, f, route, depth + 1),
+                _ => Flow::Reject,
+            },
+            Stmt::Set { attr, value } => {
+                set(route, attr, value);
+                Flow::Next
+            }
+        };
+        if !matches!(flow, Flow::Next) {
+            return flow;
+        }
+    }
+    Flow::Next
+}
+
+fn set(route: &mut FilterRoute, attr: &str, value: &Value) {
+    match (attr, value) {
+        ("bgp_next_hop", Value::Ip(a)) => route.bgp_next_hop = Some(*a),
+        _ => {
+            route.attrs.insert(attr.to_string(), value.clone());
+        }
+    }
+}
+
+fn eval(cond: &Cond, route: &FilterRoute) -> Result<bool, RuntimeError> {
+    Ok(match cond {
+        Cond::NetEq(p) => route.net.trunc() == *p,
+        Cond::NetIn(p) => p.contains(&route.net.trunc()),
+        Cond::AddrIn { attr, prefix } => match get(route, attr) {
+            Some(Value::Ip(a)) => prefix.contains(&a),
+            _ => return Err(RuntimeError),
+        },
+        Cond::AttrEq { attr, value } => match get(route, attr) {
+            Some(v) if std::mem::discriminant(&v) == std::mem::discriminant(value) => v == *value,
+            _ => return Err(RuntimeError),
+        },
+        Cond::Defined { attr } => attr == "net" || get(route, attr).is_some(),
+        Cond::Not(c) => !eval(c, route)?,
+        Cond::And(a, b) => eval(a, route)? && eval(b, route)?,
+        Cond::Or(a, b) => eval(a, route)? || eval(b, route)?,
+    })
+}
+
+/// An attribute's value, `None` when the route does not carry it.
+fn get(route: &FilterRoute, attr: &str) -> Option<Value> {
+    match attr {
+        "proto" => Some(Value::Str(route.proto.clone())),
+        "bgp_next_hop" => route.bgp_next_hop.map(Value::Ip),
+        "source" => route.attrs.get(attr).cloned().or_else(|| Some(source_of(&route.proto))),
+        _ => route.attrs.get(attr).cloned(),
+    }
+}
+
+/// BIRD's `source` (RTS_*) when the engine did not set it: from the protocol's default name
+/// (`static1` → RTS_STATIC, `kernel1` → RTS_INHERIT, `direct1` → RTS_DEVICE), else BGP.
+fn source_of(proto: &str) -> Value {
+    let kinds = [
+        ("static", "RTS_STATIC"),
+        ("kernel", "RTS_INHERIT"),
+        ("direct", "RTS_DEVICE"),
+    ];
+    let name = kinds
+        .iter()
+        .find(|(p, _)| {
+            proto
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map_or("RTS_BGP", |(_, s)| s);
+    Value::Str(name.to_string())
+}
