@@ -7,7 +7,8 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 use fabsim::diag::{Diagnostic, InputError, TextOrigin};
-use fabsim::input::bird::{apply_bird, run_filter, FilterRoute, Verdict};
+use fabsim::engine::filter::{run_filter, FilterRoute, Verdict};
+use fabsim::input::bird::apply_bird;
 use fabsim::input::topology::parse_topology;
 use fabsim::model::bgp::{BgpConfig, BirdDaemon, Policy, Value};
 use fabsim::model::Network;

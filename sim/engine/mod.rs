@@ -8,6 +8,7 @@
 
 mod bgp;
 pub mod bgp_state;
+pub use bgp::filter;
 mod ospf;
 mod rib;
 pub mod state;

@@ -155,7 +155,15 @@ impl RawDevice {
 fn keys_of(kind: DeviceKind) -> &'static [&'static str] {
     match kind {
         DeviceKind::Eos => &["config"],
-        DeviceKind::Linux => &["hostname", "interfaces", "ip_forward", "sysctl", "netplan", "bird", "bird_includes"],
+        DeviceKind::Linux => &[
+            "hostname",
+            "interfaces",
+            "ip_forward",
+            "sysctl",
+            "netplan",
+            "bird",
+            "bird_includes",
+        ],
         DeviceKind::External => &["interface", "gateway", "leases", "responders"],
     }
 }
@@ -838,6 +846,7 @@ pub(crate) mod yaml {
     use crate::diag::{Diagnostic, Span, TextOrigin};
 
     /// A YAML mapping in file order (device order must be the file's, never a hash order).
+    #[derive(Debug)]
     pub(crate) struct OrderedMap<V>(pub Vec<(Spanned<String>, V)>);
 
     impl<V> Default for OrderedMap<V> {

@@ -1,6 +1,7 @@
 //! The scenario file: a topology and a list of runbook steps, each with an id, one change,
 //! and expectations checked before and after it.
 
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
+use crate::input::topology::yaml::{self, OrderedMap};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,6 +32,10 @@ struct RawStep {
     on: Option<Spanned<String>>,
     config: Option<Spanned<String>>,
     netplan: Option<Spanned<String>>,
+    /// A new BIRD configuration for a host (what confd renders), with its include files.
+    bird: Option<Spanned<String>>,
+    #[serde(default)]
+    bird_includes: OrderedMap<Spanned<String>>,
     wait: Option<Spanned<String>>,
     #[serde(default)]
     expect: RawExpect,
@@ -88,6 +94,14 @@ pub enum Action {
         device: String,
         text: String,
         origin: TextOrigin,
+    },
+    /// A new BIRD configuration on a host (confd re-rendered it; BIRD reconfigures: protocols
+    /// whose configuration changed restart, the others keep running).
+    Bird {
+        device: String,
+        text: String,
+        origin: TextOrigin,
+        includes: BTreeMap<String, (String, TextOrigin)>,
     },
     /// A new netplan file on a Linux host, then `netplan apply`.
     Netplan {
@@ -162,30 +176,14 @@ pub fn is_scenario(text: &str) -> bool {
 }
 
 fn span_of<T>(file: &str, s: &Spanned<T>) -> Span {
-    Span::new(file, s.referenced.line() as u32, s.referenced.column() as u32)
+    yaml::span(&root(file), &s.referenced)
 }
 
-/// The origin of a block scalar's first content line: the line after the `|` indicator,
-/// indented like the key's children (serde-saphyr locates the indicator).
-fn block_origin(file: &str, key_col: u32, s: &Spanned<String>, text_src: &str) -> TextOrigin {
-    let line = s.referenced.line() as u32;
-    let is_block = text_src
-        .lines()
-        .nth(line.saturating_sub(1) as usize)
-        .is_some_and(|l| l.trim_end().ends_with('|') || l.trim_end().ends_with('>'));
-    if !is_block {
-        return TextOrigin {
-            file: file.into(),
-            line,
-            col: s.referenced.column() as u32,
-        };
-    }
-    let first = text_src.lines().nth(line as usize).unwrap_or("");
-    let indent = first.len() - first.trim_start().len();
+fn root(file: &str) -> TextOrigin {
     TextOrigin {
         file: file.into(),
-        line: line + 1,
-        col: (indent as u32 + 1).max(key_col),
+        line: 1,
+        col: 1,
     }
 }
 
@@ -213,12 +211,7 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, InputError> {
 }
 
 pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, InputError> {
-    let raw: RawScenario = serde_saphyr::from_str(text).map_err(|e| {
-        let (line, col) = e.location().map_or((1, 1), |l| (l.line() as u32, l.column() as u32));
-        let msg = e.to_string();
-        let first = msg.lines().next().unwrap_or("invalid YAML").to_string();
-        Diagnostic::error(Span::new(file, line, col), first)
-    })?;
+    let raw: RawScenario = yaml::from_str(text, &root(file))?;
     let mut errors = Vec::new();
     let mut steps = Vec::new();
     for rs in raw.steps {
@@ -258,7 +251,12 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
             )
         })
     };
-    let kinds = [rs.config.is_some(), rs.netplan.is_some(), rs.wait.is_some()];
+    let kinds = [
+        rs.config.is_some(),
+        rs.netplan.is_some(),
+        rs.bird.is_some(),
+        rs.wait.is_some(),
+    ];
     if kinds.iter().filter(|k| **k).count() > 1 {
         return Err(Diagnostic::error(
             span,
@@ -270,13 +268,31 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
         Action::EosConfig {
             device: device("config")?,
             text: c.value.clone(),
-            origin: block_origin(file, 1, c, text),
+            origin: yaml::text_origin(c, text, &root(file)),
         }
     } else if let Some(n) = &rs.netplan {
         Action::Netplan {
             device: device("netplan")?,
             text: n.value.clone(),
-            origin: block_origin(file, 1, n, text),
+            origin: yaml::text_origin(n, text, &root(file)),
+        }
+    } else if let Some(b) = &rs.bird {
+        let includes = rs
+            .bird_includes
+            .0
+            .iter()
+            .map(|(name, t)| {
+                (
+                    name.value.clone(),
+                    (t.value.clone(), yaml::text_origin(t, text, &root(file))),
+                )
+            })
+            .collect();
+        Action::Bird {
+            device: device("bird")?,
+            text: b.value.clone(),
+            origin: yaml::text_origin(b, text, &root(file)),
+            includes,
         }
     } else if let Some(w) = &rs.wait {
         let ms = parse_duration(&w.value).ok_or_else(|| {

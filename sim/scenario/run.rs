@@ -9,7 +9,7 @@ use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenar
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Engine, State};
-use crate::input::{eos, netplan, topology};
+use crate::input::{bird, eos, netplan, topology};
 use crate::model::{DeviceId, DeviceKind, Network};
 use crate::views;
 
@@ -204,6 +204,23 @@ fn apply(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnostic>), 
             let warnings = engine.reconfigure(|net| eos::apply_config(net, dev, text, origin))?;
             let n = text.lines().filter(|l| !l.trim().is_empty()).count();
             Ok((format!("{device}: {n} EOS config lines"), warnings))
+        }
+        Action::Bird {
+            device,
+            text,
+            origin,
+            includes,
+        } => {
+            let dev = device_of(engine.network(), device, &step.span)?;
+            if engine.network().device(dev).kind != DeviceKind::Linux {
+                return Err(Diagnostic::error(
+                    step.span.clone(),
+                    format!("`bird:` is for Linux hosts, but {device} is not one"),
+                )
+                .into());
+            }
+            let warnings = engine.reconfigure(|net| bird::apply_bird(net, dev, text, origin, includes))?;
+            Ok((format!("{device}: new BIRD configuration, birdcl configure"), warnings))
         }
         Action::Netplan { device, text, origin } => {
             let dev = device_of(engine.network(), device, &step.span)?;

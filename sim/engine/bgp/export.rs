@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
+use super::filter::{run_filter, FilterRoute, Verdict};
 use super::session::SessionId;
 use super::table::{Entry, Origin, Speaker};
 use super::{Bgp, Event, Out};
@@ -36,8 +37,9 @@ pub(crate) fn policy_accepts(
         (Policy::None, _) => false,
         (Policy::Filter(_), None) => true,
         (Policy::Filter(_), Some(d)) => {
-            let _ = (d, prefix, attrs, proto);
-            true // MERGE-BIRD: run the filter
+            let mut r = FilterRoute::new(prefix, proto);
+            r.bgp_next_hop = attrs.next_hop;
+            run_filter(d, policy, &mut r) == Verdict::Accept
         }
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod decision;
 mod export;
+pub mod filter;
 mod session;
 mod table;
 

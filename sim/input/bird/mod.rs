@@ -8,7 +8,6 @@
 //! BIRD itself, parsing stops at the first error.
 
 mod cursor;
-mod eval;
 mod filter;
 mod lexer;
 mod parser;
@@ -21,8 +20,6 @@ use std::collections::BTreeMap;
 use crate::diag::{Diagnostic, InputError, TextOrigin};
 use crate::model::bgp::{BgpConfig, BgpFlavor};
 use crate::model::{DeviceId, Network};
-
-pub use eval::{run_filter, FilterRoute, Verdict};
 
 /// Parse a BIRD 1.6 config for device `dev` and store it: `net.devices[dev].bird` gets the
 /// daemon, `net.devices[dev].bgp` a `BgpConfig` (flavour BIRD) with one neighbour per

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use super::{apply_bird, run_filter, FilterRoute, Verdict};
+use super::apply_bird;
 use crate::diag::{Diagnostic, Severity, TextOrigin};
+use crate::engine::filter::{run_filter, FilterRoute, Verdict};
 use crate::input::topology::parse_topology;
 use crate::model::bgp::{BgpConfig, BirdDaemon, Cond, Policy, Stmt};
 

@@ -1,5 +1,6 @@
-//! Running a BIRD filter or function body on one route: the engine calls `run_filter` for a
-//! protocol's import/export policy and for the kernel protocol's export filter.
+//! Running a BIRD filter or function body on one route: `run_filter` for a protocol's
+//! import/export policy and for the kernel protocol's export filter. (`input::bird` parses
+//! the filters into the model; this evaluates them.)
 //!
 //! Semantics from BIRD 1.6.8 `filter/filter.c` (`interpret`, `f_run`): statements run in order;
 //! `accept`/`reject` end the whole filter even inside a called function (they return a
