@@ -5,6 +5,7 @@
 //! its CLI or shell would. Every output line ends in `'\n'`; trailing spaces that the real tool
 //! prints (iproute2, tracepath) are kept.
 
+pub mod bird;
 pub mod eos;
 pub mod linux;
 pub mod pipe;
@@ -79,6 +80,15 @@ pub fn route_line(net: &Network, st: &State, dev: DeviceId, r: &Route) -> String
     text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
 }
 
+/// The BGP ORIGIN code as both EOS and BIRD print it after the AS path (`i`, `e`, `?`).
+fn origin_char(o: crate::engine::BgpOrigin) -> char {
+    match o {
+        crate::engine::BgpOrigin::Igp => 'i',
+        crate::engine::BgpOrigin::Egp => 'e',
+        crate::engine::BgpOrigin::Incomplete => '?',
+    }
+}
+
 /// Text of a probe's round trip in the form most tools print: whole milliseconds and the
 /// microsecond remainder, `%d.%03d`.
 fn ms3(us: u64) -> String {
@@ -97,6 +107,7 @@ pub(crate) mod testnet {
     use crate::dataplane::{IcmpError, Probe, ProbeOutcome};
     use crate::diag::Span;
     use crate::engine::state::*;
+    use crate::engine::{BgpOrigin, BgpSessionView, BgpState, EcmpRole, NhMetric, PathAttrs, TableDest, TableRoute};
     use crate::model::*;
 
     pub fn net(s: &str) -> Ipv4Net {
@@ -323,6 +334,61 @@ pub(crate) mod testnet {
         (lab, d)
     }
 
+    /// An established-or-not BGP session with zero counters and EOS's default timers.
+    pub fn bgp_session(nbr: &str, remote_as: u32, local_as: u32, state: BgpState) -> BgpSessionView {
+        BgpSessionView {
+            name: None,
+            neighbor: ip(nbr),
+            remote_as: Some(remote_as),
+            local_as,
+            state,
+            since_ms: 0,
+            msgs_rcvd: 0,
+            msgs_sent: 0,
+            pfx_rcvd: 0,
+            pfx_acc: 0,
+            exported: 0,
+            preferred: 0,
+            last_error: None,
+            peer_router_id: None,
+            internal: remote_as == local_as,
+            multihop: false,
+            passive: false,
+            add_path_rx: false,
+            add_path_tx: false,
+            source: None,
+            hold_s: 180,
+            keepalive_s: 60,
+        }
+    }
+
+    /// A best BGP path from peer `nh` (also its NEXT_HOP), resolved to `gw` on `iface`, ORIGIN
+    /// IGP, LOCAL_PREF 100, IGP metric 0, preference 100, since time 0.
+    pub fn bgp_path(prefix: &str, protocol: &str, nh: &str, gw: &str, iface: IfId, as_path: &[u32]) -> TableRoute {
+        TableRoute {
+            prefix: net(prefix),
+            protocol: protocol.into(),
+            from: Some(ip(nh)),
+            path_id: 0,
+            attrs: Some(std::sync::Arc::new(PathAttrs {
+                as_path: as_path.to_vec(),
+                next_hop: Some(ip(nh)),
+                origin: BgpOrigin::Igp,
+                local_pref: Some(100),
+                med: None,
+            })),
+            dest: TableDest::Via(hop(Some(gw), iface)),
+            nh_metric: Some(NhMetric::Known(0)),
+            preference: 100,
+            ebgp: !as_path.is_empty(),
+            valid: true,
+            best: true,
+            ecmp: EcmpRole::None,
+            since_ms: 0,
+            decided_by: None,
+        }
+    }
+
     /// A probe result with no recorded path.
     pub fn probe(outcome: ProbeOutcome, rtt_us: u64) -> Probe {
         Probe {
@@ -385,6 +451,7 @@ mod tests {
     use super::testnet::*;
     use super::*;
     use crate::engine::state::{Proto, Route};
+    use crate::engine::{BgpState, BgpView, EcmpRole, TableDest, TableRoute};
 
     #[test]
     fn never_panics_on_garbage() {
@@ -395,6 +462,33 @@ mod tests {
             kw1,
             eos_route("0.0.0.0/0", Proto::Static, (0, 0), vec![hop(Some("10.1.11.0"), ens3)]),
         );
+        // BGP on the leaf and BIRD on the host, so the bgp/birdcl views see data.
+        let et1 = lab.net.iface_by_name(leaf, "Ethernet1").unwrap();
+        let path = |p: &str, proto: &str, asp: &[u32]| TableRoute {
+            since_ms: u64::MAX,
+            ecmp: EcmpRole::Member,
+            ..bgp_path(p, proto, "10.33.99.0", "10.33.99.0", et1, asp)
+        };
+        let mut table = vec![
+            path("10.66.111.0/24", "bgp", &[]),
+            path("10.66.111.0/24", "Mesh_1", &[65000, 65001]),
+            path("0.0.0.0/0", "kernel1", &[]),
+        ];
+        (table[1].best, table[1].valid) = (false, false);
+        table[1].dest = TableDest::Multipath(vec![hop(None, et1), hop(Some("10.33.99.0"), et1)]);
+        (table[2].dest, table[2].attrs, table[2].from) = (TableDest::Unreachable, None, None);
+        let mut session = bgp_session("10.33.99.0", 1, 1, BgpState::OpenSent);
+        session.since_ms = u64::MAX;
+        session.name = Some("Mesh_1".into());
+        let bgp = BgpView {
+            asn: 1,
+            router_id: None,
+            sessions: vec![session],
+            table,
+        };
+        lab.st.devices[leaf.idx()].bgp = Some(bgp.clone());
+        lab.st.devices[kw1.idx()].bgp = Some(bgp);
+        lab.net.devices[kw1.idx()].bird = Some(Default::default());
         let ext = lab.device("cloud", DeviceKind::External);
         let words = [
             "show",
@@ -450,10 +544,26 @@ mod tests {
             "connected",
             "vrf",
             "x",
+            "birdcl",
+            "birdc",
+            "protocols",
+            "status",
+            "all",
+            "for",
+            "protocol",
+            "Mesh_1",
+            "'\"Mesh*\"'",
+            "primary",
+            "count",
+            "summary",
+            "su",
+            "10.66.111.0/24",
+            "10.66.111.1",
+            "| inc a|b",
         ];
         // A deterministic pseudo-random walk over the words (no RNG dependency).
         let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-        for _ in 0..3000 {
+        for _ in 0..6000 {
             let mut line = String::new();
             seed ^= seed << 13;
             seed ^= seed >> 7;

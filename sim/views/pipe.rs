@@ -90,6 +90,14 @@ fn unterminated(q: char) -> CommandError {
 
 /// Apply each filter stage, in order, to the command's output.
 pub fn apply_filters(flavor: Flavor, filters: &[String], mut text: String) -> Result<String, CommandError> {
+    let merged;
+    let filters = match flavor {
+        Flavor::Eos => {
+            merged = eos_regex_bars(filters);
+            &merged[..]
+        }
+        Flavor::Linux => filters,
+    };
     for stage in filters {
         text = match flavor {
             Flavor::Eos => eos_filter(stage, &text)?,
@@ -103,15 +111,34 @@ fn join_lines<'a>(lines: impl Iterator<Item = &'a str>) -> String {
     lines.map(|l| format!("{l}\n")).collect()
 }
 
+const EOS_MODIFIERS: &[&str] = &[
+    "append", "begin", "exclude", "include", "json", "no-more", "nz", "redirect", "section", "tee",
+];
+
+/// On EOS a `|` inside a modifier's regex is alternation, not a new pipe: the seed's
+/// `show ip bgp summary | inc 10.0.11.1|Nei` (seed-lab.md s4, C59) keeps both the `Nei`
+/// header lines and the row. A stage that does not start with an output modifier is
+/// therefore glued back onto the previous stage's pattern with its `|`.
+fn eos_regex_bars(filters: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for stage in filters {
+        let word = stage.split_whitespace().next().unwrap_or("");
+        let is_modifier = super::eos::keyword(word, EOS_MODIFIERS).is_ok();
+        match out.last_mut() {
+            Some(prev) if !is_modifier => {
+                prev.push('|');
+                prev.push_str(stage);
+            }
+            _ => out.push(stage.clone()),
+        }
+    }
+    out
+}
+
 /// EOS output modifiers. The pattern is the rest of the stage, as EOS takes it.
 fn eos_filter(stage: &str, text: &str) -> Result<String, CommandError> {
     let (word, rest) = stage.split_once(' ').unwrap_or((stage, ""));
-    let modifier = super::eos::keyword(
-        word,
-        &[
-            "append", "begin", "exclude", "include", "json", "no-more", "nz", "redirect", "section", "tee",
-        ],
-    )?;
+    let modifier = super::eos::keyword(word, EOS_MODIFIERS)?;
     if modifier == "no-more" {
         return Ok(text.to_string());
     }
@@ -356,6 +383,16 @@ mod tests {
         assert_eq!(
             shell_words(r#"a 'b c' "d \"e\"" f\ g"#).unwrap(),
             vec!["a", "b c", "d \"e\"", "f g"]
+        );
+        // EOS: a bar inside a modifier's regex is alternation (seed C59); Linux keeps stages.
+        let text = "Neighbor x\n  10.0.11.1 row\n  10.1.11.1 row\n".to_string();
+        let stages = split_pipeline("show ip bgp summary | inc 10.0.11.1|Nei").unwrap();
+        let out = apply_filters(Flavor::Eos, &stages[1..], text.clone()).unwrap();
+        assert_eq!(out, "Neighbor x\n  10.0.11.1 row\n");
+        let stages = split_pipeline("x | inc row|Nei | exc 10.1").unwrap();
+        assert_eq!(
+            apply_filters(Flavor::Eos, &stages[1..], text).unwrap(),
+            "Neighbor x\n  10.0.11.1 row\n"
         );
     }
 }

@@ -2,6 +2,7 @@
 //! unique-prefix keyword matching (`sh ip ro`, `sh ip o nei`) and its error texts. Formats:
 //! eos-linux-formats.md §1.7, §2, §3 and the captures in eos-output-samples/.
 
+mod bgp;
 mod interface;
 mod ospf;
 mod route;
@@ -115,6 +116,7 @@ fn show(net: &Network, st: &State, dev: DeviceId, w: &[&str]) -> Result<String, 
         "route" => route::show_ip_route(net, st, dev, rest),
         "interface" => interface::show_ip_interface(net, st, dev, rest),
         "ospf" => ospf::show_ip_ospf(net, st, dev, rest),
+        "bgp" => bgp::show_ip_bgp(net, st, dev, rest),
         other => Err(unsupported(&["show ip", other])),
     }
 }

@@ -58,14 +58,13 @@ fn route_code(p: Proto) -> &'static str {
     }
 }
 
-/// `show ip route <protocol>`: which route sources the word selects. BGP routes do not exist
-/// in the State yet, so `bgp` selects nothing.
+/// `show ip route <protocol>`: which route sources the word selects.
 fn protocol_filter(word: &str) -> Option<&'static [Proto]> {
     match word {
         "connected" => Some(&[Proto::Connected]),
         "static" => Some(&[Proto::Static]),
         "ospf" => Some(&[Proto::OspfIntra, Proto::OspfInter, Proto::OspfE1, Proto::OspfE2]),
-        "bgp" => Some(&[]),
+        "bgp" => Some(&[Proto::BgpExternal, Proto::BgpInternal]),
         _ => None,
     }
 }
@@ -180,6 +179,7 @@ pub(crate) fn route_lines(net: &Network, r: &Route) -> String {
 mod tests {
     use super::*;
     use crate::engine::state::NextHop;
+    use crate::model::DeviceKind;
     use crate::views::testnet::*;
 
     const LEAF3_S1B_ROUTES: &str = "\
@@ -281,6 +281,46 @@ Gateway of last resort is not set
         assert_eq!(lab.err(d, "show ip route s"), "% Ambiguous command");
         assert!(lab.err(d, "show ip route summary").contains("not modelled"));
         assert_eq!(lab.err(d, "show ip route foo"), "% Invalid input");
+    }
+
+    #[test]
+    fn bgp_routes_c61_c75() {
+        let mut lab = Lab::default();
+        let d = lab.device("Leaf-1", DeviceKind::Eos);
+        let et1 = lab.iface(d, "Ethernet1", Some("10.11.99.1/31"));
+        let et2 = lab.iface(d, "Ethernet2", Some("10.0.11.0/31"));
+        let et3 = lab.iface(d, "Ethernet3", Some("10.1.11.0/31"));
+        lab.route(
+            d,
+            eos_route("10.0.11.0/31", Proto::Connected, (0, 0), vec![hop(None, et2)]),
+        );
+        let bgp = |p: &str, gw: &str, i| eos_route(p, Proto::BgpExternal, (200, 0), vec![hop(Some(gw), i)]);
+        lab.route(d, bgp("10.66.111.0/24", "10.0.11.1", et2));
+        lab.route(d, bgp("10.66.95.0/24", "10.1.11.1", et3));
+        lab.route(d, bgp("10.96.0.0/12", "10.0.11.1", et2));
+        let ibgp = eos_route(
+            "10.9.0.0/16",
+            Proto::BgpInternal,
+            (200, 0),
+            vec![hop(Some("10.11.99.0"), et1)],
+        );
+        lab.route(d, ibgp);
+        // C61: the lookup prints the one route.
+        assert_eq!(
+            lab.run(d, "show ip ro 10.66.111.0").unwrap(),
+            format!("{ROUTE_LEGEND} B E      10.66.111.0/24 [200/0] via 10.0.11.1, Ethernet2\n")
+        );
+        // C75: `show ip ro bgp | inc /24`.
+        let out = lab.run(d, "show ip ro bgp | inc /24").unwrap();
+        assert_eq!(
+            out,
+            " B E      10.66.95.0/24 [200/0] via 10.1.11.1, Ethernet3\n B E      10.66.111.0/24 [200/0] via 10.0.11.1, Ethernet2\n"
+        );
+        let all = lab.run(d, "show ip route bgp").unwrap();
+        let body = all.strip_prefix(ROUTE_LEGEND).unwrap();
+        assert_eq!(body.lines().count(), 4);
+        assert!(body.contains(" B I      10.9.0.0/16 [200/0] via 10.11.99.0, Ethernet1\n"));
+        assert!(!body.contains(" C "));
     }
 
     #[test]

@@ -30,9 +30,10 @@ pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resul
         "ping" => ping::ping(net, st, dev, args),
         "tracepath" => trace::tracepath(net, st, dev, args),
         "traceroute" => trace::traceroute(net, st, dev, args),
+        "birdcl" | "birdc" => super::bird::birdcl(net, st, dev, cmd, args),
         _ => Err(CommandError::new(format!(
             "{cmd}: command not found (fabsim's Linux shell runs: ip route|addr|link, \
-             ping, tracepath, traceroute)"
+             ping, tracepath, traceroute, and birdcl where BIRD runs)"
         ))),
     }
 }
@@ -41,7 +42,7 @@ fn if_state(st: &State, id: IfId) -> IfState {
     st.ifaces.get(id.idx()).cloned().unwrap_or_default()
 }
 
-fn if_name(net: &Network, id: IfId) -> &str {
+pub(crate) fn if_name(net: &Network, id: IfId) -> &str {
     net.interfaces.get(id.idx()).map_or("?", |i| i.name.as_str())
 }
 
