@@ -67,6 +67,19 @@ pub enum ProbeKind {
     Udp { dst_port: u16 },
 }
 
+/// The source address Linux picks for a route without `src`: the egress interface's address,
+/// or, when it has none (a pod's `caliX` veth), the first global address of the box in
+/// interface order (`inet_select_addr`).
+fn source_for(net: &Network, st: &State, dev: DeviceId, egress: IfId) -> Option<Ipv4Addr> {
+    st.ifaces[egress.idx()].addr.map(|a| a.addr()).or_else(|| {
+        net.device(dev)
+            .ifaces
+            .iter()
+            .filter(|i| net.iface(**i).name != "lo" && st.ifaces[i.idx()].up)
+            .find_map(|i| st.ifaces[i.idx()].addr.map(|a| a.addr()))
+    })
+}
+
 /// Virtual one-way delay of one link traversal (not from any reference: RTTs are incidental,
 /// seed-lab.md §0; this only makes them deterministic and grow with the path).
 const LINK_DELAY_US: u64 = 500;
@@ -137,10 +150,10 @@ fn probe_with(
     if route.blackhole || route.nexthops.is_empty() {
         return p;
     }
-    let Some(src) = fixed_src.or(route.src).or_else(|| {
-        let nh = &route.nexthops[0];
-        st.ifaces[nh.iface.idx()].addr.map(|a| a.addr())
-    }) else {
+    let Some(src) = fixed_src
+        .or(route.src)
+        .or_else(|| source_for(net, st, from, route.nexthops[0].iface))
+    else {
         return p;
     };
     p.src = Some(src);

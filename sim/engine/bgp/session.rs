@@ -188,7 +188,7 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut
         for s in existing {
             let sess = &bgp.sessions[s.idx()];
             match wanted.iter().find(|n| n.address == sess.neighbor) {
-                Some(n) if **n == sess.cfg => keep.push(s),
+                Some(n) if same_config(n, &sess.cfg) => keep.push(s),
                 _ => {
                     drop_session(bgp, now, s, "Cease: configuration change", out);
                     bgp.sessions[s.idx()].retired = true;
@@ -236,6 +236,16 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut
         }
     }
     changed
+}
+
+/// Equal but for where they were written: a re-rendered file moves lines around, and BIRD's
+/// `configure` restarts only protocols whose options changed (`proto_reconfigure`).
+fn same_config(a: &BgpNeighbor, b: &BgpNeighbor) -> bool {
+    let strip = |n: &BgpNeighbor| BgpNeighbor {
+        span: Default::default(),
+        ..n.clone()
+    };
+    strip(a) == strip(b)
 }
 
 /// Idle → Active: a passive or shut-down session waits; an active one connects after its
