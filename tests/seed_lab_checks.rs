@@ -2,6 +2,10 @@
 //! passing is fabsim's headline fidelity figure. Checks fabsim cannot reproduce yet are
 //! `#[ignore]`d with the reason; their bodies already assert the reference's tokens.
 //!
+//! Stages s0–s1b replay `scenarios/seed-lab.yaml`; s2b–s6 replay `scenarios/seed-lab-bgp.yaml`,
+//! whose nodes run the BIRD configurations Calico renders, written out by hand until the Calico
+//! part of fabsim generates them (then the two scenarios become one).
+//!
 //! Expected tokens are compared whitespace-insensitively (the seed's pastes lost their column
 //! padding); `...` stands for any text, as in the reference's table.
 
@@ -552,10 +556,9 @@ fn c47() {
 
 /// C48 (s2b, k-master (host)): `ping 10.66.111.1` → `64 bytes from 10.66.111.1: icmp_seq=1 ttl=64`
 #[test]
-#[ignore = "needs the Calico stages s1-s2 (issue #4)"]
 fn c48() {
     assert_has(
-        &out("s2b", "k-master", "ping 10.66.111.1"),
+        &out("s2b", "k-master", "ping -c 3 10.66.111.1"),
         &["64 bytes from 10.66.111.1: icmp_seq=1 ttl=64"],
     );
 }
@@ -597,7 +600,6 @@ fn c51() {
 
 /// C52 (s3a, k-w2 (host)): `ping 10.66.111.1` → `From 10.2.22.0 icmp_seq=1 Destination Net Unreachable`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c52() {
     assert_has(
         &out("s3a", "k-w2", "ping 10.66.111.1"),
@@ -627,10 +629,9 @@ fn c54() {
 
 /// C55 (s3b, calico-node k-w2): `birdcl show route 10.66.111.0/24 all` → `10.66.111.0/24 via 10.2.22.0 on ens3 [Mesh_10_0_11_1 ... from 10.0.11.1] * (100/?) [AS65000i]`, `BGP.as_path: 65000`, `BGP.next_hop: 10.0.11.1`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c55() {
     assert_has(
-        &out("s3b", "calico-node", "birdcl show route 10.66.111.0/24 all"),
+        &out("s3b", "k-w2", "birdcl show route 10.66.111.0/24 all"),
         &[
             "10.66.111.0/24 via 10.2.22.0 on ens3 [Mesh_10_0_11_1 ... from 10.0.11.1] * (100/?) [AS65000i]",
             "BGP.as_path: 65000",
@@ -641,7 +642,6 @@ fn c55() {
 
 /// C56 (s3b, Leaf-2): `show ip ro 10.66.111.1` → `Gateway of last resort is not set` and no route
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c56() {
     assert_has(
         &out("s3b", "Leaf-2", "show ip ro 10.66.111.1"),
@@ -671,7 +671,6 @@ fn c58() {
 
 /// C59 (s4, Leaf-1): `show ip bgp summary` → `10.0.11.1 4 65000 ... Estab 32 32`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c59() {
     assert_has(
         &out("s4", "Leaf-1", "show ip bgp summary"),
@@ -681,14 +680,75 @@ fn c59() {
 
 /// C60 (s4, Leaf-1): `show ip bgp` → multiset of the 32 path lines in s4 (5 per worker /24, 1 for 10.66.111.0/24, 16 for 10.96.0.0/12); `* >` on the shortest path
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c60() {
-    assert_has(&out("s4", "Leaf-1", "show ip bgp"), &["* >"]);
+    // The reference's 32 path lines (seed-lab.md s4), as (prefix, AS path) pairs: a multiset,
+    // since the order of non-best paths is not authoritative (I6).
+    let want: &[(&str, &str)] = &[
+        ("10.66.52.0/24", "65000 65003"),
+        ("10.66.52.0/24", "65000 65001 65003"),
+        ("10.66.52.0/24", "65000 65002 65001 65003"),
+        ("10.66.52.0/24", "65000 65001 65002 65003"),
+        ("10.66.52.0/24", "65000 65002 65003"),
+        ("10.66.95.0/24", "65000 65001"),
+        ("10.66.95.0/24", "65000 65003 65001"),
+        ("10.66.95.0/24", "65000 65002 65001"),
+        ("10.66.95.0/24", "65000 65003 65002 65001"),
+        ("10.66.95.0/24", "65000 65002 65003 65001"),
+        ("10.66.111.0/24", "65000"),
+        ("10.66.217.0/24", "65000 65002"),
+        ("10.66.217.0/24", "65000 65003 65002"),
+        ("10.66.217.0/24", "65000 65001 65003 65002"),
+        ("10.66.217.0/24", "65000 65003 65001 65002"),
+        ("10.66.217.0/24", "65000 65001 65002"),
+        ("10.96.0.0/12", "65000"),
+        ("10.96.0.0/12", "65000 65003 65002"),
+        ("10.96.0.0/12", "65000 65003 65001 65002"),
+        ("10.96.0.0/12", "65000 65002 65001 65003"),
+        ("10.96.0.0/12", "65000 65001 65003"),
+        ("10.96.0.0/12", "65000 65001"),
+        ("10.96.0.0/12", "65000 65002 65003"),
+        ("10.96.0.0/12", "65000 65002 65003 65001"),
+        ("10.96.0.0/12", "65000 65002 65001"),
+        ("10.96.0.0/12", "65000 65001 65002"),
+        ("10.96.0.0/12", "65000 65001 65003 65002"),
+        ("10.96.0.0/12", "65000 65002"),
+        ("10.96.0.0/12", "65000 65003"),
+        ("10.96.0.0/12", "65000 65003 65002 65001"),
+        ("10.96.0.0/12", "65000 65001 65002 65003"),
+        ("10.96.0.0/12", "65000 65003 65001"),
+    ];
+    let text = out("s4", "Leaf-1", "show ip bgp");
+    let mut got: Vec<(String, String, bool)> = text
+        .lines()
+        .filter(|l| l.starts_with(" *"))
+        .map(|l| {
+            let best = l.starts_with(" * >");
+            let f: Vec<&str> = l[9..].split_whitespace().collect();
+            // Network, Next Hop, Metric, AIGP, LocPref, Weight, then the path and the origin.
+            assert_eq!(f[1], "10.0.11.1", "{l}");
+            (f[0].to_string(), f[6..f.len() - 1].join(" "), best)
+        })
+        .collect();
+    let mut want_v: Vec<(String, String)> = want.iter().map(|(p, a)| (p.to_string(), a.to_string())).collect();
+    let mut got_v: Vec<(String, String)> = got.iter().map(|(p, a, _)| (p.clone(), a.clone())).collect();
+    want_v.sort();
+    got_v.sort();
+    assert_eq!(got_v, want_v, "{text}");
+    // `* >` is on the shortest path of each prefix.
+    got.retain(|g| g.2);
+    for (prefix, path, _) in &got {
+        let shortest = want
+            .iter()
+            .filter(|(p, _)| p == prefix)
+            .map(|(_, a)| a.split(' ').count())
+            .min();
+        assert_eq!(Some(path.split(' ').count()), shortest, "{prefix}: best {path}");
+    }
+    assert_eq!(got.len(), 5, "one best path per prefix");
 }
 
 /// C61 (s4, Leaf-1): `show ip ro 10.66.111.0` → `B E 10.66.111.0/24 [200/0] via 10.0.11.1, Ethernet2`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c61() {
     assert_has(
         &out("s4", "Leaf-1", "show ip ro 10.66.111.0"),
@@ -698,7 +758,6 @@ fn c61() {
 
 /// C62 (s4, client): `ping 10.66.111.1` → `64 bytes from 10.66.111.1: icmp_seq=1 ttl=60`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c62() {
     assert_has(
         &out("s4", "client", "ping 10.66.111.1"),
@@ -708,7 +767,6 @@ fn c62() {
 
 /// C63 (s4, client): `traceroute 10.66.111.1` → hops `1 10.4.44.0`, `2 10.33.99.0`, `3 10.11.99.1`, `4 10.0.11.1`, `5 10.66.111.1`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c63() {
     assert_has(
         &out("s4", "client", "traceroute 10.66.111.1"),
@@ -757,7 +815,6 @@ fn c66() {
 
 /// C67 (s5, Leaf-1): `show ip bgp su` → `10.0.11.1 4 65000 ... Estab 32 32` and `10.1.11.1 4 65001 ... Estab 32 32`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c67() {
     assert_has(
         &out("s5", "Leaf-1", "show ip bgp su"),
@@ -767,7 +824,6 @@ fn c67() {
 
 /// C68 (s5, Leaf-2): `show ip bgp summary` → `10.2.22.1 4 65002 ... Estab 39 39`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c68() {
     assert_has(
         &out("s5", "Leaf-2", "show ip bgp summary"),
@@ -777,7 +833,6 @@ fn c68() {
 
 /// C69 (s5, Leaf-3): `show ip bgp summary` → `10.3.33.1 4 65003 ... Estab 39 39`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c69() {
     assert_has(
         &out("s5", "Leaf-3", "show ip bgp summary"),
@@ -831,17 +886,19 @@ fn c73() {
 
 /// C74 (s6, Leaf-1): `show ip bgp su` → `Router identifier 10.11.99.1, local AS number 65011`; both neighbours `Estab 2 2`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c74() {
     assert_has(
         &out("s6", "Leaf-1", "show ip bgp su"),
-        &["Router identifier 10.11.99.1, local AS number 65011", "Estab 2 2"],
+        &[
+            "Router identifier 10.11.99.1, local AS number 65011",
+            "10.0.11.1 4 65000 ... Estab 2 2",
+            "10.1.11.1 4 65001 ... Estab 2 2",
+        ],
     );
 }
 
 /// C75 (s6, Leaf-1): `show ip ro bgp | inc /24` → `B E 10.66.95.0/24 [200/0] via 10.1.11.1, Ethernet3` and `B E 10.66.111.0/24 [200/0] via 10.0.11.1, Ethernet2`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c75() {
     assert_has(
         &out("s6", "Leaf-1", "show ip ro bgp | inc /24"),
@@ -854,21 +911,25 @@ fn c75() {
 
 /// C76 (s6, Leaf-2): `show ip ro bgp | inc /24` → only `B E 10.66.217.0/24 [200/0] via 10.2.22.1, Ethernet2`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c76() {
-    assert_has(
-        &out("s6", "Leaf-2", "show ip ro bgp | inc /24"),
-        &["B E 10.66.217.0/24 [200/0] via 10.2.22.1, Ethernet2"],
+    let text = out("s6", "Leaf-2", "show ip ro bgp | inc /24");
+    assert_has(&text, &["B E 10.66.217.0/24 [200/0] via 10.2.22.1, Ethernet2"]);
+    assert_eq!(
+        text.lines().filter(|l| l.contains("/24")).count(),
+        1,
+        "only one /24 line:\n{text}"
     );
 }
 
 /// C77 (s6, Leaf-3): `show ip ro bgp | inc /24` → only `B E 10.66.52.0/24 [200/0] via 10.3.33.1, Ethernet2`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c77() {
-    assert_has(
-        &out("s6", "Leaf-3", "show ip ro bgp | inc /24"),
-        &["B E 10.66.52.0/24 [200/0] via 10.3.33.1, Ethernet2"],
+    let text = out("s6", "Leaf-3", "show ip ro bgp | inc /24");
+    assert_has(&text, &["B E 10.66.52.0/24 [200/0] via 10.3.33.1, Ethernet2"]);
+    assert_eq!(
+        text.lines().filter(|l| l.contains("/24")).count(),
+        1,
+        "only one /24 line:\n{text}"
     );
 }
 

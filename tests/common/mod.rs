@@ -8,12 +8,19 @@ use std::path::Path;
 use fabsim::scenario::{self, has_line, Run};
 use fabsim::views;
 
-pub const SEED_SCENARIO: &str = "scenarios/seed-lab.yaml";
+/// The bundled seed-lab scenarios: the underlay stages, then the BGP stages (whose BIRD
+/// configurations are written out until fabsim renders them from Calico resources).
+pub const SEED_SCENARIOS: [&str; 2] = ["scenarios/seed-lab.yaml", "scenarios/seed-lab-bgp.yaml"];
 
-/// The seed-lab scenario replayed up to and including `step`.
+/// The seed-lab scenario that has `step`, replayed up to and including it.
 pub fn run_to(step: &str) -> Run {
-    let opened = scenario::open(Path::new(SEED_SCENARIO)).unwrap_or_else(|e| panic!("{e}"));
-    scenario::run(&opened, Some(step)).unwrap_or_else(|e| panic!("{e}"))
+    for file in SEED_SCENARIOS {
+        let opened = scenario::open(Path::new(file)).unwrap_or_else(|e| panic!("{e}"));
+        if opened.scenario.as_ref().is_some_and(|s| s.step_index(step).is_some()) {
+            return scenario::run(&opened, Some(step)).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    panic!("no bundled seed-lab scenario has a step {step}");
 }
 
 /// The output of `command` on `device` after `step`.
