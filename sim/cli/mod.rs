@@ -281,6 +281,9 @@ fn print_step(s: &StepReport, out: &mut String) {
     for w in &s.warnings {
         out.push_str(&format!("  {w}\n"));
     }
+    for f in &s.findings {
+        out.push_str(&format!("  FINDING {f}\n"));
+    }
     if s.route_changes.is_empty() {
         out.push_str("  routes: no change\n");
     } else {

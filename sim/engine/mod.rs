@@ -123,6 +123,12 @@ impl Engine {
         e
     }
 
+    /// The most paths one BGP speaker keeps for one prefix before fabsim reports a path
+    /// explosion (default 10,000).
+    pub fn set_path_limit(&mut self, limit: usize) {
+        self.bgp.path_limit = limit.max(1);
+    }
+
     pub fn network(&self) -> &Network {
         &self.net
     }
@@ -150,6 +156,7 @@ impl Engine {
         let deadline = self.now + MAX_RUN_MS;
         self.flips.clear();
         self.findings.clear();
+        self.bgp.findings.clear();
         loop {
             if let Some(f) = self.oscillation() {
                 self.findings.push(f);
@@ -190,10 +197,16 @@ impl Engine {
     /// (each one's BGP route loses to another's E2, is withdrawn, wins again).
     fn oscillation(&self) -> Option<String> {
         let (prefix, n) = self.flips.iter().find(|(_, n)| **n >= FLAP_LIMIT)?;
-        let routers: Vec<String> = self.ospf.asbrs_ever(*prefix).iter().map(|r| r.to_string()).collect();
+        let routers: Vec<String> = self
+            .ospf
+            .asbrs_ever(*prefix)
+            .iter()
+            .map(|d| self.net.device(*d).name.clone())
+            .collect();
         Some(format!(
             "oscillation: the OSPF external route for {prefix} changed {n} times without settling; \
-             routers redistributing it in turn: {} (each one's own route loses to another's E2 and is withdrawn)",
+             routers redistributing it in turn: {} (each one's own BGP route loses to another's \
+             E2 at distance 110, is withdrawn, and wins again)",
             routers.join(", ")
         ))
     }
@@ -202,7 +215,7 @@ impl Engine {
         Convergence {
             routes_changed_ms: self.routes_changed,
             quiet,
-            findings: self.findings.clone(),
+            findings: self.bgp.findings.iter().chain(&self.findings).cloned().collect(),
         }
     }
 

@@ -650,11 +650,16 @@ impl Ospf {
 
     /// The routers that originated an external LSA for `prefix` at some point of the current
     /// run (for oscillation reports).
-    pub(crate) fn asbrs_ever(&self, prefix: Ipv4Net) -> Vec<Ipv4Addr> {
-        self.ever
+    pub(crate) fn asbrs_ever(&self, prefix: Ipv4Net) -> Vec<DeviceId> {
+        let rids: BTreeSet<Ipv4Addr> = self
+            .ever
             .iter()
             .filter(|(p, _)| *p == prefix)
             .map(|(_, r)| *r)
+            .collect();
+        (0..self.routers.len())
+            .filter(|d| self.routers[*d].as_ref().is_some_and(|r| rids.contains(&r.rid)))
+            .map(|d| DeviceId(d as u32))
             .collect()
     }
 }

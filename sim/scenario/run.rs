@@ -80,6 +80,8 @@ pub struct StepReport {
     pub settled_ms: u64,
     pub quiet: bool,
     pub route_changes: Vec<String>,
+    /// Problems the engine found while converging (oscillation, path explosion).
+    pub findings: Vec<String>,
     pub warnings: Vec<Diagnostic>,
     pub checks: Vec<CheckResult>,
 }
@@ -110,6 +112,7 @@ pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
         settled_ms: c.routes_changed_ms,
         quiet: c.quiet,
         route_changes: Vec::new(),
+        findings: c.findings.clone(),
         warnings: opened.warnings.clone(),
         checks: Vec::new(),
     };
@@ -151,14 +154,14 @@ fn run_step(engine: &mut Engine, step: &Step) -> Result<StepReport, InputError> 
     let before = engine.state().clone();
     let start_ms = engine.now_ms();
     let (change, warnings) = apply(engine, step)?;
-    let (settled_ms, quiet) = match step.action {
+    let (settled_ms, quiet, findings) = match step.action {
         Action::Wait { ms } => {
             engine.advance(ms);
-            (engine.now_ms(), true)
+            (engine.now_ms(), true, Vec::new())
         }
         _ => {
             let c = engine.run_until_quiet();
-            (c.routes_changed_ms.max(start_ms), c.quiet)
+            (c.routes_changed_ms.max(start_ms), c.quiet, c.findings)
         }
     };
     let route_changes = route_diff(engine.network(), &before, engine.state());
@@ -173,6 +176,7 @@ fn run_step(engine: &mut Engine, step: &Step) -> Result<StepReport, InputError> 
         settled_ms,
         quiet,
         route_changes,
+        findings,
         warnings,
         checks,
     })

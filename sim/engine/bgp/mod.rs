@@ -51,7 +51,7 @@ impl Event {
 }
 
 /// The BGP runtime of the whole network.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct Bgp {
     speakers: BTreeMap<DeviceId, table::Speaker>,
     sessions: Vec<session::Session>,
@@ -59,6 +59,27 @@ pub(crate) struct Bgp {
     clock: u64,
     /// Route source ids (BIRD gives every route source a global id; it is the ADD-PATH path id).
     next_src: u32,
+    /// Most paths one speaker keeps for one prefix; more is reported as a path explosion
+    /// (ADD-PATH through an eBGP full mesh grows factorially with the node count).
+    pub(crate) path_limit: usize,
+    /// Problems found while converging, for the run's report (each reported once).
+    pub(crate) findings: Vec<String>,
+}
+
+/// Default path-explosion guard (clarifications.md: 10,000 paths per prefix per device).
+pub(crate) const DEFAULT_PATH_LIMIT: usize = 10_000;
+
+impl Default for Bgp {
+    fn default() -> Self {
+        Bgp {
+            speakers: BTreeMap::new(),
+            sessions: Vec::new(),
+            clock: 0,
+            next_src: 0,
+            path_limit: DEFAULT_PATH_LIMIT,
+            findings: Vec::new(),
+        }
+    }
 }
 
 type Out = Vec<(u64, Event)>;

@@ -171,6 +171,7 @@ pub(super) fn receive(
             (id, a, ok)
         })
         .collect();
+    let kept = guard_paths(bgp, net, dev, to, prefix, kept);
     let s = &mut bgp.sessions[to.idx()];
     s.msgs_rcvd += 1;
     if kept.is_empty() {
@@ -228,6 +229,48 @@ pub(super) fn receive(
         }
     }
     changed
+}
+
+/// The path-explosion guard: keep at most `path_limit` paths per prefix on a speaker and say
+/// so once, naming the prefix and the cause.
+fn guard_paths(
+    bgp: &mut Bgp,
+    net: &Network,
+    dev: DeviceId,
+    from: SessionId,
+    prefix: Ipv4Net,
+    mut kept: Vec<(u32, Arc<PathAttrs>, bool)>,
+) -> Vec<(u32, Arc<PathAttrs>, bool)> {
+    let others = bgp
+        .speakers
+        .get(&dev)
+        .and_then(|sp| sp.table.get(&prefix))
+        .map_or(0, |v| {
+            v.iter()
+                .filter(|e| !matches!(e.origin, Origin::Peer(s, _) if s == from))
+                .count()
+        });
+    let room = bgp.path_limit.saturating_sub(others);
+    if kept.len() <= room {
+        return kept;
+    }
+    let total = others + kept.len();
+    kept.truncate(room);
+    let name = &net.device(dev).name;
+    let msg = format!(
+        "path explosion: {name} would hold {total}+ paths for {prefix} (limit {}); cause: ADD-PATH \
+         peers re-advertise every path they hold, so through a full mesh of eBGP speakers every \
+         loop-free AS path reaches every node (their number grows factorially with the mesh)",
+        bgp.path_limit
+    );
+    if !bgp
+        .findings
+        .iter()
+        .any(|f| f.starts_with(&format!("path explosion: {name} ")) && f.contains(&format!(" {prefix} ")))
+    {
+        bgp.findings.push(msg);
+    }
+    kept
 }
 
 fn new_entry(
