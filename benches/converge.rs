@@ -1,5 +1,5 @@
-//! Criterion benchmarks: convergence of the bundled seed lab, a full scenario replay, and a
-//! ping over a converged state. Results and the machine go in BENCHMARKS.md.
+//! Criterion benchmarks: convergence of the bundled seed lab, full scenario replays (underlay
+//! and BGP stages), and a ping over a converged state. Results and the machine go in BENCHMARKS.md.
 
 use std::path::Path;
 
@@ -15,6 +15,11 @@ fn seed_lab(c: &mut Criterion) {
     let scn = scenario::open(Path::new("scenarios/seed-lab.yaml")).expect("scenario");
     c.bench_function("replay seed-lab scenario", |b| {
         b.iter(|| scenario::run(&scn, None).expect("run"))
+    });
+
+    let bgp = scenario::open(Path::new("scenarios/seed-lab-bgp.yaml")).expect("scenario");
+    c.bench_function("replay seed-lab-bgp scenario (s2b-s6)", |b| {
+        b.iter(|| scenario::run(&bgp, None).expect("run"))
     });
 
     let (engine, _) = converge(topo.net.clone());

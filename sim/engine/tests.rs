@@ -4,7 +4,7 @@ use super::*;
 use crate::diag::{Span, TextOrigin};
 use crate::engine::{BgpSessionView, BgpState};
 use crate::input::eos::apply_config;
-use crate::model::{AddrConfig, Device, DeviceKind, IfOspf, Interface, L2Domain, VendorProfile};
+use crate::model::{Device, DeviceKind, L2Domain, VendorProfile};
 
 fn switch(net: &mut Network, name: &str, boot_ms: u64, config: &str) -> DeviceId {
     let id = DeviceId(net.devices.len() as u32);
@@ -37,25 +37,9 @@ fn link(net: &mut Network, a: (DeviceId, &str), b: (DeviceId, &str)) {
     let l2 = L2Id(net.l2.len() as u32);
     let mut members = Vec::new();
     for (dev, name) in [a, b] {
-        let id = net.iface_by_name(dev, name).unwrap_or_else(|| {
-            let id = IfId(net.interfaces.len() as u32);
-            net.interfaces.push(Interface {
-                device: dev,
-                name: name.into(),
-                l2: None,
-                routed: false,
-                admin_up: true,
-                addr: AddrConfig::None,
-                mtu: 1500,
-                ospf: IfOspf::default(),
-                nat_overload_acl: None,
-                proxy_arp: false,
-                ifindex: 0,
-                span: Span::default(),
-            });
-            net.devices[dev.idx()].ifaces.push(id);
-            id
-        });
+        let id = net
+            .iface_by_name(dev, name)
+            .unwrap_or_else(|| net.add_interface(dev, name, false, Span::default()));
         net.interfaces[id.idx()].l2 = Some(l2);
         members.push(id);
     }
@@ -327,4 +311,18 @@ fn an_unreachable_peer_stays_down_and_losing_the_path_expires_the_hold_timer() {
         .fib
         .lookup(Ipv4Addr::new(10, 2, 0, 5))
         .is_none());
+}
+
+#[test]
+fn a_peer_without_a_route_stays_active_with_the_socket_error() {
+    // R1 peers with an address nobody routes to.
+    let (mut net, r1, _) = bgp_pair(65002, Some(65001), (false, false));
+    if let Some(b) = net.devices[r1.idx()].bgp.as_mut() {
+        b.neighbors[0].address = Ipv4Addr::new(192, 0, 2, 1);
+        b.neighbors[0].multihop = Some(2);
+    }
+    let (e, _) = converge(net);
+    let s = session(&e, r1);
+    assert_eq!(s.state, BgpState::Active);
+    assert_eq!(s.last_error.as_deref(), Some("Socket: Network unreachable"));
 }

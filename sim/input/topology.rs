@@ -18,8 +18,8 @@ use self::yaml::OrderedMap;
 use super::{bird, eos, netplan};
 use crate::diag::{Diagnostic, InputError, Severity, Span, TextOrigin};
 use crate::model::{
-    AddrConfig, Device, DeviceId, DeviceKind, DhcpLease, ExternalConfig, IfId, IfOspf, Interface, L2Domain, L2Id,
-    Network, Responder, VendorProfile,
+    AddrConfig, Device, DeviceId, DeviceKind, DhcpLease, ExternalConfig, IfId, L2Domain, L2Id, Network, Responder,
+    VendorProfile,
 };
 
 /// A loaded topology: the model plus the warnings found while building it.
@@ -610,7 +610,7 @@ impl<'a> Builder<'a> {
 
     /// An EOS port that the configuration does not mention: a plain (layer-2) switchport.
     fn add_switchport(&mut self, dev: DeviceId, name: String, span: Span) -> IfId {
-        let id = push_iface(&mut self.net, dev, name, span);
+        let id = self.net.add_interface(dev, name, true, span);
         self.net.interfaces[id.idx()].routed = false;
         id
     }
@@ -782,29 +782,8 @@ pub(crate) fn find_iface(net: &Network, dev: DeviceId, name: &str) -> Option<IfI
 /// A routed interface with the next kernel index (lo is 1, then 2, 3, … in creation order).
 pub(crate) fn add_linux_iface(net: &mut Network, dev: DeviceId, name: &str, span: Span) -> IfId {
     let ifindex = net.device(dev).ifaces.len() as u32 + 1;
-    let id = push_iface(net, dev, name.to_string(), span);
+    let id = net.add_interface(dev, name, true, span);
     net.interfaces[id.idx()].ifindex = ifindex;
-    id
-}
-
-/// A routed, up, unaddressed interface with the default MTU.
-fn push_iface(net: &mut Network, dev: DeviceId, name: String, span: Span) -> IfId {
-    let id = IfId(net.interfaces.len() as u32);
-    net.interfaces.push(Interface {
-        device: dev,
-        name,
-        l2: None,
-        routed: true,
-        admin_up: true,
-        addr: AddrConfig::None,
-        mtu: 1500,
-        ospf: IfOspf::default(),
-        nat_overload_acl: None,
-        proxy_arp: false,
-        ifindex: 0,
-        span,
-    });
-    net.devices[dev.idx()].ifaces.push(id);
     id
 }
 

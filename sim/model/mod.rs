@@ -287,6 +287,28 @@ impl Network {
             .copied()
             .find(|i| self.iface(*i).name.eq_ignore_ascii_case(name))
     }
+    /// Add an interface to `dev` with the defaults every kind shares (enabled, unaddressed,
+    /// MTU 1500, not cabled); callers set what differs.
+    pub fn add_interface(&mut self, dev: DeviceId, name: impl Into<String>, routed: bool, span: Span) -> IfId {
+        let id = IfId(self.interfaces.len() as u32);
+        self.interfaces.push(Interface {
+            device: dev,
+            name: name.into(),
+            l2: None,
+            routed,
+            admin_up: true,
+            addr: AddrConfig::None,
+            mtu: 1500,
+            ospf: IfOspf::default(),
+            nat_overload_acl: None,
+            proxy_arp: false,
+            ifindex: 0,
+            span,
+        });
+        self.devices[dev.idx()].ifaces.push(id);
+        id
+    }
+
     /// Move `dev`'s current configuration to a `TimedConfig` applied at `at_ms`, leaving the
     /// device at factory defaults until then. Interfaces keep their identity and links.
     pub fn defer_config(&mut self, dev: DeviceId, at_ms: u64) {

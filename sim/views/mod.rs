@@ -157,24 +157,12 @@ pub(crate) mod testnet {
 
         /// An up, routed interface with carrier and the given address (`None` = unassigned).
         pub fn iface(&mut self, dev: DeviceId, name: &str, addr: Option<&str>) -> IfId {
-            let id = IfId(self.net.interfaces.len() as u32);
             let ifindex = self.net.device(dev).ifaces.len() as u32 + 2;
             let a = addr.map(net);
-            self.net.interfaces.push(Interface {
-                device: dev,
-                name: name.into(),
-                l2: None,
-                routed: true,
-                admin_up: true,
-                addr: a.map_or(AddrConfig::None, AddrConfig::Static),
-                mtu: 1500,
-                ospf: IfOspf::default(),
-                nat_overload_acl: None,
-                proxy_arp: false,
-                ifindex,
-                span: Span::default(),
-            });
-            self.net.devices[dev.idx()].ifaces.push(id);
+            let id = self.net.add_interface(dev, name, true, Span::default());
+            let ifc = &mut self.net.interfaces[id.idx()];
+            ifc.addr = a.map_or(AddrConfig::None, AddrConfig::Static);
+            ifc.ifindex = ifindex;
             self.st.ifaces.push(IfState {
                 up: true,
                 line_up: true,

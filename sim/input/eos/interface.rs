@@ -156,24 +156,9 @@ impl Ctx<'_> {
         if let Some(id) = self.net.iface_by_name(self.dev, name) {
             return id;
         }
-        let id = IfId(self.net.interfaces.len() as u32);
-        self.net.interfaces.push(Interface {
-            device: self.dev,
-            name: name.to_string(),
-            l2: None,
-            routed: routed_by_default(name),
-            admin_up: true,
-            addr: AddrConfig::None,
-            mtu: default_mtu(name),
-            ospf: IfOspf::default(),
-            nat_overload_acl: None,
-            proxy_arp: false,
-            ifindex: 0,
-            span: self.span(col0),
-        });
-        if let Some(d) = self.net.devices.get_mut(self.dev.idx()) {
-            d.ifaces.push(id);
-        }
+        let span = self.span(col0);
+        let id = self.net.add_interface(self.dev, name, routed_by_default(name), span);
+        self.net.interfaces[id.idx()].mtu = default_mtu(name);
         id
     }
 
