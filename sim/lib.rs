@@ -4,6 +4,7 @@
 //! (virtual-time protocols → `State`) → `dataplane` (packet walks over a State) →
 //! `views` (real tools' output formats) → `scenario` (runbooks, expectations) → `cli`.
 
+pub mod calico;
 pub mod cli;
 pub mod dataplane;
 pub mod diag;
