@@ -61,3 +61,23 @@ fn a_six_node_mesh_reports_the_path_explosion() {
     assert_eq!(paths_at(&e, "n1", "10.66.2.0/24"), 65);
     assert!(paths_at(&e, "n1", "10.96.0.0/12") <= 100);
 }
+
+#[test]
+fn the_run_report_shows_the_finding_with_a_scenario_limit() {
+    let dir = std::env::temp_dir().join(format!("fabsim-mesh-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    std::fs::write(dir.join("mesh6.yaml"), mesh(6)).expect("write topology");
+    std::fs::write(
+        dir.join("run.yaml"),
+        "topology: mesh6.yaml\nlimits: {paths_per_prefix: 100}\nsteps:\n  - id: converged\n",
+    )
+    .expect("write scenario");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabsim"))
+        .args(["run", dir.join("run.yaml").to_str().expect("utf8")])
+        .output()
+        .expect("run fabsim");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FINDING path explosion: n1 would hold"), "{stdout}");
+    assert!(stdout.contains("10.96.0.0/12 (limit 100)"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,7 +19,17 @@ struct RawScenario {
     description: Option<String>,
     topology: Spanned<String>,
     #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
     steps: Vec<RawStep>,
+}
+
+/// Guards on the simulation itself.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    /// Most paths one BGP speaker keeps for one prefix before a path-explosion finding.
+    paths_per_prefix: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -161,6 +171,8 @@ pub struct Scenario {
     pub file: String,
     pub topology: PathBuf,
     pub topology_span: Span,
+    /// `limits.paths_per_prefix` (the engine's default when absent).
+    pub path_limit: Option<usize>,
     pub steps: Vec<Step>,
 }
 
@@ -237,6 +249,7 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
         file: file.to_string(),
         topology: base.join(&raw.topology.value),
         topology_span: span_of(file, &raw.topology),
+        path_limit: raw.limits.paths_per_prefix,
         steps,
     })
 }

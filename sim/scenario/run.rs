@@ -103,6 +103,9 @@ pub struct Run {
 /// steps if `None`).
 pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
     let mut engine = Engine::new(opened.net.clone());
+    if let Some(limit) = opened.scenario.as_ref().and_then(|s| s.path_limit) {
+        engine.set_path_limit(limit);
+    }
     let c = engine.run_until_quiet();
     let start = StepReport {
         id: "start".into(),
