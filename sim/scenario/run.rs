@@ -1,7 +1,6 @@
 //! Running a scenario: apply each step to the engine, converge, diff routing tables, check
 //! expectations.
 
-use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
@@ -253,38 +252,25 @@ pub fn fmt_ms(ms: u64) -> String {
     }
 }
 
-/// Per device, the routes that appeared, disappeared or changed next hops.
+/// Per device, the routes that disappeared and appeared, each printed as the device's own
+/// table prints it (EOS `show ip route`, Linux `ip route`), in table order.
 pub fn route_diff(net: &Network, before: &State, after: &State) -> Vec<String> {
     let mut out = Vec::new();
     for (i, dev) in net.devices.iter().enumerate() {
-        let key = |st: &State| -> BTreeSet<String> {
-            st.devices.get(i).map_or_else(BTreeSet::new, |d| {
+        let id = DeviceId(i as u32);
+        let lines = |st: &State| -> Vec<String> {
+            st.devices.get(i).map_or_else(Vec::new, |d| {
                 d.fib
                     .iter()
-                    .map(|r| {
-                        let hops: Vec<String> = r
-                            .nexthops
-                            .iter()
-                            .map(|h| match h.via {
-                                Some(v) => format!("via {v} {}", net.iface(h.iface).name),
-                                None => format!("dev {}", net.iface(h.iface).name),
-                            })
-                            .collect();
-                        let hops = if r.blackhole {
-                            "blackhole".to_string()
-                        } else {
-                            hops.join(", ")
-                        };
-                        format!("{} {:?} [{}/{}] {}", r.prefix, r.proto, r.distance, r.metric, hops)
-                    })
+                    .map(|r| normalize(&views::route_line(net, st, id, r)))
                     .collect()
             })
         };
-        let (b, a) = (key(before), key(after));
-        for gone in b.difference(&a) {
+        let (b, a) = (lines(before), lines(after));
+        for gone in b.iter().filter(|l| !a.contains(l)) {
             out.push(format!("{}: - {gone}", dev.name));
         }
-        for new in a.difference(&b) {
+        for new in a.iter().filter(|l| !b.contains(l)) {
             out.push(format!("{}: + {new}", dev.name));
         }
     }
