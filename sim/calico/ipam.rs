@@ -1,1 +1,687 @@
-//! (being written)
+//! Calico IPAM: which block a node claims and which address each handle gets inside a block.
+//!
+//! Follows `../shared/reference/calico-ipam.md`, which reads libcalico-go v3.25:
+//! * block choice — `determineSeed`, `randomBlockGenerator` and `findUsableBlock`
+//!   (`libcalico-go/lib/ipam/ipam_block_reader_writer.go`): FNV-1 32-bit of the node name seeds
+//!   Go's `math/rand` ([`super::gorand`]), `big.Int.Rand(numBlocks)` gives the start index, and
+//!   the walk goes upward with wrap-around, skipping blocks that already exist;
+//! * the order of `autoAssign` (`libcalico-go/lib/ipam/ipam.go`): the node's affine blocks
+//!   first, then a new block up to `maxBlocksPerHost`, then borrowing unless strict affinity;
+//! * addresses inside a block (`libcalico-go/lib/ipam/ipam_block.go`): the `Unallocated` list
+//!   starts as every ordinal in order, assignment takes from its front and release appends to
+//!   its end, so a released address comes back only after every never-used one.
+//!
+//! Blocks are identified by their index in the pool (u128 arithmetic serves IPv4 and IPv6).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use ipnet::IpNet;
+
+use super::gorand::Rand;
+
+/// `maxBlocksPerHost` when `IPAMConfig` leaves it unset (0): `autoAssign` uses 20.
+pub const DEFAULT_MAX_BLOCKS_PER_HOST: u32 = 20;
+
+/// Errors with the text Calico gives (validator reasons from calico-reference.md §3.1, IPAM
+/// messages from calico-ipam.md §5 and §8).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IpamError {
+    #[error("IPPool {0}: IPPool CIDR is not strictly masked")]
+    NotStrictlyMasked(IpNet),
+    #[error("IPPool {cidr}: {family} block size must be between {min} and {max}")]
+    BlockSizeRange {
+        cidr: IpNet,
+        family: &'static str,
+        min: u8,
+        max: u8,
+    },
+    #[error(
+        "IPPool {cidr}: IP pool size is too small for use with Calico IPAM. It must be equal to or greater than the block size."
+    )]
+    PoolSmallerThanBlock { cidr: IpNet },
+    /// Not a Calico message: a CRD-applied pool whose block would be larger than IPv6's whole
+    /// address space cannot exist in fabsim's arithmetic.
+    #[error("IPPool {cidr}: block size {block_size} is not a usable block for this address family")]
+    UnusableBlockSize { cidr: IpNet, block_size: u8 },
+    /// `determinePools` found no pool for the node.
+    #[error("no configured Calico pools for node {node}")]
+    NoPools { node: String },
+    /// `findUsableBlock`'s `noFreeBlocksError`: every block of every pool exists already.
+    #[error("No Free Blocks")]
+    NoFreeBlocks,
+    /// `ErrBlockLimit`: the node's affine blocks are full and it has `maxBlocksPerHost` of them.
+    #[error("cannot allocate new block due to per host block limit")]
+    BlockLimit { limit: u32 },
+    /// No free affine block, no new block, and `StrictAffinity` forbids borrowing.
+    #[error("No more free affine blocks and strict affinity enabled")]
+    StrictAffinity,
+    /// Borrowing found no free address either. Go prints the slice with `%v`: `[a b]`.
+    #[error("No IPs available in pools: [{}]", .pools.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(" "))]
+    PoolsExhausted { pools: Vec<IpNet> },
+    /// Not a Calico message (Calico's release returns unallocated addresses silently).
+    #[error("{0} is not allocated")]
+    NotAllocated(IpAddr),
+}
+
+/// An IP pool as IPAM sees it: the CIDR and the block size. The fields are private so that a
+/// `Pool` always satisfies the geometry the arithmetic relies on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Pool {
+    cidr: IpNet,
+    block_size: u8,
+}
+
+impl Pool {
+    /// A pool as calicoctl / the v3 API accept it (`validateIPPoolSpec` and clientv3's checks):
+    /// strictly masked CIDR, block size 20–32 (IPv4) or 116–128 (IPv6), pool not smaller than
+    /// a block.
+    pub fn new(cidr: IpNet, block_size: u8) -> Result<Pool, IpamError> {
+        let (family, min, max) = match cidr {
+            IpNet::V4(_) => ("IPv4", 20, 32),
+            IpNet::V6(_) => ("IPv6", 116, 128),
+        };
+        if cidr.addr() != cidr.network() {
+            return Err(IpamError::NotStrictlyMasked(cidr));
+        }
+        if !(min..=max).contains(&block_size) {
+            return Err(IpamError::BlockSizeRange { cidr, family, min, max });
+        }
+        Pool::unvalidated(cidr, block_size)
+    }
+
+    /// A pool applied as a `crd.projectcalico.org/v1` object with kubectl, which skips the v3
+    /// validation (calico-reference.md §3.2): only what IPAM's arithmetic needs is checked. The
+    /// CIDR is truncated to its network, as IPAM only ever uses the network.
+    pub fn unvalidated(cidr: IpNet, block_size: u8) -> Result<Pool, IpamError> {
+        if block_size < cidr.prefix_len() {
+            return Err(IpamError::PoolSmallerThanBlock { cidr });
+        }
+        // A block must have between 1 and 2^127 addresses so its size fits a u128.
+        if block_size > cidr.max_prefix_len() || (cidr.max_prefix_len() == 128 && block_size == 0) {
+            return Err(IpamError::UnusableBlockSize { cidr, block_size });
+        }
+        Ok(Pool {
+            cidr: cidr.trunc(),
+            block_size,
+        })
+    }
+
+    pub fn cidr(&self) -> IpNet {
+        self.cidr
+    }
+
+    pub fn block_size(&self) -> u8 {
+        self.block_size
+    }
+
+    /// log2 of the number of blocks: numBlocks = 2^(blockSize − pool prefix), up to 2^128.
+    pub fn blocks_log2(&self) -> u32 {
+        u32::from(self.block_size - self.cidr.prefix_len())
+    }
+
+    /// The largest block index (numBlocks − 1), as a mask for wrapping the walk.
+    fn index_mask(&self) -> u128 {
+        low_bits(self.blocks_log2())
+    }
+
+    /// Address bits inside one block.
+    fn host_bits(&self) -> u32 {
+        u32::from(self.cidr.max_prefix_len() - self.block_size)
+    }
+
+    /// Block `index` = pool network + index · 2^(address bits − blockSize) (calico-ipam.md §4).
+    pub fn block(&self, index: u128) -> IpNet {
+        let offset = index.checked_shl(self.host_bits()).unwrap_or(0);
+        net(self.is_v4(), addr_bits(self.cidr.network()) + offset, self.block_size)
+    }
+
+    /// The index of `block` in this pool, if it is one of the pool's blocks.
+    pub fn block_index(&self, block: IpNet) -> Option<u128> {
+        if block.prefix_len() != self.block_size || !self.cidr.contains(&block) || block.addr() != block.network() {
+            return None;
+        }
+        let offset = addr_bits(block.network()) - addr_bits(self.cidr.network());
+        Some(offset.checked_shr(self.host_bits()).unwrap_or(0))
+    }
+
+    fn is_v4(&self) -> bool {
+        matches!(self.cidr, IpNet::V4(_))
+    }
+}
+
+/// FNV-1 32-bit (`hash/fnv.New32`: multiply by the prime, then xor the byte; NOT `New32a`,
+/// which does it the other way round and does not reproduce the lab).
+pub fn fnv1_32(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 2_166_136_261;
+    for &b in bytes {
+        h = h.wrapping_mul(16_777_619);
+        h ^= u32::from(b);
+    }
+    h
+}
+
+/// `determineSeed`: the FNV-1 hash of the node name, as a non-negative int64.
+///
+/// Deviation: for host-mask blocks (/32, /128) Calico seeds from the wall clock, so its choice
+/// is not reproducible (any free block is "correct"); fabsim keeps the name-derived seed there
+/// too so that runs stay deterministic.
+pub fn determine_seed(node: &str) -> i64 {
+    i64::from(fnv1_32(node.as_bytes()))
+}
+
+/// The index at which `node`'s walk over `pool` starts (`randomBlockGenerator`): a fresh
+/// `rand.New(rand.NewSource(seed))`, then `big.Int.Rand(numBlocks)`. Independent of the pool's
+/// base address.
+pub fn start_index(node: &str, pool: &Pool) -> u128 {
+    let k = pool.blocks_log2() as usize;
+    // numBlocks = 2^k as little-endian 64-bit words (k ≤ 128 → at most three words).
+    let mut limit = vec![0u64; k / 64 + 1];
+    limit[k / 64] = 1 << (k % 64);
+    let words = Rand::new(determine_seed(node)).big_int_rand(&limit);
+    // The result is below 2^k ≤ 2^128, so it has at most two words.
+    words
+        .iter()
+        .take(2)
+        .enumerate()
+        .fold(0u128, |acc, (i, &w)| acc | u128::from(w) << (64 * i))
+}
+
+/// The generator's order over a pool's block indices: start, start+1, …, last, 0, …, start−1
+/// (each index exactly once).
+pub fn walk(pool: &Pool, start: u128) -> impl Iterator<Item = u128> {
+    let mask = pool.index_mask();
+    let start = start & mask;
+    let mut next = Some(start);
+    std::iter::from_fn(move || {
+        let cur = next?;
+        let after = cur.wrapping_add(1) & mask;
+        next = (after != start).then_some(after);
+        Some(cur)
+    })
+}
+
+/// The name Calico's Kubernetes datastore gives a BlockAffinity (`k-w1-10-66-207-64-26` in the
+/// lab): the node, then the CIDR with `.`, `:` and `/` turned into `-`. Affinities are listed in
+/// this name order.
+pub fn affinity_name(node: &str, block: IpNet) -> String {
+    let cidr: String = block
+        .to_string()
+        .chars()
+        .map(|c| if matches!(c, '.' | ':' | '/') { '-' } else { c })
+        .collect();
+    format!("{node}-{cidr}")
+}
+
+/// One IPAM block: its affinity and its addresses.
+///
+/// Calico stores `Unallocated` as an explicit list; as nothing but assignment (from the front)
+/// and release (to the back) touches it here, it is always "the never-used ordinals in order,
+/// then the released ones in release order", which this keeps as a counter plus a queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    cidr: IpNet,
+    affinity: Option<String>,
+    /// Number of ordinals (addresses) in the block.
+    size: u128,
+    /// Ordinals `next_fresh..size` have never been handed out.
+    next_fresh: u128,
+    /// Released ordinals, in release order, after the fresh ones.
+    released: VecDeque<u128>,
+    /// Allocated ordinal → handle (e.g. `ipip-tunnel-addr-k-w1`, `k8s-pod-network.<id>`).
+    allocations: BTreeMap<u128, String>,
+}
+
+impl Block {
+    /// An empty block (`newBlock`) affine to `affinity` (None: an affinity-less block, e.g.
+    /// after its pool was deleted).
+    pub fn new(cidr: IpNet, affinity: Option<&str>) -> Block {
+        let host_bits = u32::from(cidr.max_prefix_len() - cidr.prefix_len());
+        Block {
+            cidr: cidr.trunc(),
+            affinity: affinity.map(str::to_owned),
+            size: 1u128.checked_shl(host_bits).unwrap_or(u128::MAX),
+            next_fresh: 0,
+            released: VecDeque::new(),
+            allocations: BTreeMap::new(),
+        }
+    }
+
+    pub fn cidr(&self) -> IpNet {
+        self.cidr
+    }
+
+    /// The node this block is affine to.
+    pub fn affinity(&self) -> Option<&str> {
+        self.affinity.as_deref()
+    }
+
+    /// Number of addresses in the block.
+    pub fn size(&self) -> u128 {
+        self.size
+    }
+
+    /// Number of free addresses (the length of `Unallocated`).
+    pub fn free(&self) -> u128 {
+        self.size - self.next_fresh + self.released.len() as u128
+    }
+
+    /// Hand out the first address of `Unallocated` to `handle`; None when the block is full.
+    pub fn assign(&mut self, handle: &str) -> Option<IpAddr> {
+        let ordinal = if self.next_fresh < self.size {
+            self.next_fresh += 1;
+            self.next_fresh - 1
+        } else {
+            self.released.pop_front()?
+        };
+        self.allocations.insert(ordinal, handle.to_owned());
+        Some(self.address(ordinal))
+    }
+
+    /// Release `addr`: its ordinal goes to the END of `Unallocated`. Returns the handle it had.
+    pub fn release(&mut self, addr: IpAddr) -> Result<String, IpamError> {
+        let ordinal = self.ordinal(addr).ok_or(IpamError::NotAllocated(addr))?;
+        let handle = self.allocations.remove(&ordinal).ok_or(IpamError::NotAllocated(addr))?;
+        self.released.push_back(ordinal);
+        Ok(handle)
+    }
+
+    /// Allocated addresses with their handles, in address order.
+    pub fn allocations(&self) -> impl Iterator<Item = (IpAddr, &str)> + '_ {
+        self.allocations.iter().map(|(&o, h)| (self.address(o), h.as_str()))
+    }
+
+    /// The handle holding `addr`, if allocated.
+    pub fn handle_of(&self, addr: IpAddr) -> Option<&str> {
+        self.ordinal(addr)
+            .and_then(|o| self.allocations.get(&o))
+            .map(String::as_str)
+    }
+
+    /// `Unallocated` in list order (the next addresses `assign` would hand out).
+    pub fn unallocated(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        (self.next_fresh..self.size)
+            .chain(self.released.iter().copied())
+            .map(|o| self.address(o))
+    }
+
+    fn address(&self, ordinal: u128) -> IpAddr {
+        let is_v4 = matches!(self.cidr, IpNet::V4(_));
+        to_addr(is_v4, addr_bits(self.cidr.network()) + ordinal)
+    }
+
+    fn ordinal(&self, addr: IpAddr) -> Option<u128> {
+        self.cidr
+            .contains(&addr)
+            .then(|| addr_bits(addr) - addr_bits(self.cidr.network()))
+    }
+}
+
+/// The IPAM state of a set of pools: which blocks exist, whose they are, in claim order, and
+/// their addresses. `pools` are the pools usable for the requests made here, in Calico's order
+/// (`GetEnabledPools`: by pool name, filtered by node selector and allowed use — the caller's
+/// job); a whole pool is walked before the next.
+#[derive(Clone, Debug)]
+pub struct BlockAllocator {
+    pools: Vec<Pool>,
+    /// Per pool: block index → block.
+    blocks: Vec<BTreeMap<u128, Block>>,
+    /// (node, block) in the order blocks were claimed.
+    claims: Vec<(String, IpNet)>,
+    max_blocks_per_host: u32,
+    strict_affinity: bool,
+}
+
+/// Where a block lives: (pool position, index in the pool).
+type BlockRef = (usize, u128);
+
+impl BlockAllocator {
+    /// No blocks yet; Calico's defaults (`maxBlocksPerHost` 20, `StrictAffinity` false).
+    pub fn new(pools: Vec<Pool>) -> Self {
+        let blocks = vec![BTreeMap::new(); pools.len()];
+        BlockAllocator {
+            pools,
+            blocks,
+            claims: Vec::new(),
+            max_blocks_per_host: DEFAULT_MAX_BLOCKS_PER_HOST,
+            strict_affinity: false,
+        }
+    }
+
+    /// `IPAMConfig.maxBlocksPerHost` (0 means the default, 20).
+    pub fn with_max_blocks_per_host(mut self, limit: u32) -> Self {
+        self.max_blocks_per_host = if limit == 0 { DEFAULT_MAX_BLOCKS_PER_HOST } else { limit };
+        self
+    }
+
+    /// `IPAMConfig.strictAffinity`: no borrowing from other nodes' blocks.
+    pub fn with_strict_affinity(mut self, strict: bool) -> Self {
+        self.strict_affinity = strict;
+        self
+    }
+
+    pub fn pools(&self) -> &[Pool] {
+        &self.pools
+    }
+
+    /// (node, block) in claim order.
+    pub fn claims(&self) -> &[(String, IpNet)] {
+        &self.claims
+    }
+
+    /// Every block, pool by pool, in address order.
+    pub fn blocks(&self) -> impl Iterator<Item = &Block> {
+        self.blocks.iter().flat_map(|m| m.values())
+    }
+
+    /// The block with this exact CIDR.
+    pub fn block(&self, cidr: IpNet) -> Option<&Block> {
+        self.find(cidr).and_then(|(p, i)| self.blocks[p].get(&i))
+    }
+
+    /// `node`'s affine blocks in the order Calico lists them (by BlockAffinity name).
+    pub fn blocks_of(&self, node: &str) -> Vec<IpNet> {
+        self.affine(node)
+            .into_iter()
+            .map(|(p, i)| self.pools[p].block(i))
+            .collect()
+    }
+
+    /// Claim the next block for `node` (`findUsableBlock` + claim): for each pool in order, walk
+    /// from the node's seeded start index and take the first block that does not exist yet.
+    /// Existing blocks are skipped whoever owns them — the caller asks for a new block because
+    /// the node's own blocks are full (so Calico's "affine and has free addresses" case cannot
+    /// arise), and a block another node created first is the claim conflict after which Calico
+    /// retries and skips it. So a node's nth block is the first free one after its (n−1)th.
+    pub fn claim(&mut self, node: &str) -> Result<IpNet, IpamError> {
+        let (p, i) = self.claim_ref(node)?;
+        Ok(self.pools[p].block(i))
+    }
+
+    /// `autoAssign` for one address: the first affine block with a free address; else a new
+    /// block (below `maxBlocksPerHost`); else, unless strict affinity, borrow from any existing
+    /// block of the pools, walked in the node's order.
+    pub fn auto_assign(&mut self, node: &str, handle: &str) -> Result<IpAddr, IpamError> {
+        let affine = self.affine(node);
+        if let Some(&(p, i)) = affine.iter().find(|&&(p, i)| self.blocks[p][&i].free() > 0) {
+            return self.assign_in(p, i, handle);
+        }
+        match self.claim_ref(node) {
+            Ok((p, i)) => self.assign_in(p, i, handle),
+            Err(IpamError::NoFreeBlocks) if self.strict_affinity => Err(IpamError::StrictAffinity),
+            Err(IpamError::NoFreeBlocks) => self.borrow(node, handle),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Release an allocated address; its ordinal goes to the end of its block's list.
+    pub fn release(&mut self, addr: IpAddr) -> Result<String, IpamError> {
+        for (p, pool) in self.pools.iter().enumerate() {
+            if !pool.cidr.contains(&addr) {
+                continue;
+            }
+            let host_bits = pool.host_bits();
+            let offset = addr_bits(addr) - addr_bits(pool.cidr.network());
+            let index = offset.checked_shr(host_bits).unwrap_or(0);
+            if let Some(block) = self.blocks[p].get_mut(&index) {
+                return block.release(addr);
+            }
+        }
+        Err(IpamError::NotAllocated(addr))
+    }
+
+    fn claim_ref(&mut self, node: &str) -> Result<BlockRef, IpamError> {
+        if self.pools.is_empty() {
+            return Err(IpamError::NoPools { node: node.to_owned() });
+        }
+        let owned = self.affine(node).len();
+        if owned >= self.max_blocks_per_host as usize {
+            return Err(IpamError::BlockLimit {
+                limit: self.max_blocks_per_host,
+            });
+        }
+        for (p, pool) in self.pools.iter().enumerate() {
+            let start = start_index(node, pool);
+            if let Some(index) = walk(pool, start).find(|i| !self.blocks[p].contains_key(i)) {
+                let cidr = pool.block(index);
+                self.blocks[p].insert(index, Block::new(cidr, Some(node)));
+                self.claims.push((node.to_owned(), cidr));
+                return Ok((p, index));
+            }
+        }
+        Err(IpamError::NoFreeBlocks)
+    }
+
+    /// Borrowing (`autoAssign` when no block can be claimed): for each pool, the existing
+    /// blocks in the node's walk order; the first with a free address serves, affinity unchanged.
+    fn borrow(&mut self, node: &str, handle: &str) -> Result<IpAddr, IpamError> {
+        for p in 0..self.pools.len() {
+            let start = start_index(node, &self.pools[p]);
+            let found = self.blocks[p]
+                .range(start..)
+                .chain(self.blocks[p].range(..start))
+                .find(|(_, b)| b.free() > 0)
+                .map(|(&i, _)| i);
+            if let Some(i) = found {
+                return self.assign_in(p, i, handle);
+            }
+        }
+        Err(IpamError::PoolsExhausted {
+            pools: self.pools.iter().map(|p| p.cidr).collect(),
+        })
+    }
+
+    fn assign_in(&mut self, p: usize, i: u128, handle: &str) -> Result<IpAddr, IpamError> {
+        // Callers pass an existing block with a free address; a miss is reported, not a panic.
+        self.blocks[p]
+            .get_mut(&i)
+            .and_then(|b| b.assign(handle))
+            .ok_or(IpamError::NoFreeBlocks)
+    }
+
+    fn affine(&self, node: &str) -> Vec<BlockRef> {
+        let mut refs: Vec<(String, BlockRef)> = self
+            .blocks
+            .iter()
+            .enumerate()
+            .flat_map(|(p, m)| {
+                m.iter()
+                    .filter(|(_, b)| b.affinity() == Some(node))
+                    .map(move |(&i, b)| (affinity_name(node, b.cidr), (p, i)))
+            })
+            .collect();
+        refs.sort();
+        refs.into_iter().map(|(_, r)| r).collect()
+    }
+
+    fn find(&self, cidr: IpNet) -> Option<BlockRef> {
+        self.pools
+            .iter()
+            .enumerate()
+            .find_map(|(p, pool)| pool.block_index(cidr).map(|i| (p, i)))
+    }
+}
+
+/// The calico-node handle of a node's IPIP tunnel address (`allocateip.go`).
+pub fn ipip_tunnel_handle(node: &str) -> String {
+    format!("ipip-tunnel-addr-{node}")
+}
+
+/// The calico-node handle of a node's VXLAN tunnel address (`allocateip.go`).
+pub fn vxlan_tunnel_handle(node: &str) -> String {
+    format!("vxlan-tunnel-addr-{node}")
+}
+
+fn low_bits(n: u32) -> u128 {
+    if n >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << n) - 1
+    }
+}
+
+fn addr_bits(addr: IpAddr) -> u128 {
+    match addr {
+        IpAddr::V4(a) => u128::from(u32::from(a)),
+        IpAddr::V6(a) => u128::from(a),
+    }
+}
+
+fn to_addr(is_v4: bool, bits: u128) -> IpAddr {
+    if is_v4 {
+        // Only called with addresses inside an IPv4 pool, which fit 32 bits.
+        IpAddr::V4(Ipv4Addr::from(bits as u32))
+    } else {
+        IpAddr::V6(Ipv6Addr::from(bits))
+    }
+}
+
+fn net(is_v4: bool, bits: u128, prefix: u8) -> IpNet {
+    // Prefix lengths come from a validated `Pool`, so construction cannot fail; fall back to the
+    // host route rather than panic.
+    let addr = to_addr(is_v4, bits);
+    IpNet::new(addr, prefix).unwrap_or_else(|_| IpNet::from(addr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(cidr: &str, size: u8) -> Pool {
+        Pool::new(cidr.parse().expect("test CIDR"), size).expect("test pool")
+    }
+
+    #[test]
+    fn fnv1_not_fnv1a() {
+        // calico-ipam.md §2 worked example.
+        assert_eq!(fnv1_32(b"k-master"), 1_770_363_195);
+        assert_eq!(fnv1_32(b""), 2_166_136_261);
+    }
+
+    #[test]
+    fn k_master_start_index() {
+        // §3: draw 2016 rejected, 294 accepted → 10.66.73.128/26.
+        let p = pool("10.66.0.0/16", 26);
+        assert_eq!(start_index("k-master", &p), 294);
+        assert_eq!(p.block(294).to_string(), "10.66.73.128/26");
+        assert_eq!(p.block_index("10.66.73.128/26".parse().expect("net")), Some(294));
+    }
+
+    #[test]
+    fn walk_wraps_once() {
+        let p = pool("10.0.0.0/24", 26);
+        assert_eq!(walk(&p, 2).collect::<Vec<_>>(), vec![2, 3, 0, 1]);
+        let one = pool("10.1.2.0/26", 26);
+        assert_eq!(walk(&one, 0).collect::<Vec<_>>(), vec![0]);
+    }
+
+    #[test]
+    fn pool_validation() {
+        let e = |c: &str, s| {
+            Pool::new(c.parse().expect("net"), s)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        assert!(e("10.66.1.0/16", 26).is_err_and(|m| m.contains("not strictly masked")));
+        assert!(e("10.66.0.0/16", 19).is_err_and(|m| m.contains("IPv4 block size must be between 20 and 32")));
+        assert!(e("fd00::/48", 64).is_err_and(|m| m.contains("IPv6 block size must be between 116 and 128")));
+        assert!(e("10.66.0.0/27", 26).is_err_and(|m| m.contains("too small")));
+        assert!(Pool::unvalidated("10.0.0.0/8".parse().expect("net"), 16).is_ok());
+    }
+
+    /// seed-lab.md s1: k-w1's tunnel address is ordinal 0 of its first block, pods follow.
+    #[test]
+    fn k_w1_tunnel_then_pods() {
+        let mut a = BlockAllocator::new(vec![pool("10.66.0.0/16", 26)]);
+        let tunnel = a.auto_assign("k-w1", &ipip_tunnel_handle("k-w1")).expect("tunnel");
+        assert_eq!(tunnel.to_string(), "10.66.207.64");
+        let pods: Vec<String> = ["coredns-a", "kube-controllers", "coredns-b"]
+            .iter()
+            .map(|h| a.auto_assign("k-w1", h).expect("pod").to_string())
+            .collect();
+        assert_eq!(pods, ["10.66.207.65", "10.66.207.66", "10.66.207.67"]);
+        assert_eq!(
+            a.blocks_of("k-w1"),
+            vec!["10.66.207.64/26".parse::<IpNet>().expect("net")]
+        );
+        let block = a.block("10.66.207.64/26".parse().expect("net")).expect("block");
+        assert_eq!(block.affinity(), Some("k-w1"));
+        assert_eq!(block.free(), 60);
+        assert_eq!(block.handle_of(tunnel), Some("ipip-tunnel-addr-k-w1"));
+    }
+
+    /// Released addresses go to the end of Unallocated: reused only after every fresh one.
+    #[test]
+    fn release_is_fifo_after_fresh() {
+        let mut b = Block::new("10.0.0.0/30".parse().expect("net"), Some("n"));
+        let a0 = b.assign("h0").expect("a0");
+        let a1 = b.assign("h1").expect("a1");
+        assert_eq!(b.release(a0), Ok("h0".to_owned()));
+        assert_eq!(b.release(a0), Err(IpamError::NotAllocated(a0)));
+        assert_eq!(b.assign("h2").map(|a| a.to_string()), Some("10.0.0.2".into()));
+        b.release(a1).expect("release a1");
+        let order: Vec<String> = b.unallocated().map(|a| a.to_string()).collect();
+        assert_eq!(order, ["10.0.0.3", "10.0.0.0", "10.0.0.1"]);
+        assert_eq!(b.assign("h3").map(|a| a.to_string()), Some("10.0.0.3".into()));
+        assert_eq!(b.assign("h4"), Some(a0));
+        assert_eq!(b.assign("h5"), Some(a1));
+        assert_eq!(b.assign("h6"), None);
+    }
+
+    #[test]
+    fn full_block_claims_the_next() {
+        // /26 pool with /28 blocks: four blocks.
+        let p = Pool::unvalidated("10.0.0.0/26".parse().expect("net"), 28).expect("pool");
+        let mut a = BlockAllocator::new(vec![p]);
+        let first = a.auto_assign("n", "h0").expect("first");
+        for h in 1..16 {
+            a.auto_assign("n", &format!("h{h}")).expect("fill");
+        }
+        let next = a.auto_assign("n", "h16").expect("second block");
+        assert_ne!(IpNet::from(first).trunc(), IpNet::from(next).trunc());
+        assert_eq!(a.blocks_of("n").len(), 2);
+        assert_eq!(a.claims().len(), 2);
+    }
+
+    #[test]
+    fn borrowing_and_strict_affinity() {
+        let one = || BlockAllocator::new(vec![pool("10.1.2.0/26", 26)]);
+        let mut a = one();
+        a.auto_assign("k-master", "t").expect("claims the only block");
+        // Another node borrows from it (no affinity change).
+        let b = a.auto_assign("node-1", "p").expect("borrowed");
+        assert_eq!(b.to_string(), "10.1.2.1");
+        assert_eq!(a.blocks_of("node-1"), Vec::<IpNet>::new());
+        let mut s = one().with_strict_affinity(true);
+        s.auto_assign("k-master", "t").expect("claim");
+        assert_eq!(s.auto_assign("node-1", "p"), Err(IpamError::StrictAffinity));
+        // Exhaustion: fill the block, then nobody gets an address.
+        for h in 2..64 {
+            a.auto_assign("node-1", &format!("p{h}")).expect("fill");
+        }
+        let e = a.auto_assign("node-1", "last").expect_err("exhausted");
+        assert_eq!(e.to_string(), "No IPs available in pools: [10.1.2.0/26]");
+    }
+
+    #[test]
+    fn block_limit() {
+        let mut a = BlockAllocator::new(vec![pool("10.0.0.0/16", 26)]).with_max_blocks_per_host(2);
+        a.claim("n").expect("1");
+        a.claim("n").expect("2");
+        let e = a.claim("n").expect_err("limit");
+        assert_eq!(e, IpamError::BlockLimit { limit: 2 });
+        assert_eq!(e.to_string(), "cannot allocate new block due to per host block limit");
+    }
+
+    #[test]
+    fn no_pools() {
+        let e = BlockAllocator::new(vec![]).claim("k-w1").expect_err("no pools");
+        assert_eq!(e.to_string(), "no configured Calico pools for node k-w1");
+    }
+
+    #[test]
+    fn affinity_names() {
+        let n = "10.66.207.64/26".parse().expect("net");
+        assert_eq!(affinity_name("k-w1", n), "k-w1-10-66-207-64-26");
+    }
+}

@@ -5,4 +5,5 @@
 
 pub mod confd;
 pub mod datastore;
+pub mod gorand;
 pub mod ipam;

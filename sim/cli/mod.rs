@@ -94,6 +94,31 @@ enum Command {
         #[arg(long)]
         step: Option<String>,
     },
+    /// Calico IPAM as Calico computes it.
+    Ipam {
+        #[command(subcommand)]
+        command: IpamCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum IpamCommand {
+    /// Which block each NODE claims in an empty pool, printed as `NODE BLOCK`.
+    ///
+    /// Each NODE argument asks for one more block for that node (its earlier blocks count as
+    /// full); a repeated name asks for its next block; earlier arguments claim first. For
+    /// one-address blocks (/32, /128) Calico seeds from the clock; fabsim keeps the name seed.
+    Blocks {
+        /// The IP pool's CIDR (IPv4 or IPv6), e.g. 10.66.0.0/16.
+        #[arg(long)]
+        pool: String,
+        /// The pool's blockSize (IPv4 20-32, IPv6 116-128).
+        #[arg(long)]
+        block_size: u8,
+        /// Node names (Kubernetes node names, byte for byte).
+        #[arg(required = true)]
+        nodes: Vec<String>,
+    },
 }
 
 /// Errors the CLI reports, with their exit codes.
@@ -252,7 +277,42 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             out.push_str(&format!("\n{} passed, {} failed\n", checks - failed, failed));
             Ok(if failed > 0 { 1 } else { 0 })
         }
+        Command::Ipam {
+            command:
+                IpamCommand::Blocks {
+                    pool,
+                    block_size,
+                    nodes,
+                },
+        } => ipam_blocks(&pool, block_size, &nodes, out),
     }
+}
+
+/// `fabsim ipam blocks`: claims in argument order. Bad input exits 2; a claim Calico would
+/// refuse (pool exhausted, block limit) prints the claims so far, the reason on stderr, exit 1.
+fn ipam_blocks(pool: &str, block_size: u8, nodes: &[String], out: &mut String) -> Result<i32, Failure> {
+    use crate::calico::ipam::{BlockAllocator, IpamError, Pool};
+    let cidr: ipnet::IpNet = pool.parse().map_err(|_| {
+        Failure::Usage(format!(
+            "--pool '{pool}' is not a CIDR (e.g. 10.66.0.0/16 or fd00:10:244::/48)"
+        ))
+    })?;
+    let pool = Pool::new(cidr, block_size).map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut ipam = BlockAllocator::new(vec![pool]);
+    for node in nodes {
+        match ipam.claim(node) {
+            Ok(block) => out.push_str(&format!("{node} {block}\n")),
+            Err(e @ IpamError::NoFreeBlocks) => {
+                eprintln!("fabsim: {node}: {e} (every /{block_size} block of {cidr} is claimed)");
+                return Ok(1);
+            }
+            Err(e) => {
+                eprintln!("fabsim: {node}: {e}");
+                return Ok(1);
+            }
+        }
+    }
+    Ok(0)
 }
 
 fn target(run: &Run, to: &str) -> Result<std::net::Ipv4Addr, Failure> {
