@@ -12,7 +12,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::linux::{fib, if_name};
-use super::{origin_char, CommandError};
+use super::{bgp_state_name, hms, origin_char, CommandError};
 use crate::engine::state::{NextHop, Proto};
 use crate::engine::State;
 use crate::engine::{BgpOrigin, BgpSessionView, BgpState, BgpView, NhMetric, TableDest, TableRoute};
@@ -65,11 +65,7 @@ fn date_time(t_ms: u64) -> (String, String) {
     let s = t_ms / 1000;
     let days = days_from_civil(EPOCH_DATE.0, EPOCH_DATE.1, EPOCH_DATE.2) + (s / 86_400) as i64;
     let (y, m, d) = civil_from_days(days);
-    let sod = s % 86_400;
-    (
-        format!("{y:04}-{m:02}-{d:02}"),
-        format!("{:02}:{:02}:{:02}", sod / 3600, sod / 60 % 60, sod % 60),
-    )
+    (format!("{y:04}-{m:02}-{d:02}"), hms(s % 86_400))
 }
 
 /// `tf_base` (`%F %T`): status times.
@@ -745,12 +741,7 @@ struct Counters {
 fn bgp_state_dsc(s: &BgpSessionView) -> &'static str {
     match s.state {
         BgpState::Idle if s.passive => "Passive",
-        BgpState::Idle => "Idle",
-        BgpState::Connect => "Connect",
-        BgpState::Active => "Active",
-        BgpState::OpenSent => "OpenSent",
-        BgpState::OpenConfirm => "OpenConfirm",
-        BgpState::Established => "Established",
+        st => bgp_state_name(st),
     }
 }
 

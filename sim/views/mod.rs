@@ -1,5 +1,5 @@
 //! Views render State the way the real tools do (EOS `show`, Linux `ip`, iputils `ping`,
-//! `tracepath`, `traceroute`). Views format; they never compute routing.
+//! `tracepath`, `traceroute`, BIRD `birdcl`, FRR `vtysh`). Views format; they never compute routing.
 //!
 //! Entry point: [`run_command`], which runs one command line (pipes included) on a device as
 //! its CLI or shell would. Every output line ends in `'\n'`; trailing spaces that the real tool
@@ -7,6 +7,7 @@
 
 pub mod bird;
 pub mod eos;
+pub mod frr;
 pub mod linux;
 pub mod pipe;
 
@@ -87,6 +88,24 @@ fn origin_char(o: crate::engine::BgpOrigin) -> char {
         crate::engine::BgpOrigin::Egp => 'e',
         crate::engine::BgpOrigin::Incomplete => '?',
     }
+}
+
+/// The RFC 4271 state name, as BIRD (`bgp_state_dsc`) and FRR (`bgp_status_msg`) print it.
+fn bgp_state_name(s: crate::engine::BgpState) -> &'static str {
+    use crate::engine::BgpState;
+    match s {
+        BgpState::Idle => "Idle",
+        BgpState::Connect => "Connect",
+        BgpState::Active => "Active",
+        BgpState::OpenSent => "OpenSent",
+        BgpState::OpenConfirm => "OpenConfirm",
+        BgpState::Established => "Established",
+    }
+}
+
+/// `hh:mm:ss` of a second count (no day wrap), the clock form EOS, FRR and BIRD share.
+fn hms(s: u64) -> String {
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// Text of a probe's round trip in the form most tools print: whole milliseconds and the
@@ -440,6 +459,7 @@ mod tests {
     use super::*;
     use crate::engine::state::{Proto, Route};
     use crate::engine::{BgpState, BgpView, EcmpRole, TableDest, TableRoute};
+    use crate::model::{BgpConfig, BgpFlavor};
 
     #[test]
     fn never_panics_on_garbage() {
@@ -475,8 +495,12 @@ mod tests {
             table,
         };
         lab.st.devices[leaf.idx()].bgp = Some(bgp.clone());
-        lab.st.devices[kw1.idx()].bgp = Some(bgp);
+        lab.st.devices[kw1.idx()].bgp = Some(bgp.clone());
         lab.net.devices[kw1.idx()].bird = Some(Default::default());
+        // And an FRR speaker for vtysh.
+        let frr = lab.device("frr", DeviceKind::Linux);
+        lab.st.devices[frr.idx()].bgp = Some(bgp);
+        lab.net.devices[frr.idx()].bgp = Some(BgpConfig::new(BgpFlavor::Frr, 1, Default::default()));
         let ext = lab.device("cloud", DeviceKind::External);
         let words = [
             "show",
@@ -548,6 +572,17 @@ mod tests {
             "10.66.111.0/24",
             "10.66.111.1",
             "| inc a|b",
+            "vtysh",
+            "-c",
+            "'show ip bgp'",
+            "\"show bgp ipv4 unicast summary\"",
+            "'sh ip bgp 10.66.111.1'",
+            "-cshow",
+            "ipv4",
+            "ipv6",
+            "unicast",
+            "view",
+            "default",
         ];
         // A deterministic pseudo-random walk over the words (no RNG dependency).
         let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -562,7 +597,7 @@ mod tests {
                 line.push_str(w);
                 line.push(' ');
             }
-            for dev in [leaf, kw1, ext, DeviceId(99)] {
+            for dev in [leaf, kw1, frr, ext, DeviceId(99)] {
                 let _ = run_command(&lab.net, &lab.st, dev, &line);
             }
         }

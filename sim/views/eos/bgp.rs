@@ -10,7 +10,7 @@ use super::{incomplete, keyword, unsupported};
 use crate::engine::State;
 use crate::engine::{BgpOrigin, BgpSessionView, BgpState, BgpView, EcmpRole, TableDest, TableRoute};
 use crate::model::{DeviceId, Network};
-use crate::views::{origin_char, CommandError};
+use crate::views::{hms, origin_char, CommandError};
 
 /// The words EOS accepts after `show ip bgp` (the modelled ones and their real siblings, so
 /// that abbreviations stay as ambiguous as on the switch: `s` is `statistics`/`summary`).
@@ -102,7 +102,7 @@ fn router_line(view: &BgpView) -> String {
 fn up_down(ms: u64) -> String {
     let s = ms / 1000;
     match s < 86_400 {
-        true => format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60),
+        true => hms(s),
         false => format!("{}d{:02}h", s / 86_400, s / 3600 % 24),
     }
 }

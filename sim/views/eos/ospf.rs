@@ -6,7 +6,7 @@ use super::{keyword, unsupported};
 use crate::engine::state::{NbrRole, NbrState, OspfNeighbor};
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
-use crate::views::CommandError;
+use crate::views::{hms, CommandError};
 
 const SHOW_IP_OSPF: &[&str] = &[
     "border-routers",
@@ -45,11 +45,6 @@ fn nbr_state(n: &OspfNeighbor) -> String {
         NbrState::ExStart => "EXSTART".into(),
         NbrState::Full => format!("FULL{role}"),
     }
-}
-
-fn hms(ms: u64) -> String {
-    let s = ms / 1000;
-    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// §1.7: left-justified columns of 16/9/9/4/23/12/16, Interface last and unpadded. Row order:
@@ -91,7 +86,7 @@ fn show_ip_ospf_neighbor(net: &Network, st: &State, dev: DeviceId) -> String {
             "default",
             &n.priority.to_string(),
             &nbr_state(n),
-            &hms(n.dead_ms_left),
+            &hms(n.dead_ms_left / 1000),
             &n.address.to_string(),
             &ifname(n),
         ]));
@@ -124,7 +119,7 @@ mod tests {
                 .count(),
             1
         );
-        assert_eq!(hms(3_725_999), "01:02:05");
+        assert_eq!(hms(3_725_999 / 1000), "01:02:05");
         let mut n = lab.st.devices[d.idx()].ospf.as_ref().unwrap().neighbors[0].clone();
         for (state, role, text) in [
             (NbrState::Init, NbrRole::DrOther, "INIT"),

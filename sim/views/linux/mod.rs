@@ -1,5 +1,6 @@
 //! Linux host shell: dispatch of one command line to iproute2 `ip route|addr|link`, iputils
-//! `ping`/`tracepath` and Debian `traceroute` (Ubuntu 22.04 tools; eos-linux-formats.md §4), and
+//! `ping`/`tracepath` and Debian `traceroute` (Ubuntu 22.04 tools; eos-linux-formats.md §4), BIRD's
+//! `birdcl` and FRR's `vtysh` where those speakers run, and
 //! the helpers they share (interface state, FIB, iproute2 keyword matching, host arguments).
 
 mod addr;
@@ -31,9 +32,10 @@ pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resul
         "tracepath" => trace::tracepath(net, st, dev, args),
         "traceroute" => trace::traceroute(net, st, dev, args),
         "birdcl" | "birdc" => super::bird::birdcl(net, st, dev, cmd, args),
+        "vtysh" => super::frr::vtysh(net, st, dev, args),
         _ => Err(CommandError::new(format!(
             "{cmd}: command not found (fabsim's Linux shell runs: ip route|addr|link, \
-             ping, tracepath, traceroute, and birdcl where BIRD runs)"
+             ping, tracepath, traceroute, birdcl where BIRD runs, vtysh where FRR runs)"
         ))),
     }
 }
