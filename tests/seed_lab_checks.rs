@@ -609,7 +609,6 @@ fn c52() {
 
 /// C53 (s3a, k-w1): `calicoctl node status` → row `10.0.11.1 | node-to-node mesh | up`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c53() {
     assert_has(
         &out("s3a", "k-w1", "calicoctl node status"),
@@ -619,11 +618,14 @@ fn c53() {
 
 /// C54 (s3b, k-master): `calicoctl node status` → rows `10.1.11.1`, `10.2.22.1`, `10.3.33.1` node-to-node mesh up Established
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c54() {
     assert_has(
-        &out("s3b", "k-master", "calicoctl node status"),
-        &["10.1.11.1", "10.2.22.1", "10.3.33.1"],
+        &out("s3b", "k-master", "sudo calicoctl node status"),
+        &[
+            "10.1.11.1 | node-to-node mesh | up | ... | Established",
+            "10.2.22.1 | node-to-node mesh | up | ... | Established",
+            "10.3.33.1 | node-to-node mesh | up | ... | Established",
+        ],
     );
 }
 
@@ -661,7 +663,6 @@ fn c57() {
 
 /// C58 (s4, k-master): `calicoctl node status` → row `10.0.11.0 | node specific | up`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c58() {
     assert_has(
         &out("s4", "k-master", "calicoctl node status"),
@@ -866,22 +867,26 @@ fn c71() {
 
 /// C72 (s6, k-master): `calicoctl node status` → a single row `10.0.11.0 | node specific | up | ... | Established`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c72() {
-    assert_has(
-        &out("s6", "k-master", "calicoctl node status"),
-        &["10.0.11.0 | node specific | up | ... | Established"],
-    );
+    let text = out("s6", "k-master", "sudo calicoctl node status");
+    assert_has(&text, &["10.0.11.0 | node specific | up | ... | Established"]);
+    let rows = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains("PEER ADDRESS"))
+        .count();
+    assert_eq!(rows, 1, "a single row:\n{text}");
 }
 
 /// C73 (s6, k-w1): `calicoctl node status` → a single row `10.1.11.0 | node specific | up`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c73() {
-    assert_has(
-        &out("s6", "k-w1", "calicoctl node status"),
-        &["10.1.11.0 | node specific | up"],
-    );
+    let text = out("s6", "k-w1", "sudo calicoctl node status");
+    assert_has(&text, &["10.1.11.0 | node specific | up"]);
+    let rows = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains("PEER ADDRESS"))
+        .count();
+    assert_eq!(rows, 1, "a single row:\n{text}");
 }
 
 /// C74 (s6, Leaf-1): `show ip bgp su` → `Router identifier 10.11.99.1, local AS number 65011`; both neighbours `Estab 2 2`

@@ -161,17 +161,12 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut
             .or_else(|| dev.bird.as_ref().and_then(|b| b.router_id))
             .or_else(|| rib::highest_address(net, st, id))
             .unwrap_or(Ipv4Addr::UNSPECIFIED);
-        let restart_all = bgp
-            .speakers
-            .get(&id)
-            .is_some_and(|sp| sp.asn != cfg.asn || sp.router_id != router_id);
-        if restart_all {
-            let sessions = bgp.speakers.get(&id).map(|sp| sp.sessions.clone()).unwrap_or_default();
-            for s in sessions {
-                drop_session(bgp, now, s, "Cease: configuration change", out);
-                bgp.sessions[s.idx()].retired = true;
-            }
-            bgp.speakers.remove(&id);
+        // A new router ID changes every OPEN: all sessions restart (in place). A new AS is a
+        // per-session change (BIRD's `local as` lives in each protocol).
+        let new_rid = bgp.speakers.get(&id).is_some_and(|sp| sp.router_id != router_id);
+        if let Some(sp) = bgp.speakers.get_mut(&id) {
+            sp.asn = cfg.asn;
+            sp.router_id = router_id;
         }
         let sp = bgp
             .speakers
@@ -183,52 +178,29 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut
             .iter()
             .filter(|n| n.activate && n.remote_as.is_some())
             .collect();
-        // Sessions whose neighbour was removed or changed go away.
+        // BIRD keeps its protocol list in order: an unchanged protocol stays, a changed one
+        // restarts in its place, a removed one goes, a new one is appended (seed s3a:
+        // `Mesh_10_0_11_1` is listed after the restarted `Mesh_10_0_137_*`).
         let mut keep = Vec::new();
         for s in existing {
             let sess = &bgp.sessions[s.idx()];
-            match wanted.iter().find(|n| n.address == sess.neighbor) {
-                Some(n) if same_config(n, &sess.cfg) => keep.push(s),
-                _ => {
-                    drop_session(bgp, now, s, "Cease: configuration change", out);
-                    bgp.sessions[s.idx()].retired = true;
-                    changed = true;
-                }
+            let want = wanted.iter().find(|n| n.address == sess.neighbor).copied();
+            if !new_rid && want.is_some_and(|n| same_config(n, &sess.cfg)) {
+                keep.push(s);
+                continue;
+            }
+            drop_session(bgp, now, s, "Cease: configuration change", out);
+            bgp.sessions[s.idx()].retired = true;
+            changed = true;
+            if let Some(n) = want {
+                keep.push(new_session(bgp, id, cfg, n, now, out));
             }
         }
         for n in wanted {
             if keep.iter().any(|s| bgp.sessions[s.idx()].neighbor == n.address) {
                 continue;
             }
-            let sid = SessionId(bgp.sessions.len() as u32);
-            let hold = n.timers.hold.unwrap_or(defaults(cfg.flavor).hold);
-            bgp.sessions.push(Session {
-                device: id,
-                neighbor: n.address,
-                cfg: n.clone(),
-                flavor: cfg.flavor,
-                local_as: n.local_as.unwrap_or(cfg.asn),
-                state: BgpState::Idle,
-                since: now,
-                gen: 0,
-                peer: None,
-                last_error: None,
-                msgs_rcvd: 0,
-                msgs_sent: 0,
-                source: None,
-                internal: n.remote_as == Some(n.local_as.unwrap_or(cfg.asn)),
-                add_path_rx: false,
-                add_path_tx: false,
-                hold_s: hold,
-                last_ok: now,
-                hold_armed: false,
-                peer_rid: None,
-                adj_in: BTreeMap::new(),
-                adj_out: BTreeMap::new(),
-                retired: false,
-            });
-            keep.push(sid);
-            start(bgp, now, sid, out);
+            keep.push(new_session(bgp, id, cfg, n, now, out));
             changed = true;
         }
         if let Some(sp) = bgp.speakers.get_mut(&id) {
@@ -236,6 +208,46 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut
         }
     }
     changed
+}
+
+fn new_session(
+    bgp: &mut Bgp,
+    id: DeviceId,
+    cfg: &crate::model::BgpConfig,
+    n: &BgpNeighbor,
+    now: u64,
+    out: &mut Out,
+) -> SessionId {
+    let sid = SessionId(bgp.sessions.len() as u32);
+    let hold = n.timers.hold.or(cfg.timers.hold).unwrap_or(defaults(cfg.flavor).hold);
+    let local_as = n.local_as.unwrap_or(cfg.asn);
+    bgp.sessions.push(Session {
+        device: id,
+        neighbor: n.address,
+        cfg: n.clone(),
+        flavor: cfg.flavor,
+        local_as,
+        state: BgpState::Idle,
+        since: now,
+        gen: 0,
+        peer: None,
+        last_error: None,
+        msgs_rcvd: 0,
+        msgs_sent: 0,
+        source: None,
+        internal: n.remote_as == Some(local_as),
+        add_path_rx: false,
+        add_path_tx: false,
+        hold_s: hold,
+        last_ok: now,
+        hold_armed: false,
+        peer_rid: None,
+        adj_in: BTreeMap::new(),
+        adj_out: BTreeMap::new(),
+        retired: false,
+    });
+    start(bgp, now, sid, out);
+    sid
 }
 
 /// Equal but for where they were written: a re-rendered file moves lines around, and BIRD's

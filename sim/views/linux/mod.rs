@@ -33,6 +33,11 @@ pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resul
         "traceroute" => trace::traceroute(net, st, dev, args),
         "birdcl" | "birdc" => super::bird::birdcl(net, st, dev, cmd, args),
         "vtysh" => super::frr::vtysh(net, st, dev, args),
+        // `sudo` changes nothing fabsim models: run the command itself.
+        "sudo" => run(net, st, dev, &args.join(" ")),
+        "calicoctl" if args.iter().map(String::as_str).eq(["node", "status"]) => {
+            super::bird::calico_node_status(net, st, dev)
+        }
         _ => Err(CommandError::new(format!(
             "{cmd}: command not found (fabsim's Linux shell runs: ip route|addr|link, \
              ping, tracepath, traceroute, birdcl where BIRD runs, vtysh where FRR runs)"
