@@ -5,6 +5,7 @@
 //! `views` (real tools' output formats) → `scenario` (runbooks, expectations) → `cli`.
 
 pub mod calico;
+pub mod catalogue;
 pub mod cli;
 pub mod dataplane;
 pub mod diag;

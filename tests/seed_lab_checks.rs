@@ -793,7 +793,6 @@ fn c64() {
 
 /// C65 (s4, client): `curl -s http://10.66.111.2` → `<title>Welcome to nginx!</title>`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c65() {
     assert_has(
         &out("s4", "client", "curl -s http://10.66.111.2"),
@@ -940,7 +939,6 @@ fn c77() {
 
 /// C78 (s6, client): `curl -s http://10.66.111.2` → `<title>Welcome to nginx!</title>`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c78() {
     assert_has(
         &out("s6", "client", "curl -s http://10.66.111.2"),
@@ -950,7 +948,6 @@ fn c78() {
 
 /// C79 (s6, test-pod2): `wget http://10.66.111.2 -S` → `HTTP/1.1 200 OK`, `Content-Length: 615`, `'index.html' saved`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c79() {
     assert_has(
         &out("s6", "test-pod2", "wget http://10.66.111.2 -S"),
@@ -960,7 +957,6 @@ fn c79() {
 
 /// C80 (s6, test-pod2): `curl -s http://10.66.111.2` → `sh: curl: not found`
 #[test]
-#[ignore = "needs BGP (issue #3) and the Calico stages (issue #4)"]
 fn c80() {
     assert_has(
         &out("s6", "test-pod2", "curl -s http://10.66.111.2"),

@@ -59,12 +59,15 @@ pub struct Probe {
     pub forwarding_loop: Option<Vec<DeviceId>>,
 }
 
-/// What a probe is: an ICMP echo request (ping) or a UDP datagram to a high port
-/// (traceroute/tracepath), which the destination answers with ICMP port unreachable.
+/// What a probe is: an ICMP echo request (ping), a UDP datagram to a high port
+/// (traceroute/tracepath), which the destination answers with ICMP port unreachable, or a TCP
+/// SYN (curl, wget), which the destination host answers (whether anything listens on the port
+/// is the workload's business, not the network's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum ProbeKind {
     Echo,
     Udp { dst_port: u16 },
+    Tcp { dst_port: u16 },
 }
 
 /// The source address Linux picks for a route without `src`: the egress interface's address,
@@ -168,7 +171,7 @@ fn probe_with(
     let answer = match end {
         End::Delivered { dev, pkt: arrived } => {
             let payload = match kind {
-                ProbeKind::Echo => Payload::EchoReply,
+                ProbeKind::Echo | ProbeKind::Tcp { .. } => Payload::EchoReply,
                 ProbeKind::Udp { .. } => Payload::PortUnreachable,
             };
             let ttl = net.device(dev).profile.ttl;
@@ -196,12 +199,9 @@ fn probe_with(
                     kind: Payload::EchoReply,
                 },
             )),
-            ProbeKind::Udp { .. } => {
+            ProbeKind::Udp { .. } | ProbeKind::Tcp { .. } => {
                 p.outcome = ProbeOutcome::Lost {
-                    reason: format!(
-                        "{} answers ICMP echo only; the UDP probe got no answer",
-                        responder.address
-                    ),
+                    reason: format!("{} answers ICMP echo only; the probe got no answer", responder.address),
                 };
                 return p;
             }
@@ -308,6 +308,7 @@ impl Packet {
     fn flow_hash(&self, at: DeviceId) -> u64 {
         let proto_port: u32 = match self.kind {
             Payload::Request(ProbeKind::Udp { dst_port }) => 17 << 16 | u32::from(dst_port),
+            Payload::Request(ProbeKind::Tcp { dst_port }) => 6 << 16 | u32::from(dst_port),
             Payload::PortUnreachable | Payload::Error(_) | Payload::EchoReply | Payload::Request(ProbeKind::Echo) => {
                 1 << 16
             }

@@ -22,6 +22,7 @@ fn switch(net: &mut Network, name: &str, boot_ms: u64, config: &str) -> DeviceId
         acls: Default::default(),
         ip_forward: true,
         external: None,
+        image: None,
         span: Span::default(),
     });
     let origin = TextOrigin {

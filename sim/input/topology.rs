@@ -98,6 +98,8 @@ struct RawDevice {
     hostname: Option<Spanned<String>>,
     interfaces: Option<Spanned<Vec<Spanned<String>>>>,
     ip_forward: Option<Spanned<bool>>,
+    /// A container image from the bundled catalogue (pods).
+    image: Option<Spanned<String>>,
     /// `sysctl -w` settings: `net.ipv4.ip_forward`, `net.ipv4.conf.IF.proxy_arp`.
     sysctl: Option<Spanned<OrderedMap<Spanned<u64>>>>,
     netplan: Option<Spanned<String>>,
@@ -130,7 +132,7 @@ struct RawResponder {
 
 impl RawDevice {
     /// The keys that only some kinds have, with the location of their values when present.
-    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 12] {
+    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 13] {
         fn at<T>(v: &Option<Spanned<T>>) -> Option<&serde_saphyr::Location> {
             v.as_ref().map(|s| &s.referenced)
         }
@@ -140,6 +142,7 @@ impl RawDevice {
             ("interfaces", at(&self.interfaces)),
             ("ip_forward", at(&self.ip_forward)),
             ("sysctl", at(&self.sysctl)),
+            ("image", at(&self.image)),
             ("netplan", at(&self.netplan)),
             ("bird", at(&self.bird)),
             ("bird_includes", at(&self.bird_includes)),
@@ -160,6 +163,7 @@ fn keys_of(kind: DeviceKind) -> &'static [&'static str] {
             "interfaces",
             "ip_forward",
             "sysctl",
+            "image",
             "netplan",
             "bird",
             "bird_includes",
@@ -292,6 +296,7 @@ impl<'a> Builder<'a> {
             // EOS always routes; hosts only when the topology says so.
             ip_forward: kind == DeviceKind::Eos,
             external: None,
+            image: None,
             span,
         });
         match kind {
@@ -379,6 +384,18 @@ impl<'a> Builder<'a> {
         }
         if let Some(sysctl) = &raw.sysctl {
             self.sysctl(id, &sysctl.value);
+        }
+        if let Some(image) = &raw.image {
+            if crate::catalogue::image(&image.value).is_some() {
+                self.net.devices[id.idx()].image = Some(image.value.clone());
+            } else {
+                let msg = format!(
+                    "unknown image `{}` (fabsim's catalogue has: {})",
+                    image.value,
+                    crate::catalogue::names().join(", ")
+                );
+                self.error(self.span(image), msg);
+            }
         }
     }
 

@@ -86,6 +86,8 @@ pub struct Device {
     pub ip_forward: bool,
     /// External networks only.
     pub external: Option<ExternalConfig>,
+    /// A container of this image (`catalogue/images.yaml`): its tools and servers.
+    pub image: Option<String>,
     /// Where the device was declared.
     pub span: Span,
 }

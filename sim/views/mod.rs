@@ -164,6 +164,7 @@ pub(crate) mod testnet {
                 acls: Default::default(),
                 ip_forward: kind == DeviceKind::Eos,
                 external: None,
+                image: None,
                 span: Span::default(),
             });
             self.st.devices.push(DevState {

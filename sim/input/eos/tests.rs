@@ -38,6 +38,7 @@ pub(super) fn switch(name: &str) -> (Network, DeviceId) {
         acls: BTreeMap::new(),
         ip_forward: true,
         external: None,
+        image: None,
         span: Span::default(),
     });
     (net, DeviceId(0))

@@ -4,6 +4,7 @@
 //! the helpers they share (interface state, FIB, iproute2 keyword matching, host arguments).
 
 mod addr;
+mod http;
 mod ping;
 mod route;
 mod trace;
@@ -26,8 +27,19 @@ pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resul
     let Some((cmd, args)) = words.split_first() else {
         return Ok(String::new());
     };
+    // A container has only its image's commands (busybox's `sh` says so).
+    let image = net
+        .devices
+        .get(dev.idx())
+        .and_then(|d| d.image.as_deref())
+        .and_then(crate::catalogue::image);
+    if image.is_some_and(|i| !i.tools.iter().any(|t| t == cmd) && cmd != "sudo") {
+        return Ok(format!("sh: {cmd}: not found\n"));
+    }
     match cmd.as_str() {
         "ip" => ip_cmd(net, st, dev, args),
+        "curl" => http::curl(net, st, dev, args),
+        "wget" => http::wget(net, st, dev, args),
         "ping" => ping::ping(net, st, dev, args),
         "tracepath" => trace::tracepath(net, st, dev, args),
         "traceroute" => trace::traceroute(net, st, dev, args),
