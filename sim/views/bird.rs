@@ -12,7 +12,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::linux::{fib, if_name};
-use super::{bgp_state_name, hms, origin_char, CommandError};
+use super::{bgp_state_name, origin_char, CommandError};
 use crate::engine::state::{NextHop, Proto};
 use crate::engine::State;
 use crate::engine::{BgpOrigin, BgpSessionView, BgpState, BgpView, NhMetric, TableDest, TableRoute};
@@ -24,48 +24,16 @@ use crate::model::{BirdDaemon, DeviceId, Network};
 /// `BIRD v0.3.3+birdv1.6.8 ready.`).
 pub(crate) const BIRD_VERSION: &str = "BIRD v0.3.3+birdv1.6.8";
 
-/// The civil date (UTC) at virtual time 0. BIRD prints wall-clock times; fabsim renders virtual
-/// time on this fixed epoch, the first day of the seed lab (its BIRD booted on 2025-08-01,
-/// seed-lab.md s1 `Last reboot on 2025-08-01 10:58:09`), so output never depends on the host's
-/// clock or time zone.
-pub(crate) const EPOCH_DATE: (i64, u32, u32) = (2025, 8, 1);
-
 /// BIRD's `tf_route`/`tf_proto` limit (`conf/conf.c`: `{"%T", "%F", 20*3600}`).
 const SHORT_TIME_LIMIT_S: u64 = 20 * 3600;
 
 /// Calico's `birdcl` talks to this socket (calico-node runs `bird -s /var/run/calico/bird.ctl`).
 const SOCKET: &str = "/var/run/calico/bird.ctl";
 
-/// Days from 1970-01-01 to a civil date (H. Hinnant's `days_from_civil`).
-const fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m as i64 + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The civil date of a day count from 1970-01-01 (H. Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
-}
-
 /// `%F` and `%T` of a virtual time (ms) on the fixed epoch.
 fn date_time(t_ms: u64) -> (String, String) {
-    let s = t_ms / 1000;
-    let days = days_from_civil(EPOCH_DATE.0, EPOCH_DATE.1, EPOCH_DATE.2) + (s / 86_400) as i64;
-    let (y, m, d) = civil_from_days(days);
-    (format!("{y:04}-{m:02}-{d:02}"), hms(s % 86_400))
+    let t = super::clock::wall_clock(t_ms);
+    (t.format("%Y-%m-%d").to_string(), t.format("%H:%M:%S").to_string())
 }
 
 /// `tf_base` (`%F %T`): status times.
@@ -1290,11 +1258,8 @@ BIRD v0.3.3+birdv1.6.8 ready.
 
     #[test]
     fn epoch_dates() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2025, 8, 1), 20_301);
-        assert_eq!(civil_from_days(20_301), (2025, 8, 1));
-        assert_eq!(civil_from_days(20_301 + 153), (2026, 1, 1));
-        assert_eq!(civil_from_days(days_from_civil(2028, 2, 29)), (2028, 2, 29));
+        assert_eq!(full_time(0), "2025-08-01 00:00:00");
+        assert_eq!(full_time(at(153, 0, 0, 0)), "2026-01-01 00:00:00");
         assert_eq!(full_time(at(2, 4, 54, 44)), "2025-08-03 04:54:44");
         assert_eq!(short_time(at(1, 5, 59, 59), at(0, 10, 0, 0)), "10:00:00");
         assert_eq!(short_time(at(1, 6, 0, 0), at(0, 10, 0, 0)), "2025-08-01");

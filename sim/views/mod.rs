@@ -6,6 +6,7 @@
 //! prints (iproute2, tracepath) are kept.
 
 pub mod bird;
+mod clock;
 pub mod eos;
 pub mod frr;
 pub mod linux;

@@ -4,7 +4,7 @@
 
 use std::net::Ipv4Addr;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 
 use crate::catalogue::{self, HttpServer};
 use crate::dataplane::{probe, ProbeKind, ProbeOutcome};
@@ -103,16 +103,6 @@ pub(crate) fn curl(net: &Network, st: &State, dev: DeviceId, args: &[String]) ->
     }
 }
 
-/// Virtual time 0 as a wall-clock time (the same epoch `birdcl` shows).
-fn wall_clock(t_ms: u64) -> DateTime<Utc> {
-    let (y, m, d) = super::super::bird::EPOCH_DATE;
-    let base = NaiveDate::from_ymd_opt(y as i32, m, d)
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .unwrap_or_default()
-        .and_utc();
-    base + chrono::Duration::milliseconds(t_ms as i64)
-}
-
 const HTTP_DATE: &str = "%a, %d %b %Y %H:%M:%S GMT";
 
 /// Busybox `wget [-S] [-O FILE] URL` (the only wget in the catalogue's images).
@@ -144,7 +134,10 @@ pub(crate) fn wget(net: &Network, st: &State, dev: DeviceId, args: &[String]) ->
         let headers = [
             "HTTP/1.1 200 OK".to_string(),
             format!("Server: {}", server.server),
-            format!("Date: {}", wall_clock(st.time_ms).format(HTTP_DATE)),
+            format!(
+                "Date: {}",
+                crate::views::clock::wall_clock(st.time_ms).format(HTTP_DATE)
+            ),
             format!("Content-Type: {}", server.content_type),
             format!("Content-Length: {size}"),
             format!("Last-Modified: {}", modified.format(HTTP_DATE)),
