@@ -92,8 +92,9 @@ const LOCAL_RTT_US: u64 = 20;
 const MAX_STEPS: usize = 300;
 
 /// Send one probe from `from` to `dst` with the given initial TTL and follow it and its answer
-/// through the FIBs of `st`. `seq` takes part in the ECMP flow hash only for UDP probes (their
-/// port changes per probe); echo requests of one ping are one flow.
+/// through the FIBs of `st`. The probe's sequence number does not enter the ECMP flow hash: the
+/// echo requests of one ping are one flow (one ICMP id), and a UDP/TCP probe's flow already
+/// differs by its port.
 pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, kind: ProbeKind, _seq: u32) -> Probe {
     probe_src(net, st, from, None, dst, ttl, kind)
 }
