@@ -1,6 +1,7 @@
-//! The bundled catalogue of container images (`catalogue/images.yaml`): which commands a
-//! workload's shell has and which servers it runs. Data, not code: a lab's pods are described by
-//! naming their image.
+//! The bundled catalogue: container images (`catalogue/images.yaml`: which commands a
+//! workload's shell has and which servers it runs) and the manifests `kubectl apply -f URL`
+//! knows (`catalogue/manifests.yaml`: what each installs). Data, not code: a lab's pods are
+//! described by naming their image, its CNI by naming its manifest.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -8,6 +9,23 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 const IMAGES: &str = include_str!("../catalogue/images.yaml");
+const MANIFESTS: &str = include_str!("../catalogue/manifests.yaml");
+
+/// What one known manifest installs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub calico: Option<CalicoManifest>,
+}
+
+/// The Calico manifest (`calico.yaml`): calico-node as a DaemonSet, calico-kube-controllers.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalicoManifest {
+    pub version: String,
+    /// calico-node's container environment.
+    pub env: BTreeMap<String, String>,
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,6 +74,20 @@ pub fn names() -> Vec<&'static str> {
     images().keys().map(String::as_str).collect()
 }
 
+fn manifests() -> &'static BTreeMap<String, Manifest> {
+    static CELL: OnceLock<BTreeMap<String, Manifest>> = OnceLock::new();
+    CELL.get_or_init(|| serde_saphyr::from_str(MANIFESTS).unwrap_or_default())
+}
+
+/// A manifest by the URL `kubectl apply -f` was given.
+pub fn manifest(url: &str) -> Option<&'static Manifest> {
+    manifests().get(url)
+}
+
+pub fn manifest_urls() -> Vec<&'static str> {
+    manifests().keys().map(String::as_str).collect()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -64,5 +96,13 @@ mod tests {
         assert_eq!(img.servers[0].http.body.len(), 615);
         assert!(!img.tools.iter().any(|t| t == "curl"));
         assert!(super::names().contains(&"alpine"));
+    }
+
+    #[test]
+    fn the_calico_manifest_is_v3_25_with_ipip_always() {
+        let m = super::manifest("https://docs.projectcalico.org/manifests/calico.yaml").expect("calico.yaml");
+        let calico = m.calico.as_ref().expect("installs calico");
+        assert_eq!(calico.version, "v3.25.0");
+        assert_eq!(calico.env["CALICO_IPV4POOL_IPIP"], "Always");
     }
 }

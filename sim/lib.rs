@@ -11,6 +11,7 @@ pub mod dataplane;
 pub mod diag;
 pub mod engine;
 pub mod input;
+pub mod k8s;
 pub mod model;
 pub mod scenario;
 pub mod views;

@@ -3,7 +3,9 @@
 //! addresses, and confd, which renders each node's BIRD configuration — text that
 //! `input::bird` then parses into the same BGP model EOS uses (one BGP engine).
 
+pub mod autodetect;
 pub mod confd;
 pub mod datastore;
 pub mod gorand;
+pub mod install;
 pub mod ipam;

@@ -4,8 +4,9 @@ use std::net::Ipv4Addr;
 
 use serde::Serialize;
 
+use crate::engine::state::NextHop;
 use crate::engine::{local_iface, State};
-use crate::model::{AclAction, DeviceId, DeviceKind, IfId, Network, Responder};
+use crate::model::{AclAction, DeviceId, DeviceKind, IfId, Network, Responder, Tunnel};
 
 /// Why a packet went no further.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -27,6 +28,21 @@ pub struct Hop {
     pub egress: Option<IfId>,
     /// TTL of the packet as it arrived.
     pub ttl_in: u8,
+    /// The packet as it arrived on `ingress` and as it left on `egress` (what a capture on
+    /// those interfaces shows; an IPIP packet carries its inner addresses).
+    pub received: Option<Headers>,
+    pub sent: Option<Headers>,
+}
+
+/// A packet's headers as a capture prints them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Headers {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub ttl: u8,
+    /// The encapsulated packet's source and destination (IP-in-IP).
+    pub inner: Option<(Ipv4Addr, Ipv4Addr)>,
+    pub payload: Payload,
 }
 
 /// The fate of one probe (echo request, or traceroute/tracepath probe with a given TTL).
@@ -97,6 +113,17 @@ const MAX_STEPS: usize = 300;
 /// differs by its port.
 pub fn probe(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr, ttl: u8, kind: ProbeKind, _seq: u32) -> Probe {
     probe_src(net, st, from, None, dst, ttl, kind)
+}
+
+/// The source address `dev` puts on a packet to `dst` (`ip route get DST`'s `src`): the
+/// route's preferred source, else the egress interface's address. None without a route.
+pub fn probe_source(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr) -> Option<Ipv4Addr> {
+    if local_iface(net, st, dev, dst).is_some() {
+        return Some(dst);
+    }
+    let route = st.devices.get(dev.idx())?.fib.lookup(dst)?;
+    let nh = route.nexthops.first()?;
+    route.src.or_else(|| source_for(net, st, dev, nh.iface))
 }
 
 /// Like `probe`, with the source address fixed (a BGP session's `update-source` / `source
@@ -275,6 +302,61 @@ fn probe_with(
     p
 }
 
+/// The outer packet that carries `pkt` from `dev` to the tunnel's remote end `gw`, and the
+/// next hop it leaves by (which must not be a tunnel again).
+fn encapsulate<'a>(
+    net: &'a Network,
+    st: &'a State,
+    dev: DeviceId,
+    pkt: Packet,
+    gw: Option<Ipv4Addr>,
+) -> Result<(Packet, &'a NextHop), String> {
+    let name = &net.device(dev).name;
+    let gw = gw.ok_or_else(|| format!("{name}: a route into the IPIP tunnel has no remote end (no gateway)"))?;
+    let route = st.devices[dev.idx()]
+        .fib
+        .lookup(gw)
+        .filter(|r| !r.blackhole && !r.nexthops.is_empty())
+        .ok_or_else(|| format!("{name} has no route to the tunnel's remote end {gw}"))?;
+    let nh = &route.nexthops[0];
+    if net.iface(nh.iface).tunnel.is_some() {
+        return Err(format!(
+            "{name} routes the tunnel's remote end {gw} into a tunnel again"
+        ));
+    }
+    let src = route
+        .src
+        .or_else(|| source_for(net, st, dev, nh.iface))
+        .ok_or_else(|| format!("{name} has no address to send IP-in-IP from"))?;
+    let outer = Packet {
+        src,
+        dst: gw,
+        ttl: net.device(dev).profile.ttl,
+        kind: pkt.kind,
+    };
+    Ok((outer, nh))
+}
+
+/// The headers a capture shows for `pkt` (carrying `inner`, if encapsulated).
+fn headers(pkt: &Packet, inner: Option<&Packet>) -> Headers {
+    Headers {
+        src: pkt.src,
+        dst: pkt.dst,
+        ttl: pkt.ttl,
+        inner: inner.map(|i| (i.src, i.dst)),
+        payload: inner.map_or(pkt.kind, |i| i.kind),
+    }
+}
+
+/// `dev`'s IPIP tunnel device, if it is up (it receives protocol-4 packets for the host).
+fn tunnel_device(net: &Network, st: &State, dev: DeviceId) -> Option<IfId> {
+    net.device(dev)
+        .ifaces
+        .iter()
+        .copied()
+        .find(|i| net.iface(*i).tunnel == Some(Tunnel::Ipip) && st.ifaces[i.idx()].up)
+}
+
 fn error_text(e: &IcmpError) -> &'static str {
     match e {
         IcmpError::NetUnreachable => "no route (net unreachable)",
@@ -283,8 +365,9 @@ fn error_text(e: &IcmpError) -> &'static str {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Payload {
+/// What a packet carries (the innermost payload of an encapsulated one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Payload {
     Request(ProbeKind),
     EchoReply,
     PortUnreachable,
@@ -367,11 +450,18 @@ struct Walk<'a> {
 impl Walk<'_> {
     /// Walk `pkt` from `origin` (which sends it: no TTL decrement there) until it is delivered,
     /// answered by a responder, makes some router send an ICMP error, or is dropped.
+    ///
+    /// A route out of an IPIP tunnel device encapsulates: the packet travels inside an outer
+    /// header from this device's address to the route's gateway, routers on the way see and
+    /// decrement only the outer header, and the gateway's tunnel device hands the inner packet
+    /// back to routing there (Linux `ipip`: inner TTL decremented by the two tunnel ends only).
     fn walk(&mut self, origin: DeviceId, mut pkt: Packet, forward: bool) -> (End, Vec<Hop>) {
         let (net, st) = (self.net, self.st);
         let mut hops = Vec::new();
         let mut cur = origin;
         let mut ingress: Option<IfId> = None;
+        // While encapsulated, `pkt` is the outer packet and this is the one inside it.
+        let mut inner: Option<Packet> = None;
         for _ in 0..MAX_STEPS {
             let dev = net.device(cur);
             let mut hop = Hop {
@@ -379,10 +469,25 @@ impl Walk<'_> {
                 ingress,
                 egress: None,
                 ttl_in: pkt.ttl,
+                received: ingress.map(|_| headers(&pkt, inner.as_ref())),
+                sent: None,
             };
-            if let Some(inif) = ingress {
-                if !forward {
+            if let Some(mut inif) = ingress {
+                if !forward && inner.is_none() {
                     self.undo_nat(inif, &mut pkt);
+                }
+                if let Some(carried) = inner.filter(|_| local_iface(net, st, cur, pkt.dst).is_some()) {
+                    let Some(tunl) = tunnel_device(net, st, cur) else {
+                        hops.push(hop);
+                        let reason = format!(
+                            "{} has no IPIP tunnel device up: the IP-in-IP packet is dropped",
+                            dev.name
+                        );
+                        return (End::Dropped { reason }, hops);
+                    };
+                    inner = None;
+                    pkt = carried;
+                    inif = tunl;
                 }
                 if local_iface(net, st, cur, pkt.dst).is_some() {
                     hops.push(hop);
@@ -448,11 +553,25 @@ impl Walk<'_> {
                 let reason = format!("{} drops it: blackhole route {}", dev.name, route.prefix);
                 return (End::Dropped { reason }, hops);
             }
-            let nh = &route.nexthops[(pkt.flow_hash(cur) % route.nexthops.len() as u64) as usize];
+            let mut nh = &route.nexthops[(pkt.flow_hash(cur) % route.nexthops.len() as u64) as usize];
+            if net.iface(nh.iface).tunnel == Some(Tunnel::Ipip) && inner.is_none() {
+                match encapsulate(net, st, cur, pkt, nh.via) {
+                    Ok((outer, wire_nh)) => {
+                        inner = Some(pkt);
+                        pkt = outer;
+                        nh = wire_nh;
+                    }
+                    Err(reason) => {
+                        hops.push(hop);
+                        return (End::Dropped { reason }, hops);
+                    }
+                }
+            }
             hop.egress = Some(nh.iface);
-            if forward {
+            if forward && inner.is_none() {
                 self.apply_nat(cur, nh.iface, &mut pkt);
             }
+            hop.sent = Some(headers(&pkt, inner.as_ref()));
             let gw = nh.via.unwrap_or(pkt.dst);
             let Some(next_if) = self.arp(nh.iface, gw) else {
                 hops.push(hop);

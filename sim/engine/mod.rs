@@ -147,6 +147,15 @@ impl Engine {
         let r = edit(&mut self.net);
         self.ospf.grow(&self.net);
         self.state.ifaces.resize(self.net.interfaces.len(), IfState::default());
+        // Devices the change created (a pod's network namespace) power on now.
+        for i in self.state.devices.len()..self.net.devices.len() {
+            let dev = DeviceId(i as u32);
+            self.state.devices.push(DevState {
+                device: Some(dev),
+                ..DevState::default()
+            });
+            self.schedule(self.now, Event::Boot(dev));
+        }
         self.refresh_all();
         r
     }

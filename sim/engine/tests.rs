@@ -23,6 +23,7 @@ fn switch(net: &mut Network, name: &str, boot_ms: u64, config: &str) -> DeviceId
         ip_forward: true,
         external: None,
         image: None,
+        kubelet: None,
         span: Span::default(),
     });
     let origin = TextOrigin {

@@ -18,8 +18,8 @@ use self::yaml::OrderedMap;
 use super::{bird, eos, netplan};
 use crate::diag::{Diagnostic, InputError, Severity, Span, TextOrigin};
 use crate::model::{
-    AddrConfig, Device, DeviceId, DeviceKind, DhcpLease, ExternalConfig, IfId, L2Domain, L2Id, Network, Responder,
-    VendorProfile,
+    AddrConfig, Device, DeviceId, DeviceKind, DhcpLease, ExternalConfig, IfId, Kubelet, L2Domain, L2Id, Network,
+    Responder, VendorProfile,
 };
 
 /// A loaded topology: the model plus the warnings found while building it.
@@ -107,11 +107,24 @@ struct RawDevice {
     bird: Option<Spanned<String>>,
     /// Fragments `bird:` includes, by file name (`bird_aggr.cfg`, `bird_ipam.cfg`).
     bird_includes: Option<Spanned<OrderedMap<Spanned<String>>>>,
+    // k8s-node
+    /// kubeadm/kubelet on the host.
+    kubelet: Option<Spanned<RawKubelet>>,
     // external
     interface: Option<Spanned<String>>,
     gateway: Option<Spanned<String>>,
     leases: Option<Spanned<Vec<RawLease>>>,
     responders: Option<Spanned<Vec<RawResponder>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKubelet {
+    /// The kubeadm/kubelet version installed (`v1.28.15`).
+    version: Spanned<String>,
+    /// The address kubelet registers as the node's InternalIP: what its hostname resolves to
+    /// (`/etc/hosts`) or its `--node-ip`.
+    node_ip: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -132,7 +145,7 @@ struct RawResponder {
 
 impl RawDevice {
     /// The keys that only some kinds have, with the location of their values when present.
-    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 13] {
+    fn kind_keys(&self) -> [(&'static str, Option<&serde_saphyr::Location>); 14] {
         fn at<T>(v: &Option<Spanned<T>>) -> Option<&serde_saphyr::Location> {
             v.as_ref().map(|s| &s.referenced)
         }
@@ -146,6 +159,7 @@ impl RawDevice {
             ("netplan", at(&self.netplan)),
             ("bird", at(&self.bird)),
             ("bird_includes", at(&self.bird_includes)),
+            ("kubelet", at(&self.kubelet)),
             ("interface", at(&self.interface)),
             ("gateway", at(&self.gateway)),
             ("leases", at(&self.leases)),
@@ -266,11 +280,11 @@ impl<'a> Builder<'a> {
             self.broken.insert(name);
             return;
         }
-        let Some(kind) = self.kind(&span, raw) else {
+        let Some((kind, k8s_node)) = self.kind(&span, raw) else {
             self.broken.insert(name);
             return;
         };
-        self.check_keys(kind, raw);
+        self.check_keys(kind, k8s_node, raw);
         let boot_ms = raw.boot.as_ref().map_or(0, |b| self.duration(b));
         let id = DeviceId(self.net.devices.len() as u32);
         if let Some(at) = &raw.config_at {
@@ -297,8 +311,34 @@ impl<'a> Builder<'a> {
             ip_forward: kind == DeviceKind::Eos,
             external: None,
             image: None,
-            span,
+            kubelet: None,
+            span: span.clone(),
         });
+        if k8s_node {
+            match &raw.kubelet {
+                Some(k) => {
+                    let node_ip = match &k.value.node_ip {
+                        None => None,
+                        Some(ip) => match ip.value.parse() {
+                            Ok(a) => Some(a),
+                            Err(_) => {
+                                let msg = format!("expected an IPv4 address, found `{}`", ip.value);
+                                self.error(self.span(ip), msg);
+                                None
+                            }
+                        },
+                    };
+                    self.net.devices[id.idx()].kubelet = Some(Kubelet {
+                        version: k.value.version.value.clone(),
+                        node_ip,
+                    });
+                }
+                None => self.error(
+                    span,
+                    "a k8s-node needs `kubelet: {version: VERSION}` (the kubeadm/kubelet installed, e.g. v1.28.15)",
+                ),
+            }
+        }
         match kind {
             DeviceKind::Eos => self.eos_device(id, raw),
             DeviceKind::Linux => self.linux_device(id, raw),
@@ -306,31 +346,36 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn kind(&mut self, dev_span: &Span, raw: &RawDevice) -> Option<DeviceKind> {
+    /// The device kind, and whether it is a Kubernetes node host (a Linux host with kubelet).
+    fn kind(&mut self, dev_span: &Span, raw: &RawDevice) -> Option<(DeviceKind, bool)> {
         let Some(kind) = &raw.kind else {
-            let msg = "missing `kind` (expected eos, linux or external)";
+            let msg = "missing `kind` (expected eos, linux, k8s-node or external)";
             self.error(dev_span.clone(), msg);
             return None;
         };
         match kind.value.as_str() {
-            "eos" => Some(DeviceKind::Eos),
-            "linux" => Some(DeviceKind::Linux),
-            "external" => Some(DeviceKind::External),
+            "eos" => Some((DeviceKind::Eos, false)),
+            "linux" => Some((DeviceKind::Linux, false)),
+            "k8s-node" => Some((DeviceKind::Linux, true)),
+            "external" => Some((DeviceKind::External, false)),
             other => {
-                let msg = format!("unknown kind `{other}` (expected eos, linux or external)");
+                let msg = format!("unknown kind `{other}` (expected eos, linux, k8s-node or external)");
                 self.error(self.span(kind), msg);
                 None
             }
         }
     }
 
-    fn check_keys(&mut self, kind: DeviceKind, raw: &RawDevice) {
-        let allowed = keys_of(kind);
+    fn check_keys(&mut self, kind: DeviceKind, k8s_node: bool, raw: &RawDevice) {
+        let mut allowed = keys_of(kind).to_vec();
+        if k8s_node {
+            allowed.push("kubelet");
+        }
         for (key, at) in raw.kind_keys() {
             if let Some(at) = at.filter(|_| !allowed.contains(&key)) {
                 let msg = format!(
                     "`{key}` is not a key of kind {} (expected kind, boot, config_at, {})",
-                    kind_name(kind),
+                    if k8s_node { "k8s-node" } else { kind_name(kind) },
                     allowed.join(", ")
                 );
                 self.error(yaml::span(&self.origin, at), msg);

@@ -50,6 +50,10 @@ pub struct Network {
     pub l2: Vec<L2Domain>,
     /// Configurations entered some time after power-on (see `Network::defer_config`).
     pub timed: Vec<TimedConfig>,
+    /// The Kubernetes cluster on the hosts, once `kubeadm init` has run: its nodes, pods and
+    /// CNI. `k8s::realize` keeps the devices, interfaces and routes above in line with it.
+    #[serde(skip)]
+    pub cluster: Option<Box<crate::k8s::Cluster>>,
 }
 
 /// A device's configuration as it is once an engineer has entered it at `at_ms`; until then
@@ -88,8 +92,20 @@ pub struct Device {
     pub external: Option<ExternalConfig>,
     /// A container of this image (`catalogue/images.yaml`): its tools and servers.
     pub image: Option<String>,
+    /// A Kubernetes node host (topology `kind: k8s-node`): kubeadm and kubelet installed.
+    pub kubelet: Option<Kubelet>,
     /// Where the device was declared.
     pub span: Span,
+}
+
+/// kubeadm/kubelet on a host.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Kubelet {
+    /// The version installed (`v1.28.15`): what `kubeadm init` deploys and `join` registers.
+    pub version: String,
+    /// The InternalIP kubelet registers (its hostname's `/etc/hosts` address, or `--node-ip`);
+    /// None: the address of the interface with the default route.
+    pub node_ip: Option<Ipv4Addr>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -120,7 +136,18 @@ pub struct Interface {
     pub proxy_arp: bool,
     /// Kernel interface index (Linux; `ip addr` numbering). Loopback is 1.
     pub ifindex: u32,
+    /// A tunnel device (`tunl0`): packets routed out of it are encapsulated towards the
+    /// route's gateway instead of being sent on a wire.
+    pub tunnel: Option<Tunnel>,
     pub span: Span,
+}
+
+/// Encapsulation of a tunnel interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tunnel {
+    /// IP-in-IP (protocol 4), Linux `ipip` mode: `tunl0`, MTU 20 below the wire's.
+    Ipip,
 }
 
 impl Interface {
@@ -305,6 +332,7 @@ impl Network {
             nat_overload_acl: None,
             proxy_arp: false,
             ifindex: 0,
+            tunnel: None,
             span,
         });
         self.devices[dev.idx()].ifaces.push(id);

@@ -21,7 +21,27 @@ struct RawScenario {
     #[serde(default)]
     limits: RawLimits,
     #[serde(default)]
+    pinned: RawPinned,
+    #[serde(default)]
     steps: Vec<RawStep>,
+}
+
+/// Facts the references show but fabsim cannot derive (clarifications.md "Scripted facts").
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPinned {
+    /// Pods the cluster's controllers create: their names, their node, and (by list order) the
+    /// order their CNI calls ran when several started at once.
+    #[serde(default)]
+    pods: Vec<Spanned<RawPinnedPod>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPinnedPod {
+    /// `NAMESPACE/NAME`.
+    pod: String,
+    node: Option<String>,
 }
 
 /// Guards on the simulation itself.
@@ -47,8 +67,19 @@ struct RawStep {
     #[serde(default)]
     bird_includes: OrderedMap<Spanned<String>>,
     wait: Option<Spanned<String>>,
+    /// Runbook commands typed on `on:`, one per line (`#` starts a comment line).
+    run: Option<Spanned<String>>,
+    /// The DHCP server now leases this address to `on:`'s interface (the host renews).
+    lease: Option<Spanned<RawStepLease>>,
     #[serde(default)]
     expect: RawExpect,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStepLease {
+    interface: String,
+    address: Ipv4Net,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -121,6 +152,14 @@ pub enum Action {
     },
     /// Let virtual time pass.
     Wait { ms: u64 },
+    /// Commands typed on a host's shell, in order (each with where it is written).
+    Run { device: String, lines: Vec<(String, Span)> },
+    /// A new DHCP lease for a host's interface.
+    Lease {
+        device: String,
+        interface: String,
+        address: Ipv4Net,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -173,6 +212,7 @@ pub struct Scenario {
     pub topology_span: Span,
     /// `limits.paths_per_prefix` (the engine's default when absent).
     pub path_limit: Option<usize>,
+    pub pinned_pods: Vec<crate::k8s::Pin>,
     pub steps: Vec<Step>,
 }
 
@@ -240,6 +280,20 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
             ));
         }
     }
+    let mut pinned_pods = Vec::new();
+    for p in raw.pinned.pods {
+        match p.value.pod.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() && !name.is_empty() => pinned_pods.push(crate::k8s::Pin {
+                namespace: ns.to_string(),
+                name: name.to_string(),
+                node: p.value.node.clone(),
+            }),
+            _ => errors.push(Diagnostic::error(
+                span_of(file, &p),
+                format!("expected `pod: NAMESPACE/NAME`, found `{}`", p.value.pod),
+            )),
+        }
+    }
     if !errors.is_empty() {
         return Err(InputError(errors));
     }
@@ -250,6 +304,7 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
         topology: base.join(&raw.topology.value),
         topology_span: span_of(file, &raw.topology),
         path_limit: raw.limits.paths_per_prefix,
+        pinned_pods,
         steps,
     })
 }
@@ -269,11 +324,13 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
         rs.netplan.is_some(),
         rs.bird.is_some(),
         rs.wait.is_some(),
+        rs.run.is_some(),
+        rs.lease.is_some(),
     ];
     if kinds.iter().filter(|k| **k).count() > 1 {
         return Err(Diagnostic::error(
             span,
-            "a step does one thing: use only one of `config:`, `netplan:`, `wait:`",
+            "a step does one thing: use only one of `config:`, `netplan:`, `bird:`, `wait:`, `run:`, `lease:`",
         )
         .with_hint("split it into several steps with their own ids"));
     }
@@ -315,11 +372,30 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
             )
         })?;
         Action::Wait { ms }
+    } else if let Some(l) = &rs.lease {
+        Action::Lease {
+            device: device("lease")?,
+            interface: l.value.interface.clone(),
+            address: l.value.address,
+        }
+    } else if let Some(r) = &rs.run {
+        let origin = yaml::text_origin(r, text, &root(file));
+        let lines = r
+            .value
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .map(|(i, l)| (l.trim().to_string(), origin.span_at(i, l.len() - l.trim_start().len())))
+            .collect();
+        Action::Run {
+            device: device("run")?,
+            lines,
+        }
     } else {
         if let Some(o) = &rs.on {
             return Err(Diagnostic::error(
                 span_of(file, o),
-                "`on:` needs a change: `config:` (EOS) or `netplan:` (Linux)",
+                "`on:` needs a change: `config:` (EOS), `netplan:`, `bird:` or `run:` (Linux)",
             ));
         }
         Action::Checkpoint

@@ -9,6 +9,7 @@ use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Engine, State};
 use crate::input::{bird, eos, netplan, topology};
+use crate::k8s::{self, Pin};
 use crate::model::{DeviceId, DeviceKind, Network};
 use crate::views;
 
@@ -83,6 +84,17 @@ pub struct StepReport {
     pub findings: Vec<String>,
     pub warnings: Vec<Diagnostic>,
     pub checks: Vec<CheckResult>,
+    /// What each runbook command of the step printed.
+    pub commands: Vec<CommandRecord>,
+}
+
+/// One runbook command as typed, its output and exit status.
+#[derive(Clone, Debug)]
+pub struct CommandRecord {
+    pub device: String,
+    pub command: String,
+    pub output: String,
+    pub status: i32,
 }
 
 impl StepReport {
@@ -117,6 +129,7 @@ pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
         findings: c.findings.clone(),
         warnings: opened.warnings.clone(),
         checks: Vec::new(),
+        commands: Vec::new(),
     };
     let mut run = Run {
         engine,
@@ -142,21 +155,27 @@ pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
         None => scn.steps.len().saturating_sub(1),
     };
     for step in scn.steps.iter().take(last + 1) {
-        let report = run_step(&mut run.engine, step)?;
+        let report = run_step(&mut run.engine, step, &scn.pinned_pods)?;
         run.steps.push(report);
     }
     Ok(run)
 }
 
-fn run_step(engine: &mut Engine, step: &Step) -> Result<StepReport, InputError> {
+fn run_step(engine: &mut Engine, step: &Step, pins: &[Pin]) -> Result<StepReport, InputError> {
     let mut checks = Vec::new();
     for e in &step.before {
         checks.push(evaluate(engine, e, When::Before)?);
     }
     let before = engine.state().clone();
     let start_ms = engine.now_ms();
-    let (change, warnings) = apply(engine, step)?;
-    let (settled_ms, quiet, findings) = match step.action {
+    let (change, warnings, commands) = match &step.action {
+        Action::Run { device, lines } => run_commands(engine, device, lines, pins, &step.span)?,
+        _ => {
+            let (change, warnings) = apply(engine, step)?;
+            (change, warnings, Vec::new())
+        }
+    };
+    let (settled_ms, quiet, mut findings) = match step.action {
         Action::Wait { ms } => {
             engine.advance(ms);
             (engine.now_ms(), true, Vec::new())
@@ -166,6 +185,12 @@ fn run_step(engine: &mut Engine, step: &Step) -> Result<StepReport, InputError> 
             (c.routes_changed_ms.max(start_ms), c.quiet, c.findings)
         }
     };
+    for c in commands.iter().filter(|c| c.status != 0) {
+        findings.push(format!(
+            "`{}` on {} failed (exit status {})",
+            c.command, c.device, c.status
+        ));
+    }
     let route_changes = route_diff(engine.network(), &before, engine.state());
     for e in &step.after {
         checks.push(evaluate(engine, e, When::After)?);
@@ -181,7 +206,58 @@ fn run_step(engine: &mut Engine, step: &Step) -> Result<StepReport, InputError> 
         findings,
         warnings,
         checks,
+        commands,
     })
+}
+
+/// A `run:` step: each line on `device`'s shell, in order. Lines that change the cluster or
+/// the host go to `k8s::run_line` (then the network is brought in line with the cluster);
+/// others are read-only commands a view answers.
+fn run_commands(
+    engine: &mut Engine,
+    device: &str,
+    lines: &[(String, Span)],
+    pins: &[Pin],
+    step_span: &Span,
+) -> Result<(String, Vec<Diagnostic>, Vec<CommandRecord>), InputError> {
+    let dev = device_of(engine.network(), device, step_span)?;
+    if engine.network().device(dev).kind != DeviceKind::Linux {
+        return Err(Diagnostic::error(
+            step_span.clone(),
+            format!("`run:` types commands on a Linux host's shell, but {device} is not one"),
+        )
+        .into());
+    }
+    let mut warnings = Vec::new();
+    let mut records = Vec::new();
+    for (line, span) in lines {
+        let (output, status) = if k8s::is_change(line) {
+            let st = engine.state().clone();
+            let now = engine.now_ms();
+            let outcome = engine.reconfigure(|net| -> Result<k8s::CommandOutcome, InputError> {
+                let outcome =
+                    k8s::run_line(net, &st, dev, line, now, pins).map_err(|e| Diagnostic::error(span.clone(), e))?;
+                warnings.extend(k8s::realize(net)?);
+                Ok(outcome)
+            })?;
+            (outcome.output, outcome.status)
+        } else {
+            let out = views::run_command(engine.network(), engine.state(), dev, line)
+                .map_err(|e| Diagnostic::error(span.clone(), format!("`{line}`: {}", e.message)))?;
+            (out, 0)
+        };
+        records.push(CommandRecord {
+            device: device.to_string(),
+            command: line.clone(),
+            output,
+            status,
+        });
+    }
+    let change = match lines {
+        [(one, _)] => format!("{device}$ {one}"),
+        _ => format!("{device}: {} commands", lines.len()),
+    };
+    Ok((change, warnings, records))
 }
 
 fn device_of(net: &Network, name: &str, span: &Span) -> Result<DeviceId, Diagnostic> {
@@ -196,6 +272,36 @@ fn device_of(net: &Network, name: &str, span: &Span) -> Result<DeviceId, Diagnos
 fn apply(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnostic>), InputError> {
     match &step.action {
         Action::Checkpoint => Ok(("no change (checkpoint)".into(), Vec::new())),
+        Action::Run { .. } => Ok(("runbook commands".into(), Vec::new())),
+        Action::Lease {
+            device,
+            interface,
+            address,
+        } => {
+            device_of(engine.network(), device, &step.span)?;
+            let changed = engine.reconfigure(|net| {
+                let leases = net
+                    .devices
+                    .iter_mut()
+                    .filter_map(|d| d.external.as_mut())
+                    .flat_map(|e| e.leases.iter_mut());
+                let mut found = false;
+                for l in leases.filter(|l| &l.device == device && l.interface.eq_ignore_ascii_case(interface)) {
+                    l.address = *address;
+                    found = true;
+                }
+                found
+            });
+            if !changed {
+                return Err(Diagnostic::error(
+                    step.span.clone(),
+                    format!("no DHCP server leases an address to {device} {interface}"),
+                )
+                .with_hint("leases are listed under an external network's `leases:` in the topology")
+                .into());
+            }
+            Ok((format!("{device} {interface}: DHCP lease {address}"), Vec::new()))
+        }
         Action::Wait { ms } => Ok((format!("wait {}", fmt_ms(*ms)), Vec::new())),
         Action::EosConfig { device, text, origin } => {
             let dev = device_of(engine.network(), device, &step.span)?;

@@ -230,45 +230,14 @@ pub(crate) fn calico_node_status(net: &Network, st: &State, dev: DeviceId) -> Re
     if rows.is_empty() {
         out.push_str("No IPv4 peers found.\n");
     } else {
-        out.push_str(&table(&["PEER ADDRESS", "PEER TYPE", "STATE", "SINCE", "INFO"], &rows));
+        out.push_str(&super::tables::tablewriter(
+            &["PEER ADDRESS", "PEER TYPE", "STATE", "SINCE", "INFO"],
+            &rows,
+        ));
     }
     // bird6 is not modelled: no IPv6 sessions exist.
     out.push_str("\nIPv6 BGP status\nNo IPv6 peers found.\n\n");
     Ok(out)
-}
-
-/// An olekukonko/tablewriter table as calicoctl prints it: `+---+` borders, one space of
-/// padding, the header centred (an odd gap puts the extra space on the right), cells left-aligned.
-fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
-    let widths: Vec<usize> = (0..N)
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].len())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let rule: String = widths
-        .iter()
-        .map(|w| format!("+{}", "-".repeat(w + 2)))
-        .collect::<String>()
-        + "+\n";
-    let mut out = rule.clone();
-    for (h, w) in header.iter().zip(&widths) {
-        let gap = w - h.len();
-        out.push_str(&format!("| {}{}{} ", " ".repeat(gap / 2), h, " ".repeat(gap - gap / 2)));
-    }
-    out.push_str("|\n");
-    out.push_str(&rule);
-    for r in rows {
-        for (c, w) in r.iter().zip(&widths) {
-            out.push_str(&format!("| {c:<w$} "));
-        }
-        out.push_str("|\n");
-    }
-    out.push_str(&rule);
-    out
 }
 
 /// Which kind of protocol a table route or a protocol row belongs to.

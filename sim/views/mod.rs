@@ -6,11 +6,14 @@
 //! prints (iproute2, tracepath) are kept.
 
 pub mod bird;
+mod calicoctl;
 mod clock;
 pub mod eos;
 pub mod frr;
+mod kubectl;
 pub mod linux;
 pub mod pipe;
+mod tables;
 
 use std::fmt;
 
@@ -166,6 +169,7 @@ pub(crate) mod testnet {
                 ip_forward: kind == DeviceKind::Eos,
                 external: None,
                 image: None,
+                kubelet: None,
                 span: Span::default(),
             });
             self.st.devices.push(DevState {

@@ -32,15 +32,24 @@ pub(crate) fn policy_accepts(
     attrs: &PathAttrs,
     proto: &str,
 ) -> bool {
+    policy_result(daemon, policy, prefix, attrs, proto).is_some()
+}
+
+/// Like `policy_accepts`, returning the route as the filter left it (the attributes it set,
+/// such as Calico's `krt_tunnel`), or None when rejected.
+pub(crate) fn policy_result(
+    daemon: Option<&BirdDaemon>,
+    policy: &Policy,
+    prefix: Ipv4Net,
+    attrs: &PathAttrs,
+    proto: &str,
+) -> Option<FilterRoute> {
+    let mut r = FilterRoute::new(prefix, proto);
+    r.bgp_next_hop = attrs.next_hop;
     match (policy, daemon) {
-        (Policy::All, _) => true,
-        (Policy::None, _) => false,
-        (Policy::Filter(_), None) => true,
-        (Policy::Filter(_), Some(d)) => {
-            let mut r = FilterRoute::new(prefix, proto);
-            r.bgp_next_hop = attrs.next_hop;
-            run_filter(d, policy, &mut r) == Verdict::Accept
-        }
+        (Policy::All, _) | (Policy::Filter(_), None) => Some(r),
+        (Policy::None, _) => None,
+        (Policy::Filter(_), Some(d)) => (run_filter(d, policy, &mut r) == Verdict::Accept).then_some(r),
     }
 }
 

@@ -14,7 +14,7 @@ use super::Bgp;
 use crate::engine::bgp_state::{BgpOrigin, BgpState, EcmpRole, NhMetric, PathAttrs, TableDest, TableRoute};
 use crate::engine::local_iface;
 use crate::engine::state::{NextHop, Proto, Route, State};
-use crate::model::bgp::{BgpRedistSource, BirdStaticDest};
+use crate::model::bgp::{BgpRedistSource, BirdStaticDest, Value};
 use crate::model::{BgpFlavor, DeviceId, Network};
 
 /// BIRD protocol preferences (`DEF_PREF_*`, nest/route.h).
@@ -666,10 +666,9 @@ fn fib_route(
                     return None;
                 }
             }
-            if !super::export::policy_accepts(d.bird.as_ref(), &kernel.export, prefix, &best.attrs, "kernel1") {
-                return None;
-            }
-            let (nexthops, blackhole) = match &best.dest {
+            let exported =
+                super::export::policy_result(d.bird.as_ref(), &kernel.export, prefix, &best.attrs, "kernel1")?;
+            let (mut nexthops, blackhole) = match &best.dest {
                 TableDest::Via(nh) | TableDest::Device(nh) => (vec![nh.clone()], false),
                 TableDest::Multipath(v) => (v.clone(), false),
                 TableDest::Blackhole => (Vec::new(), true),
@@ -677,6 +676,19 @@ fn fib_route(
                 // no such type yet, so the prefix is left to the other routes.
                 TableDest::Unreachable => return None,
             };
+            // Calico's BIRD: `krt_tunnel = "tunl0"` installs the route through that device with
+            // the same gateway (`via G dev tunl0 onlink`); "" leaves it as BIRD resolved it. The
+            // kernel refuses the route while the device does not exist.
+            if let Some(Value::Str(tunnel)) = exported
+                .attrs
+                .get("krt_tunnel")
+                .filter(|t| **t != Value::Str(String::new()))
+            {
+                let tunl = net.iface_by_name(dev, tunnel)?;
+                for nh in &mut nexthops {
+                    nh.iface = tunl;
+                }
+            }
             Some(Route {
                 prefix,
                 proto: Proto::Bird,

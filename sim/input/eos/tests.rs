@@ -39,6 +39,7 @@ pub(super) fn switch(name: &str) -> (Network, DeviceId) {
         ip_forward: true,
         external: None,
         image: None,
+        kubelet: None,
         span: Span::default(),
     });
     (net, DeviceId(0))

@@ -47,14 +47,41 @@ pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resul
         "vtysh" => super::frr::vtysh(net, st, dev, args),
         // `sudo` changes nothing fabsim models: run the command itself.
         "sudo" => run(net, st, dev, &args.join(" ")),
-        "calicoctl" if args.iter().map(String::as_str).eq(["node", "status"]) => {
-            super::bird::calico_node_status(net, st, dev)
-        }
+        "calicoctl" => super::calicoctl::calicoctl(net, st, dev, args),
+        "kubectl" => super::kubectl::kubectl(net, st, args),
+        "cat" => cat(net, dev, args),
         _ => Err(CommandError::new(format!(
             "{cmd}: command not found (fabsim's Linux shell runs: ip route|addr|link, \
              ping, tracepath, traceroute, birdcl where BIRD runs, vtysh where FRR runs)"
         ))),
     }
+}
+
+/// `cat FILE` for the files fabsim generates: the BIRD configuration confd renders into the
+/// calico-node container (`/etc/calico/confd/config/`), readable from the node it runs on.
+fn cat(net: &Network, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
+    let mut out = String::new();
+    for path in args {
+        let file = path.strip_prefix("/etc/calico/confd/config/");
+        let node = net
+            .cluster
+            .as_deref()
+            .and_then(|c| c.nodes.iter().find(|n| n.device == dev));
+        let rendered = node
+            .zip(net.cluster.as_deref().and_then(|c| c.calico.as_ref()))
+            .and_then(|(n, calico)| calico.rendered.get(&n.name));
+        let text = match (file, rendered) {
+            (Some("bird.cfg"), Some(r)) => &r.bird_cfg,
+            (Some("bird_aggr.cfg"), Some(r)) => &r.bird_aggr_cfg,
+            (Some("bird_ipam.cfg"), Some(r)) => &r.bird_ipam_cfg,
+            _ => {
+                out.push_str(&format!("cat: {path}: No such file or directory\n"));
+                continue;
+            }
+        };
+        out.push_str(text);
+    }
+    Ok(out)
 }
 
 fn if_state(st: &State, id: IfId) -> IfState {

@@ -1,0 +1,258 @@
+//! Calico installed on a cluster: the datastore, IPAM, and what calico-node does when it
+//! starts on a node (default pool, address autodetection, tunnel address) and what the CNI
+//! plugin asks IPAM for each pod.
+//!
+//! calico-node startup order (`node/pkg/lifecycle/startup/startup.go`, calico-reference.md
+//! §3.3, §3.6): autodetect the node's IPv4 address and write it to the Node; create
+//! `default-ipv4-ippool` if no IPv4 pool exists; then `allocate-tunnel-addrs` gives the node an
+//! IPIP tunnel address from an enabled IPIP pool that selects it (handle
+//! `ipip-tunnel-addr-<node>`, the first address of the node's first block).
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+
+use ipnet::{IpNet, Ipv4Net};
+
+use super::autodetect::{self, HostFacts};
+use super::confd::{self, RenderedBird};
+use super::datastore::{ApiGroup, BlockAffinity, Datastore, EncapMode, IpPool, Node};
+use super::ipam::{self, BlockAllocator, IpamError, Pool};
+use crate::diag::Span;
+
+/// The name calico-node gives the pool it creates (`configureIPPools`).
+pub const DEFAULT_POOL: &str = "default-ipv4-ippool";
+
+/// Calico on one cluster.
+#[derive(Clone, Debug)]
+pub struct Calico {
+    pub version: String,
+    /// calico-node's container environment (from the manifest).
+    pub env: BTreeMap<String, String>,
+    pub datastore: Datastore,
+    /// Blocks and addresses of the pools, in pool-name order; built when the first pool exists.
+    pub ipam: Option<BlockAllocator>,
+    /// Nodes whose calico-node has started, in start order, with the time it did.
+    pub started: Vec<(String, u64)>,
+    /// What confd last rendered per node (BIRD reconfigures only when it changes).
+    pub rendered: BTreeMap<String, RenderedBird>,
+}
+
+impl Calico {
+    pub fn new(version: &str, env: BTreeMap<String, String>) -> Calico {
+        Calico {
+            version: version.to_string(),
+            env,
+            datastore: Datastore::new(),
+            ipam: None,
+            started: Vec::new(),
+            rendered: BTreeMap::new(),
+        }
+    }
+
+    pub fn is_started(&self, node: &str) -> bool {
+        self.started_at(node).is_some()
+    }
+
+    /// When calico-node started on `node` (the node's CNI became ready).
+    pub fn started_at(&self, node: &str) -> Option<u64> {
+        self.started.iter().find(|(n, _)| n == node).map(|(_, t)| *t)
+    }
+
+    /// calico-node starts on `node` at `now`. `kubeadm_pod_subnet` is the `podSubnet` of the
+    /// kubeadm-config ConfigMap (the default pool's CIDR when the manifest sets none).
+    pub fn start_node(
+        &mut self,
+        node: &str,
+        host: &HostFacts<'_>,
+        kubeadm_pod_subnet: Option<Ipv4Net>,
+        now: u64,
+    ) -> Result<(), String> {
+        let method = self.env.get("IP_AUTODETECTION_METHOD").map_or("", String::as_str);
+        let address = match self.env.get("IP").map(String::as_str) {
+            None | Some("autodetect") | Some("") => autodetect::detect(method, host)?,
+            Some(fixed) => fixed
+                .parse::<Ipv4Net>()
+                .or_else(|_| fixed.parse::<Ipv4Addr>().map(Ipv4Net::from))
+                .map_err(|_| format!("Failed to parse IP {fixed:?}"))?,
+        };
+        if let Some(other) = self
+            .datastore
+            .nodes
+            .values()
+            .find(|n| n.name != node && n.ipv4_address.map(|a| a.addr()) == Some(address.addr()))
+        {
+            return Err(format!(
+                "Calico node '{}' is already using the IPv4 address {}",
+                other.name,
+                address.addr()
+            ));
+        }
+        let entry = self.datastore.nodes.entry(node.to_string()).or_insert_with(|| Node {
+            name: node.to_string(),
+            span: Span::new("calico-node", 1, 1),
+            ..Node::default()
+        });
+        entry.ipv4_address = Some(address);
+        self.default_pool(kubeadm_pod_subnet)?;
+        if !self.is_started(node) {
+            self.started.push((node.to_string(), now));
+        }
+        self.allocate_tunnel_addr(node).map_err(|e| e.to_string())
+    }
+
+    /// `configureIPPools`: create the default IPv4 pool from the environment when there is no
+    /// IPv4 pool at all.
+    fn default_pool(&mut self, kubeadm_pod_subnet: Option<Ipv4Net>) -> Result<(), String> {
+        if self.datastore.ip_pools.values().any(|p| matches!(p.cidr, IpNet::V4(_))) {
+            return Ok(());
+        }
+        let env = |k: &str| self.env.get(k).map(String::as_str).unwrap_or("");
+        let cidr = match env("CALICO_IPV4POOL_CIDR") {
+            "" => kubeadm_pod_subnet
+                .unwrap_or_else(|| Ipv4Net::new(Ipv4Addr::new(192, 168, 0, 0), 16).unwrap_or_default()),
+            text => text
+                .parse()
+                .map_err(|_| format!("Failed to parse CALICO_IPV4POOL_CIDR {text:?}"))?,
+        };
+        let mode = |k: &str| -> Result<EncapMode, String> {
+            match env(k).to_ascii_lowercase().as_str() {
+                "" | "off" | "never" => Ok(EncapMode::Never),
+                "crosssubnet" | "cross-subnet" => Ok(EncapMode::CrossSubnet),
+                "always" => Ok(EncapMode::Always),
+                other => Err(format!("Unrecognized {k} value: {other}")),
+            }
+        };
+        let block_size = match env("CALICO_IPV4POOL_BLOCK_SIZE") {
+            "" => 26,
+            t => t
+                .parse()
+                .map_err(|_| format!("Failed to parse CALICO_IPV4POOL_BLOCK_SIZE {t:?}"))?,
+        };
+        let pool = IpPool {
+            name: DEFAULT_POOL.to_string(),
+            cidr: IpNet::V4(cidr.trunc()),
+            block_size,
+            ipip_mode: mode("CALICO_IPV4POOL_IPIP")?,
+            vxlan_mode: mode("CALICO_IPV4POOL_VXLAN")?,
+            nat_outgoing: !env("CALICO_IPV4POOL_NAT_OUTGOING").eq_ignore_ascii_case("false"),
+            disabled: false,
+            disable_bgp_export: env("CALICO_IPV4POOL_DISABLE_BGP_EXPORT").eq_ignore_ascii_case("true"),
+            node_selector: match env("CALICO_IPV4POOL_NODE_SELECTOR") {
+                "" => "all()".to_string(),
+                s => s.to_string(),
+            },
+            allowed_uses: vec!["Workload".into(), "Tunnel".into()],
+            api: ApiGroup::V3,
+            span: Span::new("calico-node", 1, 1),
+        };
+        self.datastore.ip_pools.insert(pool.name.clone(), pool);
+        self.rebuild_ipam().map_err(|e| e.to_string())
+    }
+
+    /// IPAM's pool list follows the datastore's enabled IPv4 pools, in name order; blocks
+    /// already claimed are kept.
+    fn rebuild_ipam(&mut self) -> Result<(), IpamError> {
+        let pools = self
+            .datastore
+            .ip_pools
+            .values()
+            .filter(|p| !p.disabled)
+            .map(|p| Pool::new(p.cidr, p.block_size))
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.ipam.as_ref().is_none_or(|a| a.pools() != pools.as_slice()) {
+            self.ipam = Some(BlockAllocator::new(pools));
+        }
+        Ok(())
+    }
+
+    /// `allocate-tunnel-addrs`: an IPIP tunnel address when an enabled IPIP pool exists.
+    fn allocate_tunnel_addr(&mut self, node: &str) -> Result<(), IpamError> {
+        let wants_ipip = self
+            .datastore
+            .ip_pools
+            .values()
+            .any(|p| !p.disabled && p.ipip_mode != EncapMode::Never && matches!(p.cidr, IpNet::V4(_)));
+        let has = self.datastore.nodes.get(node).and_then(|n| n.ipv4_ipip_tunnel_addr);
+        if !wants_ipip || has.is_some() {
+            return Ok(());
+        }
+        let addr = self.assign(node, &ipam::ipip_tunnel_handle(node))?;
+        if let Some(n) = self.datastore.nodes.get_mut(node) {
+            n.ipv4_ipip_tunnel_addr = Some(addr);
+        }
+        Ok(())
+    }
+
+    /// The CNI plugin's `AutoAssign` for one pod (handle `k8s-pod-network.<container id>`).
+    pub fn assign(&mut self, node: &str, handle: &str) -> Result<Ipv4Addr, IpamError> {
+        let ipam = self
+            .ipam
+            .as_mut()
+            .ok_or_else(|| IpamError::NoPools { node: node.into() })?;
+        let addr = ipam.auto_assign(node, handle)?;
+        self.sync_affinities();
+        match addr {
+            IpAddr::V4(a) => Ok(a),
+            IpAddr::V6(_) => Err(IpamError::NoPools { node: node.into() }),
+        }
+    }
+
+    /// The CNI plugin's `ReleaseByHandle` when a pod goes.
+    pub fn release(&mut self, addr: Ipv4Addr) -> Result<String, IpamError> {
+        let ipam = self.ipam.as_mut().ok_or(IpamError::NotAllocated(IpAddr::V4(addr)))?;
+        ipam.release(IpAddr::V4(addr))
+    }
+
+    /// A BlockAffinity per claimed block, as IPAM writes them when it claims (`confirmed`).
+    fn sync_affinities(&mut self) {
+        let Some(ipam) = &self.ipam else { return };
+        for (node, cidr) in ipam.claims() {
+            let name = ipam::affinity_name(node, *cidr);
+            self.datastore
+                .block_affinities
+                .entry(name.clone())
+                .or_insert_with(|| BlockAffinity {
+                    name,
+                    node: node.clone(),
+                    cidr: *cidr,
+                    state: "confirmed".into(),
+                    deleted: false,
+                    span: Span::new("ipam", 1, 1),
+                });
+        }
+    }
+
+    /// The pool an address belongs to.
+    pub fn pool_of(&self, addr: Ipv4Addr) -> Option<&IpPool> {
+        self.datastore
+            .ip_pools
+            .values()
+            .find(|p| p.cidr.contains(&IpAddr::V4(addr)))
+    }
+
+    /// confd's rendering for `node` (None before its calico-node has a Node resource).
+    pub fn render(&self, node: &str) -> Option<RenderedBird> {
+        confd::render(&self.datastore, node).ok()
+    }
+
+    /// Does any enabled pool use IPIP (felix then creates `tunl0`)?
+    pub fn ipip_enabled(&self) -> bool {
+        self.datastore
+            .ip_pools
+            .values()
+            .any(|p| !p.disabled && p.ipip_mode != EncapMode::Never)
+    }
+
+    /// The MTU felix gives workloads: 1500 less the largest enabled encapsulation overhead
+    /// (IPIP 20, VXLAN 50; calico-reference.md §5, host MTU 1500).
+    pub fn pod_mtu(&self, host_mtu: u32) -> u32 {
+        let pools = || self.datastore.ip_pools.values().filter(|p| !p.disabled);
+        if pools().any(|p| p.vxlan_mode != EncapMode::Never) {
+            host_mtu - 50
+        } else if pools().any(|p| p.ipip_mode != EncapMode::Never) {
+            host_mtu - 20
+        } else {
+            host_mtu
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! The cluster's objects and the controllers' decisions fabsim models: node podCIDRs in join
+//! order (kube-controller-manager's node IPAM), pod names (Deployment / DaemonSet / static),
+//! scheduling, and the CNI ADD that gives a started pod its address.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+use super::names;
+use super::realize::Netns;
+use crate::calico::install::Calico;
+use crate::model::DeviceId;
+
+/// kube-controller-manager's `--node-cidr-mask-size` for IPv4 (kubeadm's default).
+const NODE_CIDR_MASK: u8 = 24;
+
+/// The taint kubeadm puts on a control-plane node.
+pub const CONTROL_PLANE_TAINT: &str = "node-role.kubernetes.io/control-plane:NoSchedule";
+/// The taint the node lifecycle controller keeps on a node that is not Ready.
+pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready:NoSchedule";
+
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    /// Kubernetes version (`kubeadm init` uses the installed kubeadm's).
+    pub version: String,
+    /// `--pod-network-cidr` (kubeadm-config `podSubnet`; node IPAM allocates from it).
+    pub pod_cidr: Option<Ipv4Net>,
+    /// `--service-cidr` (default 10.96.0.0/12; its first address is the `kubernetes` Service).
+    pub service_cidr: Ipv4Net,
+    /// `--control-plane-endpoint` (host:port).
+    pub endpoint: String,
+    pub created_ms: u64,
+    /// Nodes in join order (the control-plane node first).
+    pub nodes: Vec<KNode>,
+    /// Pods in creation order.
+    pub pods: Vec<Pod>,
+    /// Facts the scenario pins because they cannot be derived (pod names, placement, the order
+    /// of simultaneous CNI calls).
+    pub pins: Vec<Pin>,
+    pub calico: Option<Calico>,
+    /// Each pod's network namespace once it has run (kept for a pod of the same name later).
+    pub netns: BTreeMap<(String, String), Netns>,
+    /// Pods each controller has created so far (their name suffixes).
+    created: BTreeMap<String, u64>,
+    sandboxes: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct KNode {
+    pub name: String,
+    pub device: DeviceId,
+    pub internal_ip: Ipv4Addr,
+    /// `spec.podCIDR` (immutable once set).
+    pub pod_cidr: Option<Ipv4Net>,
+    pub control_plane: bool,
+    pub joined_ms: u64,
+    pub kubelet: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// A static pod from `/etc/kubernetes/manifests` (named `<component>-<node>`).
+    Static,
+    DaemonSet(String),
+    Deployment(String),
+    /// `kubectl run`: a bare pod.
+    Bare,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodPhase {
+    Pending,
+    Running,
+}
+
+#[derive(Clone, Debug)]
+pub struct Pod {
+    pub namespace: String,
+    pub name: String,
+    pub owner: Owner,
+    pub node: Option<String>,
+    pub host_network: bool,
+    pub image: String,
+    pub ip: Option<Ipv4Addr>,
+    pub phase: PodPhase,
+    pub created_ms: u64,
+    pub started_ms: Option<u64>,
+    /// Tolerates `node-role.kubernetes.io/control-plane:NoSchedule`.
+    pub tolerates_control_plane: bool,
+    /// The sandbox the CNI was called for (IPAM handle `k8s-pod-network.<id>`).
+    pub container_id: Option<String>,
+    /// Why the pod cannot start (an IPAM error, no node fits), as `kubectl describe` shows it.
+    pub waiting: Option<String>,
+    /// Where the scenario says the scheduler put it (see `Pin`).
+    pub pinned_node: Option<String>,
+}
+
+/// A pinned pod: its name, and the node it ran on when the reference does not say why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pin {
+    pub namespace: String,
+    pub name: String,
+    pub node: Option<String>,
+}
+
+/// What a new pod is: everything but its name, which the cluster gives it.
+pub struct PodSpec {
+    pub namespace: String,
+    pub owner: Owner,
+    /// The bare pod's name (`kubectl run NAME`) or the static pod's component.
+    pub name: Option<String>,
+    pub node: Option<String>,
+    pub host_network: bool,
+    pub image: String,
+    pub tolerates_control_plane: bool,
+}
+
+impl Cluster {
+    pub fn new(version: &str, pod_cidr: Option<Ipv4Net>, service_cidr: Ipv4Net, endpoint: String, now: u64) -> Cluster {
+        Cluster {
+            version: version.to_string(),
+            pod_cidr,
+            service_cidr,
+            endpoint,
+            created_ms: now,
+            nodes: Vec::new(),
+            pods: Vec::new(),
+            pins: Vec::new(),
+            calico: None,
+            netns: BTreeMap::new(),
+            created: BTreeMap::new(),
+            sandboxes: 0,
+        }
+    }
+
+    pub fn node(&self, name: &str) -> Option<&KNode> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// A node joins: node IPAM gives it the next podCIDR of `--pod-network-cidr` in join order
+    /// (`--allocate-node-cidrs` is on when kubeadm has a pod network CIDR).
+    pub fn add_node(
+        &mut self,
+        name: &str,
+        device: DeviceId,
+        internal_ip: Ipv4Addr,
+        control_plane: bool,
+        kubelet: &str,
+        now: u64,
+    ) {
+        let pod_cidr = self.pod_cidr.and_then(|c| {
+            c.subnets(NODE_CIDR_MASK.max(c.prefix_len()))
+                .ok()
+                .and_then(|mut s| s.nth(self.nodes.len()))
+        });
+        self.nodes.push(KNode {
+            name: name.to_string(),
+            device,
+            internal_ip,
+            pod_cidr,
+            control_plane,
+            joined_ms: now,
+            kubelet: kubelet.to_string(),
+        });
+    }
+
+    /// A node is Ready once its CNI is initialised (calico-node has started on it).
+    pub fn ready(&self, node: &str) -> bool {
+        self.calico.as_ref().is_some_and(|c| c.is_started(node))
+    }
+
+    pub fn taints(&self, node: &KNode) -> Vec<&'static str> {
+        let mut t = Vec::new();
+        if node.control_plane {
+            t.push(CONTROL_PLANE_TAINT);
+        }
+        if !self.ready(&node.name) {
+            t.push(NOT_READY_TAINT);
+        }
+        t
+    }
+
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<&Pod> {
+        self.pods.iter().find(|p| p.namespace == namespace && p.name == name)
+    }
+
+    /// Create a pod: named by its controller (or a pin), pending until scheduled and started.
+    pub fn create_pod(&mut self, spec: PodSpec, now: u64) -> String {
+        let (name, pinned_node) = self.pod_name(&spec);
+        self.pods.push(Pod {
+            namespace: spec.namespace,
+            name: name.clone(),
+            owner: spec.owner,
+            node: spec.node,
+            host_network: spec.host_network,
+            image: spec.image,
+            ip: None,
+            phase: PodPhase::Pending,
+            created_ms: now,
+            started_ms: None,
+            tolerates_control_plane: spec.tolerates_control_plane,
+            container_id: None,
+            waiting: None,
+            pinned_node,
+        });
+        name
+    }
+
+    /// The pod's name: the static pod's `<component>-<node>`, the bare pod's own, else the
+    /// first unused pin its controller's pods match, else a generated one.
+    fn pod_name(&mut self, spec: &PodSpec) -> (String, Option<String>) {
+        let owner = match (&spec.owner, &spec.name) {
+            (Owner::Static, Some(c)) => {
+                let node = spec.node.as_deref().unwrap_or("");
+                return (format!("{c}-{node}"), None);
+            }
+            (Owner::Bare, Some(n)) => return (n.clone(), None),
+            (Owner::DaemonSet(o), _) | (Owner::Deployment(o), _) => o.clone(),
+            (Owner::Bare | Owner::Static, None) => "pod".to_string(),
+        };
+        let is_ds = matches!(spec.owner, Owner::DaemonSet(_));
+        let taken = |n: &str| self.pods.iter().any(|p| p.namespace == spec.namespace && p.name == n);
+        let pin = self.pins.iter().find(|pin| {
+            let Some(rest) = pin.name.strip_prefix(&format!("{owner}-")) else {
+                return false;
+            };
+            let shape = if is_ds {
+                !rest.contains('-')
+            } else {
+                rest.matches('-').count() == 1
+            };
+            let node_ok = !is_ds || pin.node.is_none() || pin.node == spec.node;
+            pin.namespace == spec.namespace && shape && node_ok && !taken(&pin.name)
+        });
+        if let Some(pin) = pin {
+            return (pin.name.clone(), pin.node.clone());
+        }
+        let n = self.created.entry(format!("{}/{owner}", spec.namespace)).or_insert(0);
+        *n += 1;
+        let suffix = names::pod_suffix(&spec.namespace, &owner, *n);
+        let name = if is_ds {
+            format!("{owner}-{suffix}")
+        } else {
+            format!("{owner}-{}-{suffix}", names::template_hash(&spec.namespace, &owner))
+        };
+        (name, None)
+    }
+
+    /// Delete a pod; its address goes back to IPAM (the CNI DEL). Returns false if no such pod.
+    pub fn delete_pod(&mut self, namespace: &str, name: &str) -> bool {
+        let Some(i) = self
+            .pods
+            .iter()
+            .position(|p| p.namespace == namespace && p.name == name)
+        else {
+            return false;
+        };
+        let pod = self.pods.remove(i);
+        if let (Some(ip), Some(calico)) = (pod.ip, self.calico.as_mut()) {
+            // A pod address IPAM does not know (released already) needs no release.
+            let _ = calico.release(ip);
+        }
+        true
+    }
+
+    /// Schedule pending pods and start those whose node can run them: pinned pods first, in
+    /// pin order (the order their CNI calls ran), then the rest in creation order.
+    pub fn reconcile(&mut self, now: u64) {
+        for i in self.start_order() {
+            if self.pods[i].phase == PodPhase::Running {
+                continue;
+            }
+            if self.pods[i].node.is_none() {
+                self.pods[i].node = self.pick_node(i);
+            }
+            let Some(node) = self.pods[i].node.clone() else {
+                self.pods[i].waiting = Some(format!("0/{} nodes are available", self.nodes.len()));
+                continue;
+            };
+            if self.pods[i].host_network {
+                self.start(i, now);
+                continue;
+            }
+            if !self.ready(&node) {
+                self.pods[i].waiting = Some("container runtime network not ready: cni plugin not initialized".into());
+                continue;
+            }
+            self.sandboxes += 1;
+            let pod = &self.pods[i];
+            let cid = names::container_id(&pod.namespace, &pod.name, self.sandboxes);
+            let handle = format!("k8s-pod-network.{cid}");
+            let Some(calico) = self.calico.as_mut() else { continue };
+            match calico.assign(&node, &handle) {
+                Ok(ip) => {
+                    self.pods[i].ip = Some(ip);
+                    self.pods[i].container_id = Some(cid);
+                    self.start(i, now);
+                }
+                Err(e) => self.pods[i].waiting = Some(format!("failed to setup network for sandbox: {e}")),
+            }
+        }
+    }
+
+    fn start(&mut self, i: usize, now: u64) {
+        let pod = &mut self.pods[i];
+        pod.phase = PodPhase::Running;
+        pod.started_ms = Some(now);
+        pod.waiting = None;
+    }
+
+    fn start_order(&self) -> Vec<usize> {
+        let pinned = |p: &Pod| {
+            self.pins
+                .iter()
+                .position(|pin| pin.namespace == p.namespace && pin.name == p.name)
+        };
+        let mut order: Vec<usize> = (0..self.pods.len()).collect();
+        order.sort_by_key(|&i| (pinned(&self.pods[i]).unwrap_or(usize::MAX), i));
+        order
+    }
+
+    /// The scheduler's choice for an unpinned pod: among Ready nodes whose taints it tolerates,
+    /// the one running the fewest pods, ties by join order. (kube-scheduler's scores differ in
+    /// detail and it breaks ties at random; a scenario pins placement where it matters.)
+    fn pick_node(&self, i: usize) -> Option<String> {
+        let pod = &self.pods[i];
+        if let Some(pinned) = &pod.pinned_node {
+            return self.ready(pinned).then(|| pinned.clone());
+        }
+        self.nodes
+            .iter()
+            .filter(|n| self.ready(&n.name))
+            .filter(|n| !n.control_plane || pod.tolerates_control_plane)
+            .min_by_key(|n| {
+                self.pods
+                    .iter()
+                    .filter(|p| p.node.as_deref() == Some(n.name.as_str()) && !p.host_network)
+                    .count()
+            })
+            .map(|n| n.name.clone())
+    }
+}

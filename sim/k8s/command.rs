@@ -1,0 +1,465 @@
+//! The runbook's cluster commands, as an engineer types them on a host: `kubeadm init|join`,
+//! `kubectl apply -f URL|run|delete pod`, and the host preparation kubeadm's preflight checks
+//! (`sysctl -w`, `modprobe`). Each changes the cluster (and, through `realize`, the network);
+//! the text it prints is what the real tool prints for the parts fabsim models.
+//!
+//! A command fabsim does not model is an error naming it, never silently skipped.
+
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+use super::cluster::{Cluster, Owner, Pin, PodSpec};
+use crate::calico::autodetect::{HostFacts, HostIface};
+use crate::calico::install::Calico;
+use crate::dataplane::probe_source;
+use crate::engine::State;
+use crate::model::{DeviceId, Network};
+use crate::views::pipe::shell_words;
+
+/// What a command printed and its exit status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandOutcome {
+    pub output: String,
+    pub status: i32,
+}
+
+impl CommandOutcome {
+    fn ok(output: impl Into<String>) -> Self {
+        CommandOutcome {
+            output: output.into(),
+            status: 0,
+        }
+    }
+    fn failed(output: impl Into<String>) -> Self {
+        CommandOutcome {
+            output: output.into(),
+            status: 1,
+        }
+    }
+}
+
+/// `kubeadm init`'s default `--service-cidr`.
+const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/12";
+
+/// Does fabsim model `line` as a change to the cluster or host (as opposed to a read-only
+/// command a view answers)?
+pub fn is_change(line: &str) -> bool {
+    let Ok(words) = shell_words(line) else { return false };
+    let w: Vec<&str> = words.iter().map(String::as_str).skip_while(|w| *w == "sudo").collect();
+    matches!(
+        w.as_slice(),
+        ["kubeadm", ..]
+            | ["sysctl", "-w", ..]
+            | ["modprobe", ..]
+            | ["kubectl", "apply" | "create" | "run" | "delete", ..]
+    )
+}
+
+/// Run one changing command on `dev` at virtual time `now`; a cluster `kubeadm init` creates
+/// keeps `pins`. `Err` is a line fabsim cannot run (not modelled, or malformed), with the reason.
+pub fn run_line(
+    net: &mut Network,
+    st: &State,
+    dev: DeviceId,
+    line: &str,
+    now: u64,
+    pins: &[Pin],
+) -> Result<CommandOutcome, String> {
+    let words = shell_words(line).map_err(|e| e.message)?;
+    let words: Vec<String> = words.into_iter().skip_while(|w| w == "sudo").collect();
+    let Some((cmd, args)) = words.split_first() else {
+        return Ok(CommandOutcome::ok(""));
+    };
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match cmd.as_str() {
+        "sysctl" => sysctl(net, dev, &args),
+        // Loading br_netfilter creates /proc/sys/net/bridge, which kubeadm's preflight wants;
+        // nothing fabsim forwards depends on it.
+        "modprobe" => Ok(CommandOutcome::ok("")),
+        "kubeadm" => match args.first() {
+            Some(&"init") => kubeadm_init(net, st, dev, &args[1..], now, pins),
+            Some(&"join") => kubeadm_join(net, st, dev, &args[1..], now),
+            _ => Err(format!(
+                "`kubeadm {}`: fabsim runs kubeadm init and kubeadm join",
+                args.join(" ")
+            )),
+        },
+        "kubectl" => kubectl(net, st, &args, now),
+        other => Err(format!("`{other}` is not a command fabsim runs as a change")),
+    }
+}
+
+fn sysctl(net: &mut Network, dev: DeviceId, args: &[&str]) -> Result<CommandOutcome, String> {
+    let [_, setting] = args else {
+        return Err("expected `sysctl -w KEY=VALUE`".into());
+    };
+    let (key, value) = setting.split_once('=').ok_or("expected `sysctl -w KEY=VALUE`")?;
+    match key {
+        "net.ipv4.ip_forward" => {
+            net.devices[dev.idx()].ip_forward = value.trim() != "0";
+            Ok(CommandOutcome::ok(format!("{key} = {value}\n")))
+        }
+        _ => Err(format!("sysctl {key}: fabsim models net.ipv4.ip_forward only")),
+    }
+}
+
+/// Flags of the form `--name=value` or `--name value`.
+fn flag<'a>(args: &[&'a str], name: &str) -> Option<&'a str> {
+    args.iter().enumerate().find_map(|(i, a)| {
+        a.strip_prefix(name).and_then(|rest| match rest.strip_prefix('=') {
+            Some(v) => Some(v),
+            None if rest.is_empty() => args.get(i + 1).copied(),
+            None => None,
+        })
+    })
+}
+
+/// kubeadm's preflight checks fabsim can see. The text is kubeadm v1.28's (seed-lab.md s1).
+fn preflight(net: &Network, dev: DeviceId) -> Option<CommandOutcome> {
+    if net.device(dev).ip_forward {
+        return None;
+    }
+    Some(CommandOutcome::failed(
+        "[preflight] Running pre-flight checks\n\
+         error execution phase preflight: [preflight] Some fatal errors occurred:\n\
+         \t[ERROR FileContent--proc-sys-net-ipv4-ip_forward]: /proc/sys/net/ipv4/ip_forward contents are not set to 1\n\
+         [preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`\n\
+         To see the stack trace of this error execute with --v=5 or higher\n",
+    ))
+}
+
+/// The node name kubelet registers: the hostname, lower-cased.
+fn node_name(net: &Network, dev: DeviceId) -> String {
+    let d = net.device(dev);
+    d.hostname.as_deref().unwrap_or(&d.name).to_ascii_lowercase()
+}
+
+/// kubelet's InternalIP: the configured one, else the address of the default route's interface.
+fn internal_ip(net: &Network, st: &State, dev: DeviceId) -> Option<Ipv4Addr> {
+    let kubelet = net.device(dev).kubelet.as_ref()?;
+    kubelet
+        .node_ip
+        .or_else(|| probe_source(net, st, dev, Ipv4Addr::new(8, 8, 8, 8)))
+}
+
+fn kubeadm_init(
+    net: &mut Network,
+    st: &State,
+    dev: DeviceId,
+    args: &[&str],
+    now: u64,
+    pins: &[Pin],
+) -> Result<CommandOutcome, String> {
+    let name = net.device(dev).name.clone();
+    let kubelet = net
+        .device(dev)
+        .kubelet
+        .clone()
+        .ok_or_else(|| format!("{name} has no kubeadm (declare it `kind: k8s-node` with `kubelet:`)"))?;
+    if net.cluster.is_some() {
+        return Ok(CommandOutcome::failed(
+            "[preflight] Running pre-flight checks\n\
+             error execution phase preflight: [preflight] Some fatal errors occurred:\n\
+             \t[ERROR Port-6443]: Port 6443 is in use\n",
+        ));
+    }
+    if let Some(failed) = preflight(net, dev) {
+        return Ok(failed);
+    }
+    let cidr = |flag_name: &str, default: Option<&str>| -> Result<Option<Ipv4Net>, String> {
+        match flag(args, flag_name).or(default) {
+            None => Ok(None),
+            Some(v) => v
+                .parse::<Ipv4Net>()
+                .map(|n| Some(n.trunc()))
+                .map_err(|_| format!("{flag_name}: expected an IPv4 CIDR, found `{v}`")),
+        }
+    };
+    let pod_cidr = cidr("--pod-network-cidr", None)?;
+    let service_cidr = cidr("--service-cidr", Some(DEFAULT_SERVICE_CIDR))?.unwrap_or_default();
+    let ip = internal_ip(net, st, dev).ok_or_else(|| format!("{name} has no address for kubelet to register"))?;
+    let endpoint = match flag(args, "--control-plane-endpoint") {
+        Some(e) if e.contains(':') => e.to_string(),
+        Some(e) => format!("{e}:6443"),
+        None => format!("{ip}:6443"),
+    };
+    if let Some(unknown) = args.iter().filter(|a| a.starts_with("--")).find(|a| {
+        !["--pod-network-cidr", "--service-cidr", "--control-plane-endpoint"]
+            .iter()
+            .any(|f| a.starts_with(f))
+    }) {
+        return Ok(CommandOutcome::failed(format!(
+            "unknown flag: {}\n",
+            unknown.split('=').next().unwrap_or(unknown)
+        )));
+    }
+    let mut cluster = Cluster::new(&kubelet.version, pod_cidr, service_cidr, endpoint.clone(), now);
+    cluster.pins = pins.to_vec();
+    let node = node_name(net, dev);
+    cluster.add_node(&node, dev, ip, true, &kubelet.version, now);
+    for component in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+        cluster.create_pod(system_pod(Owner::Static, Some(component), Some(&node), true), now);
+    }
+    cluster.create_pod(
+        system_pod(Owner::DaemonSet("kube-proxy".into()), None, Some(&node), true),
+        now,
+    );
+    for _ in 0..2 {
+        cluster.create_pod(system_pod(Owner::Deployment("coredns".into()), None, None, false), now);
+    }
+    cluster.reconcile(now);
+    net.cluster = Some(Box::new(cluster));
+    Ok(CommandOutcome::ok(format!(
+        "[init] Using Kubernetes version: {}\n\
+         [preflight] Running pre-flight checks\n\
+         Your Kubernetes control-plane has initialized successfully!\n\
+         Then you can join any number of worker nodes by running the following on each as root:\n\
+         kubeadm join {endpoint} --token <token> --discovery-token-ca-cert-hash sha256:<hash>\n",
+        kubelet.version
+    )))
+}
+
+/// A kube-system pod of the control plane or an add-on. Everything kubeadm and the Calico
+/// manifest deploy tolerates the control-plane taint.
+fn system_pod(owner: Owner, component: Option<&str>, node: Option<&str>, host_network: bool) -> PodSpec {
+    PodSpec {
+        namespace: "kube-system".into(),
+        owner,
+        name: component.map(str::to_string),
+        node: node.map(str::to_string),
+        host_network,
+        image: String::new(),
+        tolerates_control_plane: true,
+    }
+}
+
+fn kubeadm_join(
+    net: &mut Network,
+    st: &State,
+    dev: DeviceId,
+    args: &[&str],
+    now: u64,
+) -> Result<CommandOutcome, String> {
+    let name = net.device(dev).name.clone();
+    let kubelet = net
+        .device(dev)
+        .kubelet
+        .clone()
+        .ok_or_else(|| format!("{name} has no kubeadm (declare it `kind: k8s-node` with `kubelet:`)"))?;
+    let target = args.first().copied().unwrap_or("");
+    let Some(cluster) = net.cluster.as_deref() else {
+        return Ok(CommandOutcome::failed(format!(
+            "[preflight] Running pre-flight checks\n\
+             error execution phase preflight: couldn't validate the identity of the API Server: \
+             Get \"https://{target}/api/v1/namespaces/kube-public/configmaps/cluster-info?timeout=10s\": \
+             dial tcp {target}: connect: connection refused\n"
+        )));
+    };
+    if target != cluster.endpoint {
+        return Err(format!(
+            "kubeadm join {target}: the cluster's control-plane endpoint is {}",
+            cluster.endpoint
+        ));
+    }
+    let node = node_name(net, dev);
+    if cluster.node(&node).is_some() {
+        return Ok(CommandOutcome::failed(format!(
+            "[preflight] Running pre-flight checks\n\
+             error execution phase preflight: [preflight] Some fatal errors occurred:\n\
+             \t[ERROR FileAvailable--etc-kubernetes-kubelet.conf]: /etc/kubernetes/kubelet.conf already exists ({node})\n"
+        )));
+    }
+    if let Some(failed) = preflight(net, dev) {
+        return Ok(failed);
+    }
+    let ip = internal_ip(net, st, dev).ok_or_else(|| format!("{name} has no address for kubelet to register"))?;
+    let mut cluster = net.cluster.take().ok_or("no cluster")?;
+    cluster.add_node(&node, dev, ip, false, &kubelet.version, now);
+    cluster.create_pod(
+        system_pod(Owner::DaemonSet("kube-proxy".into()), None, Some(&node), true),
+        now,
+    );
+    if cluster.calico.is_some() {
+        cluster.create_pod(
+            system_pod(Owner::DaemonSet("calico-node".into()), None, Some(&node), true),
+            now,
+        );
+    }
+    net.cluster = Some(cluster);
+    start_calico_nodes(net, st, now)?;
+    if let Some(c) = net.cluster.as_mut() {
+        c.reconcile(now);
+    }
+    Ok(CommandOutcome::ok(
+        "[preflight] Running pre-flight checks\n\
+         [preflight] Reading configuration from the cluster...\n\
+         [kubelet-start] Starting the kubelet\n\
+         This node has joined the cluster:\n\
+         * Certificate signing request was sent to apiserver and a response was received.\n\
+         * The Kubelet was informed of the new secure connection details.\n\
+         Run 'kubectl get nodes' on the control-plane to see this node join the cluster.\n",
+    ))
+}
+
+fn kubectl(net: &mut Network, st: &State, args: &[&str], now: u64) -> Result<CommandOutcome, String> {
+    if net.cluster.is_none() {
+        return Ok(CommandOutcome::failed(
+            "The connection to the server localhost:8080 was refused - did you specify the right host or port?\n",
+        ));
+    }
+    let namespace = flag(args, "-n")
+        .or_else(|| flag(args, "--namespace"))
+        .unwrap_or("default");
+    match args {
+        ["apply" | "create", "-f", url, ..] => apply_manifest(net, st, url, now),
+        ["run", name, rest @ ..] => kubectl_run(net, name, namespace, rest, now),
+        ["delete", "pod" | "pods" | "po", name, ..] => {
+            let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
+            if cluster.delete_pod(namespace, name) {
+                Ok(CommandOutcome::ok(format!("pod \"{name}\" deleted\n")))
+            } else {
+                Ok(CommandOutcome::failed(format!(
+                    "Error from server (NotFound): pods \"{name}\" not found\n"
+                )))
+            }
+        }
+        _ => Err(format!(
+            "`kubectl {}`: fabsim changes the cluster with kubectl apply -f URL, kubectl run, kubectl delete pod",
+            args.join(" ")
+        )),
+    }
+}
+
+fn apply_manifest(net: &mut Network, st: &State, url: &str, now: u64) -> Result<CommandOutcome, String> {
+    let manifest = crate::catalogue::manifest(url).ok_or_else(|| {
+        format!(
+            "kubectl apply -f {url}: not a manifest fabsim knows (catalogue/manifests.yaml has: {})",
+            crate::catalogue::manifest_urls().join(", ")
+        )
+    })?;
+    let Some(calico) = &manifest.calico else {
+        return Err(format!(
+            "kubectl apply -f {url}: the manifest installs nothing fabsim models"
+        ));
+    };
+    let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
+    if cluster.calico.is_some() {
+        return Ok(CommandOutcome::ok(
+            "daemonset.apps/calico-node unchanged\ndeployment.apps/calico-kube-controllers unchanged\n",
+        ));
+    }
+    cluster.calico = Some(Calico::new(&calico.version, calico.env.clone()));
+    let nodes: Vec<String> = cluster.nodes.iter().map(|n| n.name.clone()).collect();
+    for node in &nodes {
+        cluster.create_pod(
+            system_pod(Owner::DaemonSet("calico-node".into()), None, Some(node), true),
+            now,
+        );
+    }
+    cluster.create_pod(
+        system_pod(Owner::Deployment("calico-kube-controllers".into()), None, None, false),
+        now,
+    );
+    start_calico_nodes(net, st, now)?;
+    if let Some(c) = net.cluster.as_mut() {
+        c.reconcile(now);
+    }
+    // fabsim lists the objects it models; the real manifest also creates CRDs, RBAC and a
+    // ConfigMap.
+    Ok(CommandOutcome::ok(
+        "daemonset.apps/calico-node created\ndeployment.apps/calico-kube-controllers created\n",
+    ))
+}
+
+/// calico-node starts on every node that has none running yet, in join order.
+fn start_calico_nodes(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
+    let Some(mut cluster) = net.cluster.take() else {
+        return Ok(());
+    };
+    let pod_subnet = cluster.pod_cidr;
+    let mut result = Ok(());
+    let nodes: Vec<(String, DeviceId, Ipv4Addr)> = cluster
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.device, n.internal_ip))
+        .collect();
+    if let Some(calico) = cluster.calico.as_mut() {
+        for (node, dev, internal_ip) in nodes {
+            if calico.is_started(&node) {
+                continue;
+            }
+            let ifaces: Vec<HostIface> = net
+                .device(dev)
+                .ifaces
+                .iter()
+                .map(|i| HostIface {
+                    name: net.iface(*i).name.clone(),
+                    ifindex: net.iface(*i).ifindex,
+                    addr: st.ifaces.get(i.idx()).and_then(|s| s.addr),
+                })
+                .collect();
+            let towards = |d: Ipv4Addr| probe_source(net, st, dev, d);
+            let facts = HostFacts {
+                ifaces: &ifaces,
+                internal_ip: Some(internal_ip),
+                source_towards: &towards,
+            };
+            if let Err(e) = calico.start_node(&node, &facts, pod_subnet, now) {
+                result = Err(format!("calico-node on {node}: {e}"));
+                break;
+            }
+        }
+    }
+    net.cluster = Some(cluster);
+    result
+}
+
+fn kubectl_run(
+    net: &mut Network,
+    name: &str,
+    namespace: &str,
+    rest: &[&str],
+    now: u64,
+) -> Result<CommandOutcome, String> {
+    let image = flag(rest, "--image").ok_or("kubectl run: required flag(s) \"image\" not set")?;
+    if crate::catalogue::image(image).is_none() {
+        return Err(format!(
+            "kubectl run --image={image}: not an image fabsim knows (catalogue/images.yaml has: {})",
+            crate::catalogue::names().join(", ")
+        ));
+    }
+    let node = match flag(rest, "--overrides") {
+        None => None,
+        Some(json) => {
+            let v: serde_json::Value =
+                serde_json::from_str(json).map_err(|e| format!("kubectl run --overrides: invalid JSON: {e}"))?;
+            v.pointer("/spec/nodeName").and_then(|n| n.as_str()).map(str::to_string)
+        }
+    };
+    let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
+    if cluster.pod(namespace, name).is_some() {
+        return Ok(CommandOutcome::failed(format!(
+            "Error from server (AlreadyExists): pods \"{name}\" already exists\n"
+        )));
+    }
+    if let Some(n) = &node {
+        if cluster.node(n).is_none() {
+            return Err(format!("kubectl run --overrides: no node {n} in the cluster"));
+        }
+    }
+    cluster.create_pod(
+        PodSpec {
+            namespace: namespace.to_string(),
+            owner: Owner::Bare,
+            name: Some(name.to_string()),
+            node,
+            host_network: false,
+            image: image.to_string(),
+            tolerates_control_plane: false,
+        },
+        now,
+    );
+    cluster.reconcile(now);
+    Ok(CommandOutcome::ok(format!("pod/{name} created\n")))
+}

@@ -1,0 +1,20 @@
+//! Kubernetes as fabsim models it: a kubeadm cluster on the topology's `k8s-node` hosts — its
+//! nodes (join order, podCIDR, taints, readiness), its pods (owner, placement, address) and the
+//! CNI that gives pods their network (Calico, `calico::install`).
+//!
+//! - `command` runs the runbook's lines (`kubeadm init|join`, `kubectl apply|run|delete`,
+//!   `sysctl -w`) against the cluster;
+//! - `realize` keeps the network model in line with it: each pod becomes a network namespace
+//!   (a device) joined to its node by a `cali…` veth, each node gets `tunl0` and the BIRD
+//!   configuration confd renders for it;
+//! - `names` generates the names controllers give pods.
+
+mod cluster;
+mod command;
+mod names;
+mod realize;
+
+pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
+pub use command::{is_change, run_line, CommandOutcome};
+pub use names::veth_name;
+pub use realize::{realize, Netns};

@@ -1,0 +1,62 @@
+//! Names Kubernetes and Calico derive: pod names from their controller, the pod template
+//! hash, container ids, and the host side of a pod's veth.
+
+use sha1::{Digest as _, Sha1};
+use sha2::Sha256;
+
+/// The characters `k8s.io/apimachinery/pkg/util/rand.SafeEncodeString` and `rand.String` use
+/// (no vowels, no 0/1/3 — nothing that spells words or looks alike).
+const SAFE: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// `n` name characters drawn deterministically from `seed` (the real ones are random; fabsim
+/// derives them from the object's identity so that output is reproducible).
+fn safe_chars(seed: &str, n: usize) -> String {
+    let digest = Sha256::digest(seed.as_bytes());
+    digest
+        .iter()
+        .cycle()
+        .take(n)
+        .map(|b| SAFE[usize::from(*b) % SAFE.len()] as char)
+        .collect()
+}
+
+/// A Deployment's pod template hash (the ReplicaSet name suffix, 10 characters).
+pub fn template_hash(namespace: &str, deployment: &str) -> String {
+    safe_chars(&format!("template/{namespace}/{deployment}"), 10)
+}
+
+/// The 5-character suffix of the `n`th pod a controller creates.
+pub fn pod_suffix(namespace: &str, owner: &str, n: u64) -> String {
+    safe_chars(&format!("pod/{namespace}/{owner}/{n}"), 5)
+}
+
+/// A 64-hex container id for a pod sandbox (the CNI's `ContainerID`).
+pub fn container_id(namespace: &str, pod: &str, seq: u64) -> String {
+    let digest = Sha256::digest(format!("sandbox/{namespace}/{pod}/{seq}").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The host side of a pod's veth: `cali` + the first 11 hex digits of sha1("NAMESPACE.POD")
+/// (Calico `VethNameForWorkload`, calico-reference.md §5; the lab's default/test-pod is
+/// `cali7fba7a35b74`).
+pub fn veth_name(namespace: &str, pod: &str) -> String {
+    let digest = Sha1::digest(format!("{namespace}.{pod}").as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("cali{}", &hex[..11])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_lab_test_pods_veth() {
+        assert_eq!(super::veth_name("default", "test-pod"), "cali7fba7a35b74");
+    }
+
+    #[test]
+    fn generated_names_use_the_safe_alphabet() {
+        let h = super::template_hash("kube-system", "coredns");
+        assert_eq!(h.len(), 10);
+        assert!(h.bytes().all(|c| super::SAFE.contains(&c)));
+        assert_ne!(super::pod_suffix("a", "b", 1), super::pod_suffix("a", "b", 2));
+    }
+}

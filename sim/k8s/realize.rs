@@ -1,0 +1,273 @@
+//! The cluster made into network: what the CNI, felix and confd put on each node.
+//!
+//! - a started pod is a network namespace (a device named like the pod) with `eth0` holding
+//!   its /32, `169.254.1.1 dev eth0 scope link` and `default via 169.254.1.1 dev eth0`; the
+//!   host side is a `cali…` veth with proxy ARP and felix's `<pod ip> dev cali… scope link`
+//!   (calico-reference.md §5);
+//! - a node with an IPIP pool gets `tunl0` (MTU 1480 on a 1500 host) holding its tunnel
+//!   address as a /32;
+//! - each node runs the BIRD configuration confd renders from the datastore (`bird.cfg`,
+//!   `bird_aggr.cfg`, `bird_ipam.cfg`), through the same parser and BGP engine as a
+//!   hand-written one; BIRD reconfigures only when the rendered text changes.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+use super::cluster::{Cluster, PodPhase};
+use super::names::veth_name;
+use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
+use crate::input::bird::apply_bird;
+use crate::model::{
+    AddrConfig, Device, DeviceId, DeviceKind, IfId, L2Domain, L2Id, Network, RouteOrigin, StaticRoute, Tunnel,
+    VendorProfile,
+};
+
+/// The MTU of the hosts' NICs (felix derives the pod MTU from it).
+const HOST_MTU: u32 = 1500;
+/// The pod's gateway: never configured anywhere, answered by the host's proxy ARP.
+const POD_GATEWAY: Ipv4Addr = Ipv4Addr::new(169, 254, 1, 1);
+
+/// Bring the network in line with `net.cluster`. Returns BIRD's warnings on the rendered
+/// configurations (none expected: they are confd's own output).
+pub fn realize(net: &mut Network) -> Result<Vec<Diagnostic>, InputError> {
+    let Some(mut cluster) = net.cluster.take() else {
+        return Ok(Vec::new());
+    };
+    let result = realize_cluster(net, &mut cluster);
+    net.cluster = Some(cluster);
+    result
+}
+
+fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagnostic>, InputError> {
+    let Some(calico) = cluster.calico.as_ref() else {
+        return Ok(Vec::new());
+    };
+    let pod_mtu = calico.pod_mtu(HOST_MTU);
+    let ipip = calico.ipip_enabled();
+    let nodes: Vec<(String, DeviceId)> = cluster
+        .nodes
+        .iter()
+        .filter(|n| calico.is_started(&n.name))
+        .map(|n| (n.name.clone(), n.device))
+        .collect();
+    for (node, dev) in &nodes {
+        let tunnel_addr = calico.datastore.nodes.get(node).and_then(|n| n.ipv4_ipip_tunnel_addr);
+        if ipip {
+            let tunl0 = ensure_iface(net, *dev, "tunl0");
+            let t = &mut net.interfaces[tunl0.idx()];
+            t.tunnel = Some(Tunnel::Ipip);
+            t.mtu = HOST_MTU - 20;
+            t.admin_up = true;
+            t.addr = tunnel_addr.map_or(AddrConfig::None, |a| AddrConfig::Static(Ipv4Net::from(a)));
+        }
+        // felix owns every route through a cali* device (RemoveExternalRoutes).
+        net.devices[dev.idx()]
+            .statics
+            .retain(|s| !s.dev.as_deref().is_some_and(|d| d.starts_with("cali")));
+    }
+    // Host sides of pods that are gone: the CNI deleted the veth.
+    for (_, netns) in cluster.netns.iter() {
+        let eth0 = netns.eth0;
+        net.interfaces[eth0.idx()].admin_up = false;
+        net.interfaces[eth0.idx()].addr = AddrConfig::None;
+        if let Some(host) = netns.host {
+            net.interfaces[host.idx()].admin_up = false;
+        }
+    }
+    let running: Vec<(String, String, String, Ipv4Addr, String)> = cluster
+        .pods
+        .iter()
+        .filter(|p| p.phase == PodPhase::Running && !p.host_network)
+        .filter_map(|p| {
+            Some((
+                p.namespace.clone(),
+                p.name.clone(),
+                p.node.clone()?,
+                p.ip?,
+                p.image.clone(),
+            ))
+        })
+        .collect();
+    for (ns, name, node, ip, image) in running {
+        let Some(host_dev) = cluster.node(&node).map(|n| n.device) else {
+            continue;
+        };
+        let key = (ns.clone(), name.clone());
+        let netns = match cluster.netns.get(&key) {
+            Some(n) => *n,
+            None => {
+                let n = new_netns(net, &ns, &name, &image, ipip);
+                cluster.netns.insert(key.clone(), n);
+                n
+            }
+        };
+        let veth = veth_name(&ns, &name);
+        let host_if = ensure_iface(net, host_dev, &veth);
+        {
+            let h = &mut net.interfaces[host_if.idx()];
+            h.admin_up = true;
+            h.proxy_arp = true;
+            h.mtu = pod_mtu;
+        }
+        let e = &mut net.interfaces[netns.eth0.idx()];
+        e.admin_up = true;
+        e.mtu = pod_mtu;
+        e.addr = AddrConfig::Static(Ipv4Net::from(ip));
+        connect(net, netns.eth0, host_if, &format!("{veth}<->{ns}/{name}"));
+        if let Some(n) = cluster.netns.get_mut(&key) {
+            n.host = Some(host_if);
+        }
+        net.devices[host_dev.idx()].statics.push(StaticRoute {
+            prefix: Ipv4Net::from(ip),
+            via: None,
+            dev: Some(veth),
+            distance: None,
+            metric: 0,
+            blackhole: false,
+            onlink: false,
+            origin: RouteOrigin::Manual,
+            span: Span::new("felix", 1, 1),
+        });
+    }
+    let mut warnings = Vec::new();
+    let Some(calico) = cluster.calico.as_mut() else {
+        return Ok(warnings);
+    };
+    for (node, dev) in nodes {
+        let Some(rendered) = calico.render(&node) else { continue };
+        if calico.rendered.get(&node) == Some(&rendered) {
+            continue;
+        }
+        let origin = |file: &str| TextOrigin {
+            file: format!("{node}:/etc/calico/confd/config/{file}"),
+            line: 1,
+            col: 1,
+        };
+        let includes: BTreeMap<String, (String, TextOrigin)> = rendered
+            .includes()
+            .iter()
+            .map(|(name, text)| (name.to_string(), (text.to_string(), origin(name))))
+            .collect();
+        warnings.extend(apply_bird(
+            net,
+            dev,
+            &rendered.bird_cfg,
+            &origin("bird.cfg"),
+            &includes,
+        )?);
+        calico.rendered.insert(node, rendered);
+    }
+    Ok(warnings)
+}
+
+/// A pod's network namespace: its device and its `eth0`, and the host side of its veth.
+#[derive(Clone, Copy, Debug)]
+pub struct Netns {
+    pub device: DeviceId,
+    pub eth0: IfId,
+    pub host: Option<IfId>,
+}
+
+fn new_netns(net: &mut Network, ns: &str, name: &str, image: &str, ipip: bool) -> Netns {
+    let span = Span::new(format!("pod {ns}/{name}"), 1, 1);
+    // A pod is named like itself unless a device already has that name.
+    let dev_name = if net.device_by_name(name).is_some() {
+        format!("{ns}/{name}")
+    } else {
+        name.to_string()
+    };
+    let device = DeviceId(net.devices.len() as u32);
+    net.devices.push(Device {
+        name: dev_name,
+        kind: DeviceKind::Linux,
+        hostname: Some(name.to_string()),
+        ifaces: Vec::new(),
+        boot_ms: 0,
+        profile: VendorProfile::linux(),
+        statics: Vec::new(),
+        ospf: None,
+        bgp: None,
+        bird: None,
+        acls: BTreeMap::new(),
+        ip_forward: false,
+        external: None,
+        image: (!image.is_empty()).then(|| image.to_string()),
+        kubelet: None,
+        span: span.clone(),
+    });
+    let lo = ensure_iface(net, device, "lo");
+    net.interfaces[lo.idx()].addr = AddrConfig::Static(Ipv4Net::new(Ipv4Addr::LOCALHOST, 8).unwrap_or_default());
+    net.interfaces[lo.idx()].mtu = 65536;
+    if ipip {
+        // The host has the ipip module loaded, so every namespace gets a (down) tunl0.
+        let t = ensure_iface(net, device, "tunl0");
+        net.interfaces[t.idx()].admin_up = false;
+        net.interfaces[t.idx()].tunnel = Some(Tunnel::Ipip);
+        net.interfaces[t.idx()].mtu = HOST_MTU - 20;
+    }
+    let eth0 = ensure_iface(net, device, "eth0");
+    let statics = &mut net.devices[device.idx()].statics;
+    statics.push(StaticRoute {
+        prefix: Ipv4Net::from(POD_GATEWAY),
+        via: None,
+        dev: Some("eth0".into()),
+        distance: None,
+        metric: 0,
+        blackhole: false,
+        onlink: false,
+        origin: RouteOrigin::Manual,
+        span: span.clone(),
+    });
+    statics.push(StaticRoute {
+        prefix: Ipv4Net::default(),
+        via: Some(POD_GATEWAY),
+        dev: Some("eth0".into()),
+        distance: None,
+        metric: 0,
+        blackhole: false,
+        onlink: true,
+        origin: RouteOrigin::Manual,
+        span,
+    });
+    Netns {
+        device,
+        eth0,
+        host: None,
+    }
+}
+
+/// `dev`'s interface `name`, created (next kernel index) if it does not exist.
+fn ensure_iface(net: &mut Network, dev: DeviceId, name: &str) -> IfId {
+    if let Some(i) = net.iface_by_name(dev, name) {
+        return i;
+    }
+    let ifindex = net
+        .device(dev)
+        .ifaces
+        .iter()
+        .map(|i| net.iface(*i).ifindex)
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let span = net.device(dev).span.clone();
+    let id = net.add_interface(dev, name, true, span);
+    net.interfaces[id.idx()].ifindex = ifindex;
+    id
+}
+
+/// Cable `a` to `b` (a veth pair), unless they already are.
+fn connect(net: &mut Network, a: IfId, b: IfId, name: &str) {
+    if net.iface(a).l2.is_some() && net.iface(a).l2 == net.iface(b).l2 {
+        return;
+    }
+    let l2 = L2Id(net.l2.len() as u32);
+    net.l2.push(L2Domain {
+        name: name.to_string(),
+        members: vec![a, b],
+        span: Span::new("cni", 1, 1),
+    });
+    net.interfaces[a.idx()].l2 = Some(l2);
+    net.interfaces[b.idx()].l2 = Some(l2);
+}

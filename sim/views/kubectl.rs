@@ -1,0 +1,529 @@
+//! `kubectl` read commands (kubectl v1.28): `get nodes|pods|ippools|blockaffinities`,
+//! `describe node`. Tables are text/tabwriter; `-o yaml|json` print the fields fabsim models
+//! in the API's key order (alphabetical within an object, as the API server serialises them).
+
+use std::fmt::Write as _;
+
+use super::clock::wall_clock;
+use super::tables::tabwriter;
+use super::CommandError;
+use crate::engine::State;
+use crate::k8s::{Cluster, KNode, Owner, Pod, PodPhase};
+use crate::model::Network;
+
+/// `k8s.io/apimachinery/pkg/util/duration.HumanDuration`, the AGE column.
+pub(crate) fn human_duration(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (mins, hours) = (secs / 60, secs / 3600);
+    if secs < 120 {
+        format!("{secs}s")
+    } else if mins < 10 {
+        match secs % 60 {
+            0 => format!("{mins}m"),
+            s => format!("{mins}m{s}s"),
+        }
+    } else if mins < 180 {
+        format!("{mins}m")
+    } else if hours < 8 {
+        match mins % 60 {
+            0 => format!("{hours}h"),
+            m => format!("{hours}h{m}m"),
+        }
+    } else if hours < 48 {
+        format!("{hours}h")
+    } else if hours < 24 * 8 {
+        match hours % 24 {
+            0 => format!("{}d", hours / 24),
+            h => format!("{}d{h}h", hours / 24),
+        }
+    } else {
+        format!("{}d", hours / 24)
+    }
+}
+
+/// kubectl's time format in `describe` (`Mon, 02 Jan 2006 15:04:05 -0700`).
+fn describe_time(ms: u64) -> String {
+    wall_clock(ms).format("%a, %d %b %Y %H:%M:%S +0000").to_string()
+}
+
+/// RFC 3339 seconds, as object timestamps print.
+fn rfc3339(ms: u64) -> String {
+    wall_clock(ms).format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<String, CommandError> {
+    let Some(cluster) = net.cluster.as_deref() else {
+        return Ok(
+            "The connection to the server localhost:8080 was refused - did you specify the right host or port?\n"
+                .into(),
+        );
+    };
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let opt = |names: &[&str]| {
+        args.iter().enumerate().find_map(|(i, a)| {
+            names.iter().find_map(|n| {
+                a.strip_prefix(n).and_then(|r| match r.strip_prefix('=') {
+                    Some(v) => Some(v),
+                    None if r.is_empty() => args.get(i + 1).copied(),
+                    None => None,
+                })
+            })
+        })
+    };
+    let output = opt(&["-o", "--output"]).unwrap_or("");
+    let all_ns = args.iter().any(|a| *a == "-A" || *a == "--all-namespaces");
+    let ns = opt(&["-n", "--namespace"]).unwrap_or("default");
+    let selector = opt(&["-l", "--selector"]);
+    if args.first() == Some(&"exec") {
+        return exec(net, st, cluster, &args[1..], ns);
+    }
+    let positional: Vec<&str> = positional(&args);
+    let now = st.time_ms;
+    match positional.as_slice() {
+        ["get", "nodes" | "node" | "no", rest @ ..] => {
+            Ok(get_nodes(cluster, now, rest.first().copied(), output == "wide"))
+        }
+        ["get", "pods" | "pod" | "po", rest @ ..] => {
+            let scope = if all_ns { None } else { Some(ns) };
+            Ok(get_pods(
+                cluster,
+                now,
+                scope,
+                rest.first().copied(),
+                selector,
+                output == "wide",
+            ))
+        }
+        ["describe", "node" | "nodes" | "no", name] => describe_node(cluster, now, name),
+        ["get", kind, ..] if is_calico_kind(kind, "ippools") => calico_list(cluster, "ippools", output),
+        ["get", kind, ..] if is_calico_kind(kind, "blockaffinities") => calico_list(cluster, "blockaffinities", output),
+        _ => Err(CommandError::new(format!(
+            "kubectl {}: fabsim's kubectl reads get nodes|pods|ippools|blockaffinities and describe node",
+            args.join(" ")
+        ))),
+    }
+}
+
+/// `kubectl exec [-it] POD [-n NS] [-c CONTAINER] -- COMMAND…`: the command runs in the pod —
+/// in its network namespace, or for a host-network pod (calico-node) on its node.
+fn exec(net: &Network, st: &State, cluster: &Cluster, args: &[&str], ns: &str) -> Result<String, CommandError> {
+    let split = args.iter().position(|a| *a == "--");
+    let (opts, command) = match split {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => return Err(CommandError::new("kubectl exec: give the command after `--`")),
+    };
+    let Some(pod_name) = positional(opts).into_iter().next() else {
+        return Err(CommandError::new(
+            "error: expected 'exec POD_NAME COMMAND [ARG1] [ARG2] ... [ARGN]'.",
+        ));
+    };
+    let Some(pod) = cluster.pod(ns, pod_name) else {
+        return Ok(format!("Error from server (NotFound): pods \"{pod_name}\" not found\n"));
+    };
+    let target = if pod.host_network {
+        pod.node.as_deref().and_then(|n| cluster.node(n)).map(|n| n.device)
+    } else {
+        cluster
+            .netns
+            .get(&(pod.namespace.clone(), pod.name.clone()))
+            .map(|n| n.device)
+    };
+    let Some(target) = target.filter(|_| pod.phase == PodPhase::Running) else {
+        return Ok(format!(
+            "error: unable to upgrade connection: container not found (\"{pod_name}\")\n"
+        ));
+    };
+    let line = command.join(" ");
+    super::linux::run(net, st, target, &line)
+}
+
+fn is_calico_kind(word: &str, plural: &str) -> bool {
+    let singular = plural.trim_end_matches('s').trim_end_matches("ie").to_string();
+    let full = format!("{plural}.crd.projectcalico.org");
+    [plural, singular.as_str(), full.as_str()].contains(&word)
+        || (plural == "blockaffinities" && word == "blockaffinity")
+}
+
+/// The words that are not flags or flag values.
+fn positional<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let with_value = ["-o", "--output", "-n", "--namespace", "-l", "--selector"];
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if with_value.contains(a) {
+            skip = true;
+        } else if !a.starts_with('-') {
+            out.push(*a);
+        }
+    }
+    out
+}
+
+fn role(node: &KNode) -> &'static str {
+    if node.control_plane {
+        "control-plane"
+    } else {
+        "<none>"
+    }
+}
+
+fn get_nodes(cluster: &Cluster, now: u64, only: Option<&str>, wide: bool) -> String {
+    let mut rows = vec![["NAME", "STATUS", "ROLES", "AGE", "VERSION"].map(String::from).to_vec()];
+    if wide {
+        rows[0].extend(["INTERNAL-IP", "EXTERNAL-IP"].map(String::from));
+    }
+    let mut nodes: Vec<&KNode> = cluster
+        .nodes
+        .iter()
+        .filter(|n| only.is_none_or(|o| o == n.name))
+        .collect();
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    if nodes.is_empty() {
+        return match only {
+            Some(o) => format!("Error from server (NotFound): nodes \"{o}\" not found\n"),
+            None => "No resources found\n".into(),
+        };
+    }
+    for n in nodes {
+        let status = if cluster.ready(&n.name) { "Ready" } else { "NotReady" };
+        let mut row = vec![
+            n.name.clone(),
+            status.into(),
+            role(n).into(),
+            human_duration(now.saturating_sub(n.joined_ms)),
+            n.kubelet.clone(),
+        ];
+        if wide {
+            row.extend([n.internal_ip.to_string(), "<none>".into()]);
+        }
+        rows.push(row);
+    }
+    tabwriter(&rows)
+}
+
+/// The labels a pod's controller gives it (the ones `-l` selects on).
+fn pod_labels(pod: &Pod) -> Vec<(&'static str, String)> {
+    match &pod.owner {
+        Owner::Deployment(d) if d == "coredns" => vec![("k8s-app", "kube-dns".into())],
+        Owner::Deployment(d) | Owner::DaemonSet(d) => vec![("k8s-app", d.clone())],
+        Owner::Bare => vec![("run", pod.name.clone())],
+        Owner::Static => {
+            let component = pod.name.rsplit_once('-').map_or(pod.name.as_str(), |(c, _)| c);
+            vec![("component", component.into()), ("tier", "control-plane".into())]
+        }
+    }
+}
+
+fn selected(pod: &Pod, selector: Option<&str>) -> bool {
+    let Some(sel) = selector else { return true };
+    sel.split(',').all(|term| match term.split_once('=') {
+        Some((k, v)) => pod_labels(pod).iter().any(|(lk, lv)| *lk == k.trim() && lv == v.trim()),
+        None => pod_labels(pod).iter().any(|(lk, _)| *lk == term.trim()),
+    })
+}
+
+fn get_pods(
+    cluster: &Cluster,
+    now: u64,
+    ns: Option<&str>,
+    only: Option<&str>,
+    selector: Option<&str>,
+    wide: bool,
+) -> String {
+    let mut header = vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"];
+    if ns.is_none() {
+        header.insert(0, "NAMESPACE");
+    }
+    if wide {
+        header.extend(["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]);
+    }
+    let mut rows = vec![header.into_iter().map(String::from).collect::<Vec<_>>()];
+    let mut pods: Vec<&Pod> = cluster
+        .pods
+        .iter()
+        .filter(|p| ns.is_none_or(|n| n == p.namespace))
+        .filter(|p| only.is_none_or(|o| o == p.name))
+        .filter(|p| selected(p, selector))
+        .collect();
+    pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    if pods.is_empty() {
+        return match (only, ns) {
+            (Some(o), _) => format!("Error from server (NotFound): pods \"{o}\" not found\n"),
+            (None, Some(n)) => format!("No resources found in {n} namespace.\n"),
+            (None, None) => "No resources found\n".into(),
+        };
+    }
+    for p in pods {
+        let running = p.phase == PodPhase::Running;
+        let ip = if p.host_network {
+            p.node
+                .as_deref()
+                .and_then(|n| cluster.node(n))
+                .filter(|_| running)
+                .map(|n| n.internal_ip.to_string())
+        } else {
+            p.ip.map(|i| i.to_string())
+        };
+        let mut row = Vec::new();
+        if ns.is_none() {
+            row.push(p.namespace.clone());
+        }
+        row.extend([
+            p.name.clone(),
+            if running { "1/1" } else { "0/1" }.into(),
+            if running { "Running" } else { "Pending" }.into(),
+            "0".into(),
+            human_duration(now.saturating_sub(p.created_ms)),
+        ]);
+        if wide {
+            row.extend([
+                ip.unwrap_or_else(|| "<none>".into()),
+                p.node.clone().unwrap_or_else(|| "<none>".into()),
+                "<none>".into(),
+                "<none>".into(),
+            ]);
+        }
+        rows.push(row);
+    }
+    tabwriter(&rows)
+}
+
+fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, CommandError> {
+    let Some(n) = cluster.node(name) else {
+        return Ok(format!("Error from server (NotFound): nodes \"{name}\" not found\n"));
+    };
+    let ready = cluster.ready(name);
+    let ready_since = cluster
+        .calico
+        .as_ref()
+        .and_then(|c| c.started_at(name))
+        .unwrap_or(n.joined_ms);
+    let mut out = String::new();
+    let _ = writeln!(out, "Name:               {name}");
+    let _ = writeln!(out, "Roles:              {}", role(n));
+    let _ = writeln!(out, "CreationTimestamp:  {}", describe_time(n.joined_ms));
+    let taints = cluster.taints(n);
+    match taints.split_first() {
+        None => out.push_str("Taints:             <none>\n"),
+        Some((first, rest)) => {
+            let _ = writeln!(out, "Taints:             {first}");
+            for t in rest {
+                let _ = writeln!(out, "                    {t}");
+            }
+        }
+    }
+    out.push_str("Unschedulable:      false\n");
+    out.push_str("Conditions:\n");
+    let hb = describe_time(now);
+    let since = describe_time(n.joined_ms);
+    let mut rows = vec![
+        [
+            "Type",
+            "Status",
+            "LastHeartbeatTime",
+            "LastTransitionTime",
+            "Reason",
+            "Message",
+        ]
+        .map(String::from)
+        .to_vec(),
+        [
+            "----",
+            "------",
+            "-----------------",
+            "------------------",
+            "------",
+            "-------",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for (t, reason, msg) in [
+        (
+            "MemoryPressure",
+            "KubeletHasSufficientMemory",
+            "kubelet has sufficient memory available",
+        ),
+        (
+            "DiskPressure",
+            "KubeletHasNoDiskPressure",
+            "kubelet has no disk pressure",
+        ),
+        (
+            "PIDPressure",
+            "KubeletHasSufficientPID",
+            "kubelet has sufficient PID available",
+        ),
+    ] {
+        rows.push(vec![
+            t.into(),
+            "False".into(),
+            hb.clone(),
+            since.clone(),
+            reason.into(),
+            msg.into(),
+        ]);
+    }
+    if ready {
+        rows.push(vec![
+            "Ready".into(),
+            "True".into(),
+            hb.clone(),
+            describe_time(ready_since),
+            "KubeletReady".into(),
+            "kubelet is posting ready status".into(),
+        ]);
+    } else {
+        rows.push(vec![
+            "Ready".into(),
+            "False".into(),
+            hb,
+            since,
+            "KubeletNotReady".into(),
+            "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized".into(),
+        ]);
+    }
+    for line in tabwriter(&rows).lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    out.push_str("Addresses:\n");
+    let _ = writeln!(out, "  InternalIP:  {}", n.internal_ip);
+    let _ = writeln!(out, "  Hostname:    {name}");
+    if let Some(c) = n.pod_cidr {
+        let _ = writeln!(out, "PodCIDR:                      {c}");
+        let _ = writeln!(out, "PodCIDRs:                     {c}");
+    }
+    Ok(out)
+}
+
+/// `kubectl get ippools|blockaffinities` of the crd.projectcalico.org/v1 objects.
+fn calico_list(cluster: &Cluster, kind: &str, output: &str) -> Result<String, CommandError> {
+    let Some(calico) = &cluster.calico else {
+        return Ok(format!("error: the server doesn't have a resource type \"{kind}\"\n"));
+    };
+    let ds = &calico.datastore;
+    let created = rfc3339(cluster.created_ms);
+    // Each item: (kind, name, spec fields in key order, each value already in YAML form).
+    let items: Vec<(&str, String, Vec<(&str, String)>)> = match kind {
+        "ippools" => ds
+            .ip_pools
+            .values()
+            .map(|p| {
+                let mut spec = vec![
+                    ("allowedUses", format!("[{}]", p.allowed_uses.join(","))),
+                    ("blockSize", p.block_size.to_string()),
+                    ("cidr", p.cidr.to_string()),
+                ];
+                if p.disabled {
+                    spec.push(("disabled", "true".into()));
+                }
+                spec.extend([
+                    ("ipipMode", p.ipip_mode.as_str().into()),
+                    ("natOutgoing", p.nat_outgoing.to_string()),
+                    ("nodeSelector", p.node_selector.clone()),
+                    ("vxlanMode", p.vxlan_mode.as_str().into()),
+                ]);
+                ("IPPool", p.name.clone(), spec)
+            })
+            .collect(),
+        _ => ds
+            .block_affinities
+            .values()
+            .map(|a| {
+                let spec = vec![
+                    ("cidr", a.cidr.to_string()),
+                    ("deleted", format!("\"{}\"", a.deleted)),
+                    ("node", a.node.clone()),
+                    ("state", a.state.clone()),
+                ];
+                ("BlockAffinity", a.name.clone(), spec)
+            })
+            .collect(),
+    };
+    match output {
+        "yaml" => {
+            let mut out = String::from("apiVersion: v1\nitems:\n");
+            for (k, name, spec) in &items {
+                let _ = writeln!(out, "- apiVersion: crd.projectcalico.org/v1\n  kind: {k}\n  metadata:");
+                let _ = writeln!(out, "    creationTimestamp: \"{created}\"\n    generation: 1\n    name: {name}\n  spec:");
+                for (key, v) in spec {
+                    match v.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                        Some(list) => {
+                            let _ = writeln!(out, "    {key}:");
+                            for item in list.split(',') {
+                                let _ = writeln!(out, "    - {item}");
+                            }
+                        }
+                        None => {
+                            let _ = writeln!(out, "    {key}: {v}");
+                        }
+                    }
+                }
+            }
+            out.push_str("kind: List\nmetadata:\n  resourceVersion: \"\"\n");
+            Ok(out)
+        }
+        "json" => {
+            let list: Vec<serde_json::Value> = items
+                .iter()
+                .map(|(k, name, spec)| {
+                    let spec: serde_json::Map<String, serde_json::Value> = spec
+                        .iter()
+                        .map(|(key, v)| (key.to_string(), json_value(v)))
+                        .collect();
+                    serde_json::json!({
+                        "apiVersion": "crd.projectcalico.org/v1",
+                        "kind": k,
+                        "metadata": {"creationTimestamp": created, "generation": 1, "name": name},
+                        "spec": spec,
+                    })
+                })
+                .collect();
+            let doc = serde_json::json!({"apiVersion": "v1", "items": list, "kind": "List", "metadata": {"resourceVersion": ""}});
+            Ok(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
+        }
+        "" | "wide" => {
+            let mut rows = vec![vec!["NAME".to_string(), "CREATED AT".to_string()]];
+            rows.extend(items.iter().map(|(_, name, _)| vec![name.clone(), created.clone()]));
+            Ok(tabwriter(&rows))
+        }
+        other => Err(CommandError::new(format!(
+            "error: unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,wide,yaml"
+        ))),
+    }
+}
+
+/// A YAML scalar of `calico_list` back as JSON.
+fn json_value(v: &str) -> serde_json::Value {
+    if let Some(list) = v.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+        return serde_json::Value::Array(list.split(',').map(|s| serde_json::Value::String(s.into())).collect());
+    }
+    if let Some(s) = v.strip_prefix('"').and_then(|l| l.strip_suffix('"')) {
+        return serde_json::Value::String(s.into());
+    }
+    match v {
+        "true" => serde_json::Value::Bool(true),
+        "false" => serde_json::Value::Bool(false),
+        _ => v.parse::<u64>().map_or_else(
+            |_| serde_json::Value::String(v.into()),
+            |n| serde_json::Value::Number(n.into()),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ages_print_like_kubectl() {
+        let s = 1000;
+        assert_eq!(super::human_duration(14 * s), "14s");
+        assert_eq!(super::human_duration(211 * s), "3m31s");
+        assert_eq!(super::human_duration(82 * 60 * s), "82m");
+        assert_eq!(super::human_duration((7 * 60 + 48) * 60 * s), "7h48m");
+        assert_eq!(super::human_duration(53 * 3600 * s), "2d5h");
+    }
+}
