@@ -186,24 +186,32 @@ fn c16() {
 
 /// C17 (s1, k-master): `kubectl describe node k-master` (before CNI)` → `Ready False ... KubeletNotReady container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized`; `InternalIP: 10.0.11.1`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c17() {
-    assert_has(&out("s1", "k-master", "kubectl describe node k-master` (before CNI)"), &["Ready False ... KubeletNotReady container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized", "InternalIP: 10.0.11.1"]);
+    // "before CNI": the state once the workers have joined, before Calico's manifest.
+    assert_has(
+        &out("s1-join-k-w3", "k-master", "kubectl describe node k-master"),
+        &[
+            "Ready False ... KubeletNotReady container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized",
+            "InternalIP: 10.0.11.1",
+        ],
+    );
 }
 
 /// C18 (s1, any): `kubectl get nodes` (after Calico)` → 4 rows `Ready`, version `v1.28.15`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c18() {
-    assert_has(
-        &out("s1", "any", "kubectl get nodes` (after Calico)"),
-        &["Ready", "v1.28.15"],
+    let text = out("s1", "k-w1", "kubectl get nodes");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains(" Ready ") && l.contains("v1.28.15"))
+            .count(),
+        4,
+        "{text}"
     );
 }
 
 /// C19 (s1, k-master): `kubectl get ippools -o yaml` → `blockSize: 26`, `cidr: 10.66.0.0/16`, `ipipMode: Always`, `natOutgoing: true`, `vxlanMode: Never`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c19() {
     assert_has(
         &out("s1", "k-master", "kubectl get ippools -o yaml"),
@@ -219,32 +227,29 @@ fn c19() {
 
 /// C20 (s1, any): `kubectl get blockaffinities -o yaml` → names `k-master-10-66-73-128-26`, `k-w1-10-66-207-64-26`, `k-w2-10-66-53-192-26`, `k-w3-10-66-122-192-26`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c20() {
     assert_has(
-        &out("s1", "any", "kubectl get blockaffinities -o yaml"),
+        &out("s1", "k-w1", "kubectl get blockaffinities -o yaml"),
         &[
-            "k-master-10-66-73-128-26",
-            "k-w1-10-66-207-64-26",
-            "k-w2-10-66-53-192-26",
-            "k-w3-10-66-122-192-26",
+            "name: k-master-10-66-73-128-26",
+            "name: k-w1-10-66-207-64-26",
+            "name: k-w2-10-66-53-192-26",
+            "name: k-w3-10-66-122-192-26",
         ],
     );
 }
 
 /// C21 (s1, k-master): `kubectl get pods -n kube-system -o wide` → `calico-kube-controllers-... 1/1 Running ... 10.66.207.66 k-w1`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c21() {
     assert_has(
         &out("s1", "k-master", "kubectl get pods -n kube-system -o wide"),
-        &["calico-kube-controllers-... 1/1 Running ... 10.66.207.66 k-w1"],
+        &["calico-kube-controllers-... 1/1 Running ... 10.66.207.66 k-w1 <none> <none>"],
     );
 }
 
 /// C22 (s1, Leaf-3): `show ip ro` → 7 routes; `O 10.0.11.0/31 [110/30] via 10.33.99.0, Ethernet1`; `O 10.11.99.0/31 [110/20] via 10.33.99.0, Ethernet1`
 #[test]
-#[ignore = "stage s1 needs kubeadm + Calico in the scenario (issue #4); the underlay table itself is checked at s0c-cleanup and s1b"]
 fn c22() {
     let text = out("s1", "Leaf-3", "show ip ro");
     let routes = text
@@ -263,7 +268,6 @@ fn c22() {
 
 /// C23 (s1, test-pod (k-w3)): `ip a` → `inet 10.66.122.194/32 scope global eth0`, `mtu 1480`
 #[test]
-#[ignore = "needs the Calico stages s1-s2 (issue #4)"]
 fn c23() {
     assert_has(
         &out("s1", "test-pod", "ip a"),
@@ -283,7 +287,6 @@ fn c24() {
 
 /// C25 (s1, k-w3): `ip r | grep tunl0` → `10.66.53.192/26 via 10.0.137.112 dev tunl0 proto bird onlink`, `10.66.73.128/26 via 10.0.137.12 dev tunl0 proto bird onlink`, `10.66.207.64/26 via 10.0.137.15 dev tunl0 proto bird onlink`
 #[test]
-#[ignore = "needs the Calico stages s1-s2 (issue #4)"]
 fn c25() {
     assert_has(
         &out("s1", "k-w3", "ip r | grep tunl0"),
@@ -297,11 +300,15 @@ fn c25() {
 
 /// C26 (s1, k-master): `ip r | grep tunl0` → `10.66.122.192/26 via 10.0.137.142 dev tunl0 proto bird onlink` (+ .112 and .15 lines)
 #[test]
-#[ignore = "needs the Calico stages s1-s2 (issue #4)"]
 fn c26() {
+    let text = out("s1", "k-master", "ip r | grep tunl0");
     assert_has(
-        &out("s1", "k-master", "ip r | grep tunl0"),
-        &["10.66.122.192/26 via 10.0.137.142 dev tunl0 proto bird onlink"],
+        &text,
+        &[
+            "10.66.122.192/26 via 10.0.137.142 dev tunl0 proto bird onlink",
+            "10.66.53.192/26 via 10.0.137.112 dev tunl0 proto bird onlink",
+            "10.66.207.64/26 via 10.0.137.15 dev tunl0 proto bird onlink",
+        ],
     );
 }
 
@@ -317,10 +324,13 @@ fn c27() {
 
 /// C28 (s1, calico-node k-w3): `birdcl show status` → `BIRD v0.3.3+birdv1.6.8`, `Router ID is 10.0.137.142`, `Daemon is up and running`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c28() {
     assert_has(
-        &out("s1", "calico-node", "birdcl show status"),
+        &out(
+            "s1",
+            "k-master",
+            "kubectl exec -n kube-system calico-node-lfbfg -- birdcl show status",
+        ),
         &[
             "BIRD v0.3.3+birdv1.6.8",
             "Router ID is 10.0.137.142",
@@ -331,32 +341,47 @@ fn c28() {
 
 /// C29 (s1, calico-node k-w3): `birdcl show route` → `10.66.207.64/26 via 10.0.137.15 on ens5 [Mesh_10_0_137_15 2025-08-01] * (100/0) [i]` (+2 more)
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c29() {
     assert_has(
-        &out("s1", "calico-node", "birdcl show route"),
-        &["10.66.207.64/26 via 10.0.137.15 on ens5 [Mesh_10_0_137_15 2025-08-01] * (100/0) [i]"],
+        &out(
+            "s1",
+            "k-master",
+            "kubectl exec -n kube-system calico-node-lfbfg -- birdcl show route",
+        ),
+        &[
+            "10.66.53.192/26 via 10.0.137.112 on ens5 [Mesh_10_0_137_112 2025-08-01] * (100/0) [i]",
+            "10.66.73.128/26 via 10.0.137.12 on ens5 [Mesh_10_0_137_12 2025-08-01] * (100/0) [i]",
+            "10.66.207.64/26 via 10.0.137.15 on ens5 [Mesh_10_0_137_15 2025-08-01] * (100/0) [i]",
+        ],
     );
 }
 
 /// C30 (s1, calico-node k-w3): `bird.cfg` → `local as 64512;`; `passive on;` present only in `Mesh_10_0_137_15`; `# Skipping ourselves (10.0.137.142)`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c30() {
+    let cfg = out(
+        "s1",
+        "k-master",
+        "kubectl exec -n kube-system calico-node-lfbfg -- cat /etc/calico/confd/config/bird.cfg",
+    );
     assert_has(
-        &out("s1", "calico-node", "bird.cfg"),
+        &cfg,
         &[
             "local as 64512;",
-            "passive on;",
-            "Mesh_10_0_137_15",
             "# Skipping ourselves (10.0.137.142)",
+            "router id 10.0.137.142;",
         ],
     );
+    // `passive on;` only in the k-w1 mesh protocol: "10.0.137.15" > "10.0.137.142" as strings.
+    let protocols: Vec<&str> = cfg.split("protocol bgp ").skip(1).collect();
+    assert_eq!(protocols.len(), 3, "{cfg}");
+    for p in protocols {
+        assert_eq!(p.contains("passive on;"), p.starts_with("Mesh_10_0_137_15 "), "{p}");
+    }
 }
 
 /// C31 (s1, k-w1): `calicoctl ipam show --show-blocks` → `| Block | 10.66.207.64/26 | 64 | 4 (6%) | 60 (94%) |` and `| IP Pool | 10.66.0.0/16 | 65536 | 8 (0%) | 65528 (100%) |`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c31() {
     assert_has(
         &out("s1", "k-w1", "calicoctl ipam show --show-blocks"),
@@ -369,7 +394,6 @@ fn c31() {
 
 /// C32 (s1, k-master): `calicoctl ipam check --show-all-ips` → `Found 4 IPAM blocks.`, `IPAM blocks record 8 allocations.`, `Check complete; found 0 problems.`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c32() {
     assert_has(
         &out("s1", "k-master", "calicoctl ipam check --show-all-ips"),
@@ -383,12 +407,14 @@ fn c32() {
 
 /// C33 (s1, k-w1): `calicoctl node status` → 3 rows `node-to-node mesh | up | ... | Established` for 10.0.137.12/.112/.142
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c33() {
-    assert_has(
-        &out("s1", "k-w1", "calicoctl node status"),
-        &["node-to-node mesh | up | ... | Established"],
-    );
+    let text = out("s1", "k-w1", "calicoctl node status");
+    for peer in ["10.0.137.12", "10.0.137.112", "10.0.137.142"] {
+        assert_has(
+            &text,
+            &[&format!("| {peer} | node-to-node mesh | up | ... | Established |")],
+        );
+    }
 }
 
 /// C34 (s1b, test-pod (k-w3)): `ping 10.66.207.66` → `64 bytes from 10.66.207.66: seq=0 ttl=62`

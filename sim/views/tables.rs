@@ -28,8 +28,7 @@ pub(crate) fn tablewriter<const N: usize>(header: &[&str; N], rows: &[[String; N
     out.push_str(&rule);
     for r in rows {
         for (c, w) in r.iter().zip(&widths) {
-            let numeric = !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-            if numeric {
+            if is_decimal(c) {
                 out.push_str(&format!("| {c:>w$} "));
             } else {
                 out.push_str(&format!("| {c:<w$} "));
@@ -39,6 +38,23 @@ pub(crate) fn tablewriter<const N: usize>(header: &[&str; N], rows: &[[String; N
     }
     out.push_str(&rule);
     out
+}
+
+/// tablewriter's `decimal` pattern, `^-?(?:\d{1,3}(?:,\d{3})*|\d+)(?:\.\d+)?$`: a number,
+/// optionally with thousands separators and one fraction (an IPv4 address is not one).
+fn is_decimal(cell: &str) -> bool {
+    let body = cell.strip_prefix('-').unwrap_or(cell);
+    let (int, frac) = match body.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (body, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let grouped = {
+        let mut groups = int.split(',');
+        let first = groups.next().unwrap_or("");
+        (1..=3).contains(&first.len()) && digits(first) && groups.all(|g| g.len() == 3 && digits(g))
+    };
+    (digits(int) || grouped) && frac.is_none_or(digits)
 }
 
 /// Go's `text/tabwriter` as kubectl configures it (`printers.GetNewTabWriter`: minwidth 6,
@@ -82,5 +98,6 @@ mod tests {
     fn tablewriter_right_aligns_numbers() {
         let t = super::tablewriter(&["A", "TOTAL"], &[["x".into(), "64".into()]]);
         assert!(t.contains("| x |    64 |"), "{t}");
+        assert!(super::is_decimal("1,024.5") && !super::is_decimal("10.0.137.12") && !super::is_decimal("1,02"));
     }
 }
