@@ -746,7 +746,11 @@ fn ippool(
             field_error(ctx, at.clone(), &what, "IPPool.Spec.AllowedUses", u, reason);
         }
     }
-    for other in existing.values().filter(|o| o.name != name) {
+    // Overlap is checked on create only (clientv3 `Create`); an update keeps its CIDR anyway.
+    for other in existing
+        .values()
+        .filter(|o| o.name != name && !existing.contains_key(name))
+    {
         if other.cidr.contains(&cidr.network()) || cidr.contains(&other.cidr.network()) {
             let reason = format!(
                 "IPPool({name}) CIDR overlaps with IPPool({}) CIDR {}",

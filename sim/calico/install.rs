@@ -17,7 +17,37 @@ use super::autodetect::{self, HostFacts};
 use super::confd::{self, RenderedBird};
 use super::datastore::{ApiGroup, BlockAffinity, Datastore, EncapMode, IpPool, Node};
 use super::ipam::{self, BlockAllocator, IpamError, Pool};
-use crate::diag::Span;
+use crate::diag::{Diagnostic, InputError, Span};
+
+/// One resource `apply` stored: kind, name and what happened (`created`, `configured`,
+/// `unchanged`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub kind: &'static str,
+    pub name: String,
+    pub outcome: &'static str,
+}
+
+/// What `apply` did to each resource of one kind that is new or present after it.
+fn diff_kind<T: PartialEq>(
+    before: &BTreeMap<String, T>,
+    after: &BTreeMap<String, T>,
+    kind: &'static str,
+    out: &mut Vec<Applied>,
+) {
+    for (name, v) in after {
+        let outcome = match before.get(name) {
+            None => "created",
+            Some(old) if old == v => continue,
+            Some(_) => "configured",
+        };
+        out.push(Applied {
+            kind,
+            name: name.clone(),
+            outcome,
+        });
+    }
+}
 
 /// The name calico-node gives the pool it creates (`configureIPPools`).
 pub const DEFAULT_POOL: &str = "default-ipv4-ippool";
@@ -35,6 +65,8 @@ pub struct Calico {
     pub started: Vec<(String, u64)>,
     /// What confd last rendered per node (BIRD reconfigures only when it changes).
     pub rendered: BTreeMap<String, RenderedBird>,
+    /// When each resource (`Kind/name`) was created, for AGE columns and timestamps.
+    pub created: BTreeMap<String, u64>,
 }
 
 impl Calico {
@@ -46,6 +78,7 @@ impl Calico {
             ipam: None,
             started: Vec::new(),
             rendered: BTreeMap::new(),
+            created: BTreeMap::new(),
         }
     }
 
@@ -93,16 +126,16 @@ impl Calico {
             ..Node::default()
         });
         entry.ipv4_address = Some(address);
-        self.default_pool(kubeadm_pod_subnet)?;
+        self.default_pool(kubeadm_pod_subnet, now)?;
         if !self.is_started(node) {
             self.started.push((node.to_string(), now));
         }
-        self.allocate_tunnel_addr(node).map_err(|e| e.to_string())
+        self.allocate_tunnel_addr(node, now).map_err(|e| e.to_string())
     }
 
     /// `configureIPPools`: create the default IPv4 pool from the environment when there is no
     /// IPv4 pool at all.
-    fn default_pool(&mut self, kubeadm_pod_subnet: Option<Ipv4Net>) -> Result<(), String> {
+    fn default_pool(&mut self, kubeadm_pod_subnet: Option<Ipv4Net>, now: u64) -> Result<(), String> {
         if self.datastore.ip_pools.values().any(|p| matches!(p.cidr, IpNet::V4(_))) {
             return Ok(());
         }
@@ -145,28 +178,125 @@ impl Calico {
             api: ApiGroup::V3,
             span: Span::new("calico-node", 1, 1),
         };
+        self.created.insert(format!("IPPool/{}", pool.name), now);
         self.datastore.ip_pools.insert(pool.name.clone(), pool);
         self.rebuild_ipam().map_err(|e| e.to_string())
     }
 
-    /// IPAM's pool list follows the datastore's enabled IPv4 pools, in name order; blocks
-    /// already claimed are kept.
+    /// IPAM's pool list follows the datastore's enabled pools, in name order; blocks already
+    /// claimed stay whatever happens to the pools (`disabled` stops new allocations only).
     fn rebuild_ipam(&mut self) -> Result<(), IpamError> {
+        // The datastore validated v3 pools already; kubectl-applied ones get only what the
+        // arithmetic needs (calico-reference.md §3.2).
         let pools = self
             .datastore
             .ip_pools
             .values()
             .filter(|p| !p.disabled)
-            .map(|p| Pool::new(p.cidr, p.block_size))
+            .map(|p| Pool::unvalidated(p.cidr, p.block_size))
             .collect::<Result<Vec<_>, _>>()?;
-        if self.ipam.as_ref().is_none_or(|a| a.pools() != pools.as_slice()) {
-            self.ipam = Some(BlockAllocator::new(pools));
+        match &mut self.ipam {
+            Some(a) => a.set_pools(pools),
+            None => self.ipam = Some(BlockAllocator::new(pools)),
         }
         Ok(())
     }
 
+    /// `kubectl apply -f` / `calicoctl apply -f`: the resources of `text` go into the datastore
+    /// (all or nothing) and take effect. Returns the warnings and, per resource, its kind, name
+    /// and whether it was `created`, `configured` or `unchanged`.
+    pub fn apply_yaml(
+        &mut self,
+        text: &str,
+        file: &str,
+        now: u64,
+    ) -> Result<(Vec<Diagnostic>, Vec<Applied>), InputError> {
+        let before = self.datastore.clone();
+        let warnings = self.datastore.load_yaml(text, file)?;
+        let mut applied = Vec::new();
+        diff_kind(&before.ip_pools, &self.datastore.ip_pools, "IPPool", &mut applied);
+        diff_kind(
+            &before.bgp_configurations,
+            &self.datastore.bgp_configurations,
+            "BGPConfiguration",
+            &mut applied,
+        );
+        diff_kind(&before.bgp_peers, &self.datastore.bgp_peers, "BGPPeer", &mut applied);
+        diff_kind(&before.nodes, &self.datastore.nodes, "Node", &mut applied);
+        diff_kind(
+            &before.block_affinities,
+            &self.datastore.block_affinities,
+            "BlockAffinity",
+            &mut applied,
+        );
+        if let Err(e) = self.rebuild_ipam() {
+            self.datastore = before;
+            return Err(Diagnostic::error(Span::new(file, 1, 1), e.to_string()).into());
+        }
+        for a in applied.iter().filter(|a| a.outcome == "created") {
+            self.created.insert(format!("{}/{}", a.kind, a.name), now);
+        }
+        Ok((warnings, applied))
+    }
+
+    /// The JSON of a pool as the API group `api` returns it (for a merge patch: kubectl goes
+    /// through the CRD, calicoctl through the v3 API).
+    pub fn pool_json(&self, name: &str, api: &str) -> Option<serde_json::Value> {
+        let p = self.datastore.ip_pools.get(name)?;
+        Some(serde_json::json!({
+            "apiVersion": api,
+            "kind": "IPPool",
+            "metadata": {"name": p.name},
+            "spec": {
+                "allowedUses": p.allowed_uses,
+                "blockSize": p.block_size,
+                "cidr": p.cidr.to_string(),
+                "disabled": p.disabled,
+                "disableBGPExport": p.disable_bgp_export,
+                "ipipMode": p.ipip_mode.as_str(),
+                "natOutgoing": p.nat_outgoing,
+                "nodeSelector": p.node_selector,
+                "vxlanMode": p.vxlan_mode.as_str(),
+            }
+        }))
+    }
+
+    /// Delete a pool. Its blocks, affinities and addresses stay (calico-ipam.md: IPAM keeps
+    /// blocks until they are empty and released); new allocations stop.
+    pub fn delete_pool(&mut self, name: &str) -> bool {
+        if self.datastore.ip_pools.remove(name).is_none() {
+            return false;
+        }
+        self.created.remove(&format!("IPPool/{name}"));
+        // The pool set only shrinks, which cannot make a pool invalid.
+        let _ = self.rebuild_ipam();
+        true
+    }
+
+    /// Delete BlockAffinities (`kubectl delete blockaffinities NAME|--all`): the blocks and
+    /// their addresses stay, but the node no longer uses them for new addresses, and confd
+    /// drops their blackhole and aggregation. Returns the names deleted, in name order.
+    pub fn delete_affinities(&mut self, only: Option<&str>) -> Vec<String> {
+        let names: Vec<String> = self
+            .datastore
+            .block_affinities
+            .keys()
+            .filter(|n| only.is_none_or(|o| o == n.as_str()))
+            .cloned()
+            .collect();
+        for n in &names {
+            self.created.remove(&format!("BlockAffinity/{n}"));
+            if let Some(a) = self.datastore.block_affinities.remove(n) {
+                if let Some(ipam) = &mut self.ipam {
+                    ipam.delete_affinity(&a.node, a.cidr);
+                }
+            }
+        }
+        names
+    }
+
     /// `allocate-tunnel-addrs`: an IPIP tunnel address when an enabled IPIP pool exists.
-    fn allocate_tunnel_addr(&mut self, node: &str) -> Result<(), IpamError> {
+    fn allocate_tunnel_addr(&mut self, node: &str, now: u64) -> Result<(), IpamError> {
         let wants_ipip = self
             .datastore
             .ip_pools
@@ -176,7 +306,7 @@ impl Calico {
         if !wants_ipip || has.is_some() {
             return Ok(());
         }
-        let addr = self.assign(node, &ipam::ipip_tunnel_handle(node))?;
+        let addr = self.assign(node, &ipam::ipip_tunnel_handle(node), now)?;
         if let Some(n) = self.datastore.nodes.get_mut(node) {
             n.ipv4_ipip_tunnel_addr = Some(addr);
         }
@@ -184,13 +314,13 @@ impl Calico {
     }
 
     /// The CNI plugin's `AutoAssign` for one pod (handle `k8s-pod-network.<container id>`).
-    pub fn assign(&mut self, node: &str, handle: &str) -> Result<Ipv4Addr, IpamError> {
+    pub fn assign(&mut self, node: &str, handle: &str, now: u64) -> Result<Ipv4Addr, IpamError> {
         let ipam = self
             .ipam
             .as_mut()
             .ok_or_else(|| IpamError::NoPools { node: node.into() })?;
         let addr = ipam.auto_assign(node, handle)?;
-        self.sync_affinities();
+        self.sync_affinities(now);
         match addr {
             IpAddr::V4(a) => Ok(a),
             IpAddr::V6(_) => Err(IpamError::NoPools { node: node.into() }),
@@ -203,11 +333,12 @@ impl Calico {
         ipam.release(IpAddr::V4(addr))
     }
 
-    /// A BlockAffinity per claimed block, as IPAM writes them when it claims (`confirmed`).
-    fn sync_affinities(&mut self) {
+    /// A BlockAffinity per affinity IPAM holds, as IPAM writes them when it claims (`confirmed`).
+    fn sync_affinities(&mut self, now: u64) {
         let Some(ipam) = &self.ipam else { return };
-        for (node, cidr) in ipam.claims() {
+        for (node, cidr) in ipam.affinities() {
             let name = ipam::affinity_name(node, *cidr);
+            self.created.entry(format!("BlockAffinity/{name}")).or_insert(now);
             self.datastore
                 .block_affinities
                 .entry(name.clone())

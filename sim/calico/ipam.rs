@@ -13,7 +13,7 @@
 //!
 //! Blocks are identified by their index in the pool (u128 arithmetic serves IPv4 and IPv6).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::IpNet;
@@ -317,31 +317,32 @@ impl Block {
     }
 }
 
-/// The IPAM state of a set of pools: which blocks exist, whose they are, in claim order, and
-/// their addresses. `pools` are the pools usable for the requests made here, in Calico's order
-/// (`GetEnabledPools`: by pool name, filtered by node selector and allowed use — the caller's
-/// job); a whole pool is walked before the next.
+/// The IPAM state of a datastore: every block (keyed by CIDR, as Calico keys IPAMBlocks), the
+/// BlockAffinities, and the pools new requests may use. `pools` are the enabled pools in
+/// Calico's order (`GetEnabledPools`: by pool name, filtered by node selector and allowed use —
+/// the caller's job); a whole pool is walked before the next. Pools can change (a pool added,
+/// disabled or deleted) without touching the blocks that exist.
 #[derive(Clone, Debug)]
 pub struct BlockAllocator {
     pools: Vec<Pool>,
-    /// Per pool: block index → block.
-    blocks: Vec<BTreeMap<u128, Block>>,
+    /// Every block by CIDR. A candidate block "exists" only if a block with exactly that CIDR
+    /// does (`findUsableBlock` queries the block key), whatever the sizes of other blocks.
+    blocks: BTreeMap<IpNet, Block>,
+    /// BlockAffinity objects (node, block). Deleting one leaves the block and its addresses.
+    affinities: BTreeSet<(String, IpNet)>,
     /// (node, block) in the order blocks were claimed.
     claims: Vec<(String, IpNet)>,
     max_blocks_per_host: u32,
     strict_affinity: bool,
 }
 
-/// Where a block lives: (pool position, index in the pool).
-type BlockRef = (usize, u128);
-
 impl BlockAllocator {
     /// No blocks yet; Calico's defaults (`maxBlocksPerHost` 20, `StrictAffinity` false).
     pub fn new(pools: Vec<Pool>) -> Self {
-        let blocks = vec![BTreeMap::new(); pools.len()];
         BlockAllocator {
             pools,
-            blocks,
+            blocks: BTreeMap::new(),
+            affinities: BTreeSet::new(),
             claims: Vec::new(),
             max_blocks_per_host: DEFAULT_MAX_BLOCKS_PER_HOST,
             strict_affinity: false,
@@ -364,27 +365,46 @@ impl BlockAllocator {
         &self.pools
     }
 
+    /// The enabled pools changed; existing blocks and affinities stay.
+    pub fn set_pools(&mut self, pools: Vec<Pool>) {
+        self.pools = pools;
+    }
+
     /// (node, block) in claim order.
     pub fn claims(&self) -> &[(String, IpNet)] {
         &self.claims
     }
 
-    /// Every block, pool by pool, in address order.
+    /// Every block, in address order.
     pub fn blocks(&self) -> impl Iterator<Item = &Block> {
-        self.blocks.iter().flat_map(|m| m.values())
+        self.blocks.values()
     }
 
     /// The block with this exact CIDR.
     pub fn block(&self, cidr: IpNet) -> Option<&Block> {
-        self.find(cidr).and_then(|(p, i)| self.blocks[p].get(&i))
+        self.blocks.get(&cidr)
+    }
+
+    /// BlockAffinities as (node, block), in node then address order.
+    pub fn affinities(&self) -> impl Iterator<Item = &(String, IpNet)> {
+        self.affinities.iter()
     }
 
     /// `node`'s affine blocks in the order Calico lists them (by BlockAffinity name).
     pub fn blocks_of(&self, node: &str) -> Vec<IpNet> {
-        self.affine(node)
-            .into_iter()
-            .map(|(p, i)| self.pools[p].block(i))
-            .collect()
+        let mut mine: Vec<IpNet> = self
+            .affinities
+            .iter()
+            .filter(|(n, _)| n == node)
+            .map(|(_, b)| *b)
+            .collect();
+        mine.sort_by_key(|b| affinity_name(node, *b));
+        mine
+    }
+
+    /// Delete one BlockAffinity (`kubectl delete blockaffinity`); false if there is none.
+    pub fn delete_affinity(&mut self, node: &str, block: IpNet) -> bool {
+        self.affinities.remove(&(node.to_owned(), block))
     }
 
     /// Claim the next block for `node` (`findUsableBlock` + claim): for each pool in order, walk
@@ -394,20 +414,42 @@ impl BlockAllocator {
     /// arise), and a block another node created first is the claim conflict after which Calico
     /// retries and skips it. So a node's nth block is the first free one after its (n−1)th.
     pub fn claim(&mut self, node: &str) -> Result<IpNet, IpamError> {
-        let (p, i) = self.claim_ref(node)?;
-        Ok(self.pools[p].block(i))
+        if self.pools.is_empty() {
+            return Err(IpamError::NoPools { node: node.to_owned() });
+        }
+        if self.usable_affine(node).len() >= self.max_blocks_per_host as usize {
+            return Err(IpamError::BlockLimit {
+                limit: self.max_blocks_per_host,
+            });
+        }
+        for pool in &self.pools {
+            let start = start_index(node, pool);
+            if let Some(cidr) = walk(pool, start)
+                .map(|i| pool.block(i))
+                .find(|c| !self.blocks.contains_key(c))
+            {
+                self.blocks.insert(cidr, Block::new(cidr, Some(node)));
+                self.affinities.insert((node.to_owned(), cidr));
+                self.claims.push((node.to_owned(), cidr));
+                return Ok(cidr);
+            }
+        }
+        Err(IpamError::NoFreeBlocks)
     }
 
-    /// `autoAssign` for one address: the first affine block with a free address; else a new
-    /// block (below `maxBlocksPerHost`); else, unless strict affinity, borrow from any existing
-    /// block of the pools, walked in the node's order.
+    /// `autoAssign` for one address: the first affine block (inside an enabled pool) with a
+    /// free address; else a new block (below `maxBlocksPerHost`); else, unless strict affinity,
+    /// borrow from any existing block of the pools, walked in the node's order.
     pub fn auto_assign(&mut self, node: &str, handle: &str) -> Result<IpAddr, IpamError> {
-        let affine = self.affine(node);
-        if let Some(&(p, i)) = affine.iter().find(|&&(p, i)| self.blocks[p][&i].free() > 0) {
-            return self.assign_in(p, i, handle);
+        let affine = self.usable_affine(node);
+        if let Some(cidr) = affine
+            .into_iter()
+            .find(|c| self.blocks.get(c).is_some_and(|b| b.free() > 0))
+        {
+            return self.assign_in(cidr, handle);
         }
-        match self.claim_ref(node) {
-            Ok((p, i)) => self.assign_in(p, i, handle),
+        match self.claim(node) {
+            Ok(cidr) => self.assign_in(cidr, handle),
             Err(IpamError::NoFreeBlocks) if self.strict_affinity => Err(IpamError::StrictAffinity),
             Err(IpamError::NoFreeBlocks) => self.borrow(node, handle),
             Err(e) => Err(e),
@@ -416,54 +458,42 @@ impl BlockAllocator {
 
     /// Release an allocated address; its ordinal goes to the end of its block's list.
     pub fn release(&mut self, addr: IpAddr) -> Result<String, IpamError> {
-        for (p, pool) in self.pools.iter().enumerate() {
-            if !pool.cidr.contains(&addr) {
-                continue;
-            }
-            let host_bits = pool.host_bits();
-            let offset = addr_bits(addr) - addr_bits(pool.cidr.network());
-            let index = offset.checked_shr(host_bits).unwrap_or(0);
-            if let Some(block) = self.blocks[p].get_mut(&index) {
-                return block.release(addr);
-            }
-        }
-        Err(IpamError::NotAllocated(addr))
+        self.blocks
+            .values_mut()
+            .find(|b| b.cidr().contains(&addr))
+            .ok_or(IpamError::NotAllocated(addr))?
+            .release(addr)
     }
 
-    fn claim_ref(&mut self, node: &str) -> Result<BlockRef, IpamError> {
-        if self.pools.is_empty() {
-            return Err(IpamError::NoPools { node: node.to_owned() });
-        }
-        let owned = self.affine(node).len();
-        if owned >= self.max_blocks_per_host as usize {
-            return Err(IpamError::BlockLimit {
-                limit: self.max_blocks_per_host,
-            });
-        }
-        for (p, pool) in self.pools.iter().enumerate() {
-            let start = start_index(node, pool);
-            if let Some(index) = walk(pool, start).find(|i| !self.blocks[p].contains_key(i)) {
-                let cidr = pool.block(index);
-                self.blocks[p].insert(index, Block::new(cidr, Some(node)));
-                self.claims.push((node.to_owned(), cidr));
-                return Ok((p, index));
-            }
-        }
-        Err(IpamError::NoFreeBlocks)
+    /// `getAffineBlocks`: the node's affine blocks that lie inside an enabled pool.
+    fn usable_affine(&self, node: &str) -> Vec<IpNet> {
+        self.blocks_of(node)
+            .into_iter()
+            .filter(|b| self.pools.iter().any(|p| p.cidr.contains(b)))
+            .collect()
     }
 
     /// Borrowing (`autoAssign` when no block can be claimed): for each pool, the existing
-    /// blocks in the node's walk order; the first with a free address serves, affinity unchanged.
+    /// blocks inside it in the node's walk order; the first with a free address serves,
+    /// affinity unchanged.
     fn borrow(&mut self, node: &str, handle: &str) -> Result<IpAddr, IpamError> {
-        for p in 0..self.pools.len() {
-            let start = start_index(node, &self.pools[p]);
-            let found = self.blocks[p]
-                .range(start..)
-                .chain(self.blocks[p].range(..start))
-                .find(|(_, b)| b.free() > 0)
-                .map(|(&i, _)| i);
-            if let Some(i) = found {
-                return self.assign_in(p, i, handle);
+        for pool in &self.pools {
+            let start = start_index(node, pool);
+            let mask = pool.index_mask();
+            let base = addr_bits(pool.cidr.network());
+            let found = self
+                .blocks
+                .values()
+                .filter(|b| pool.cidr.contains(&b.cidr()) && b.free() > 0)
+                .min_by_key(|b| {
+                    let index = (addr_bits(b.cidr().network()) - base)
+                        .checked_shr(pool.host_bits())
+                        .unwrap_or(0);
+                    index.wrapping_sub(start) & mask
+                })
+                .map(Block::cidr);
+            if let Some(cidr) = found {
+                return self.assign_in(cidr, handle);
             }
         }
         Err(IpamError::PoolsExhausted {
@@ -471,34 +501,12 @@ impl BlockAllocator {
         })
     }
 
-    fn assign_in(&mut self, p: usize, i: u128, handle: &str) -> Result<IpAddr, IpamError> {
+    fn assign_in(&mut self, cidr: IpNet, handle: &str) -> Result<IpAddr, IpamError> {
         // Callers pass an existing block with a free address; a miss is reported, not a panic.
-        self.blocks[p]
-            .get_mut(&i)
+        self.blocks
+            .get_mut(&cidr)
             .and_then(|b| b.assign(handle))
             .ok_or(IpamError::NoFreeBlocks)
-    }
-
-    fn affine(&self, node: &str) -> Vec<BlockRef> {
-        let mut refs: Vec<(String, BlockRef)> = self
-            .blocks
-            .iter()
-            .enumerate()
-            .flat_map(|(p, m)| {
-                m.iter()
-                    .filter(|(_, b)| b.affinity() == Some(node))
-                    .map(move |(&i, b)| (affinity_name(node, b.cidr), (p, i)))
-            })
-            .collect();
-        refs.sort();
-        refs.into_iter().map(|(_, r)| r).collect()
-    }
-
-    fn find(&self, cidr: IpNet) -> Option<BlockRef> {
-        self.pools
-            .iter()
-            .enumerate()
-            .find_map(|(p, pool)| pool.block_index(cidr).map(|i| (p, i)))
     }
 }
 

@@ -324,6 +324,13 @@ fn print_step(s: &StepReport, out: &mut String) {
     let name = s.name.as_deref().map(|n| format!(" — {n}")).unwrap_or_default();
     out.push_str(&format!("\n[{}]{name}\n", s.id));
     out.push_str(&format!("  change: {}\n", s.change));
+    // The runbook's own transcript: each command as typed and what it printed.
+    for c in &s.commands {
+        out.push_str(&format!("  {}$ {}\n", c.device, c.command));
+        for l in c.output.lines() {
+            out.push_str(&format!("    {l}\n"));
+        }
+    }
     let quiet = if s.quiet {
         ""
     } else {

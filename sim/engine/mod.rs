@@ -160,6 +160,20 @@ impl Engine {
         r
     }
 
+    /// Power `devices` off and on again now (a reboot): they lose every adjacency, session and
+    /// learned route and boot with their saved configuration.
+    pub fn power_cycle(&mut self, devices: &[DeviceId]) {
+        for d in devices {
+            if let Some(s) = self.state.devices.get_mut(d.idx()) {
+                s.powered = false;
+            }
+        }
+        self.refresh_all();
+        for d in devices {
+            self.schedule(self.now, Event::Boot(*d));
+        }
+    }
+
     /// Run until nothing has changed for a dead interval and no one-shot timer is pending.
     pub fn run_until_quiet(&mut self) -> Convergence {
         let deadline = self.now + MAX_RUN_MS;

@@ -41,6 +41,8 @@ pub struct Cluster {
     pub calico: Option<Calico>,
     /// Each pod's network namespace once it has run (kept for a pod of the same name later).
     pub netns: BTreeMap<(String, String), Netns>,
+    /// Pins already given to a pod (each names one pod, once).
+    used_pins: Vec<usize>,
     /// Pods each controller has created so far (their name suffixes).
     created: BTreeMap<String, u64>,
     sandboxes: u64,
@@ -129,6 +131,7 @@ impl Cluster {
             pins: Vec::new(),
             calico: None,
             netns: BTreeMap::new(),
+            used_pins: Vec::new(),
             created: BTreeMap::new(),
             sandboxes: 0,
         }
@@ -220,8 +223,7 @@ impl Cluster {
             (Owner::Bare | Owner::Static, None) => "pod".to_string(),
         };
         let is_ds = matches!(spec.owner, Owner::DaemonSet(_));
-        let taken = |n: &str| self.pods.iter().any(|p| p.namespace == spec.namespace && p.name == n);
-        let pin = self.pins.iter().find(|pin| {
+        let pin = self.pins.iter().enumerate().find(|(i, pin)| {
             let Some(rest) = pin.name.strip_prefix(&format!("{owner}-")) else {
                 return false;
             };
@@ -231,10 +233,12 @@ impl Cluster {
                 rest.matches('-').count() == 1
             };
             let node_ok = !is_ds || pin.node.is_none() || pin.node == spec.node;
-            pin.namespace == spec.namespace && shape && node_ok && !taken(&pin.name)
+            pin.namespace == spec.namespace && shape && node_ok && !self.used_pins.contains(i)
         });
-        if let Some(pin) = pin {
-            return (pin.name.clone(), pin.node.clone());
+        if let Some((i, pin)) = pin {
+            let named = (pin.name.clone(), pin.node.clone());
+            self.used_pins.push(i);
+            return named;
         }
         let n = self.created.entry(format!("{}/{owner}", spec.namespace)).or_insert(0);
         *n += 1;
@@ -247,8 +251,9 @@ impl Cluster {
         (name, None)
     }
 
-    /// Delete a pod; its address goes back to IPAM (the CNI DEL). Returns false if no such pod.
-    pub fn delete_pod(&mut self, namespace: &str, name: &str) -> bool {
+    /// Delete a pod; its address goes back to IPAM (the CNI DEL), and its Deployment or
+    /// DaemonSet creates a replacement. Returns false if there is no such pod.
+    pub fn delete_pod(&mut self, namespace: &str, name: &str, now: u64) -> bool {
         let Some(i) = self
             .pods
             .iter()
@@ -257,11 +262,50 @@ impl Cluster {
             return false;
         };
         let pod = self.pods.remove(i);
-        if let (Some(ip), Some(calico)) = (pod.ip, self.calico.as_mut()) {
-            // A pod address IPAM does not know (released already) needs no release.
-            let _ = calico.release(ip);
+        self.release(&pod);
+        let daemon = matches!(pod.owner, Owner::DaemonSet(_));
+        if daemon || matches!(pod.owner, Owner::Deployment(_)) {
+            let spec = PodSpec {
+                namespace: pod.namespace,
+                owner: pod.owner,
+                name: None,
+                node: if daemon { pod.node } else { None },
+                host_network: pod.host_network,
+                image: pod.image,
+                tolerates_control_plane: pod.tolerates_control_plane,
+            };
+            self.create_pod(spec, now);
+            self.reconcile(now);
         }
         true
+    }
+
+    /// The CNI DEL of a pod's sandbox: its address goes back to IPAM.
+    fn release(&mut self, pod: &Pod) {
+        if let (Some(ip), Some(calico)) = (pod.ip, self.calico.as_mut()) {
+            // An address IPAM no longer knows (released already) needs no release.
+            let _ = calico.release(ip);
+        }
+    }
+
+    /// The hosts of `nodes` rebooted: their calico-node must start again, and each of their
+    /// pods gets a new sandbox (old address released, a new one assigned when it starts).
+    pub fn reboot_nodes(&mut self, nodes: &[String]) {
+        if let Some(calico) = self.calico.as_mut() {
+            calico.started.retain(|(n, _)| !nodes.contains(n));
+        }
+        for i in 0..self.pods.len() {
+            let on_node = self.pods[i].node.as_ref().is_some_and(|n| nodes.contains(n));
+            if !on_node || self.pods[i].host_network {
+                continue;
+            }
+            let pod = self.pods[i].clone();
+            self.release(&pod);
+            let p = &mut self.pods[i];
+            p.ip = None;
+            p.container_id = None;
+            p.phase = PodPhase::Pending;
+        }
     }
 
     /// Schedule pending pods and start those whose node can run them: pinned pods first, in
@@ -291,7 +335,7 @@ impl Cluster {
             let cid = names::container_id(&pod.namespace, &pod.name, self.sandboxes);
             let handle = format!("k8s-pod-network.{cid}");
             let Some(calico) = self.calico.as_mut() else { continue };
-            match calico.assign(&node, &handle) {
+            match calico.assign(&node, &handle, now) {
                 Ok(ip) => {
                     self.pods[i].ip = Some(ip);
                     self.pods[i].container_id = Some(cid);

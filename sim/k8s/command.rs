@@ -6,9 +6,11 @@
 //! A command fabsim does not model is an error naming it, never silently skipped.
 
 use std::net::Ipv4Addr;
+use std::path::Path;
 
 use ipnet::Ipv4Net;
 
+use super::calico_datastore;
 use super::cluster::{Cluster, Owner, Pin, PodSpec};
 use crate::calico::autodetect::{HostFacts, HostIface};
 use crate::calico::install::Calico;
@@ -25,13 +27,13 @@ pub struct CommandOutcome {
 }
 
 impl CommandOutcome {
-    fn ok(output: impl Into<String>) -> Self {
+    pub(super) fn ok(output: impl Into<String>) -> Self {
         CommandOutcome {
             output: output.into(),
             status: 0,
         }
     }
-    fn failed(output: impl Into<String>) -> Self {
+    pub(super) fn failed(output: impl Into<String>) -> Self {
         CommandOutcome {
             output: output.into(),
             status: 1,
@@ -52,20 +54,47 @@ pub fn is_change(line: &str) -> bool {
         ["kubeadm", ..]
             | ["sysctl", "-w", ..]
             | ["modprobe", ..]
-            | ["kubectl", "apply" | "create" | "run" | "delete", ..]
+            | ["kubectl", "apply" | "create" | "run" | "delete" | "patch", ..]
+            | ["calicoctl", "apply" | "create" | "replace" | "delete" | "patch", ..]
     )
 }
 
-/// Run one changing command on `dev` at virtual time `now`; a cluster `kubeadm init` creates
-/// keeps `pins`. `Err` is a line fabsim cannot run (not modelled, or malformed), with the reason.
+/// What a command sees besides the network: the time, the scenario's pinned facts, its
+/// standard input (`-f -`) and the directory relative file names are read from.
+pub struct Context<'a> {
+    pub now: u64,
+    pub pins: &'a [Pin],
+    pub stdin: Option<&'a str>,
+    pub base: &'a Path,
+}
+
+impl Context<'_> {
+    /// The text of `-f NAME` and the name kubectl reports it by: standard input for `-`, else
+    /// a file next to the scenario.
+    pub(super) fn read(&self, name: &str) -> Result<(String, String), String> {
+        if name == "-" {
+            return self
+                .stdin
+                .map(|t| (t.to_string(), "STDIN".to_string()))
+                .ok_or_else(|| "-f -: the step has no `stdin:`".to_string());
+        }
+        let path = self.base.join(name);
+        std::fs::read_to_string(&path)
+            .map(|t| (t, name.to_string()))
+            .map_err(|e| format!("error: the path \"{name}\" cannot be read ({}: {e})", path.display()))
+    }
+}
+
+/// Run one changing command on `dev`. `Err` is a line fabsim cannot run (not modelled, or
+/// malformed), with the reason.
 pub fn run_line(
     net: &mut Network,
     st: &State,
     dev: DeviceId,
     line: &str,
-    now: u64,
-    pins: &[Pin],
+    ctx: &Context<'_>,
 ) -> Result<CommandOutcome, String> {
+    let (now, pins) = (ctx.now, ctx.pins);
     let words = shell_words(line).map_err(|e| e.message)?;
     let words: Vec<String> = words.into_iter().skip_while(|w| w == "sudo").collect();
     let Some((cmd, args)) = words.split_first() else {
@@ -85,7 +114,8 @@ pub fn run_line(
                 args.join(" ")
             )),
         },
-        "kubectl" => kubectl(net, st, &args, now),
+        "kubectl" => kubectl(net, st, &args, ctx),
+        "calicoctl" => calico_datastore::calicoctl(net, &args, ctx),
         other => Err(format!("`{other}` is not a command fabsim runs as a change")),
     }
 }
@@ -105,7 +135,7 @@ fn sysctl(net: &mut Network, dev: DeviceId, args: &[&str]) -> Result<CommandOutc
 }
 
 /// Flags of the form `--name=value` or `--name value`.
-fn flag<'a>(args: &[&'a str], name: &str) -> Option<&'a str> {
+pub(super) fn flag<'a>(args: &[&'a str], name: &str) -> Option<&'a str> {
     args.iter().enumerate().find_map(|(i, a)| {
         a.strip_prefix(name).and_then(|rest| match rest.strip_prefix('=') {
             Some(v) => Some(v),
@@ -302,7 +332,8 @@ fn kubeadm_join(
     ))
 }
 
-fn kubectl(net: &mut Network, st: &State, args: &[&str], now: u64) -> Result<CommandOutcome, String> {
+fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> Result<CommandOutcome, String> {
+    let now = ctx.now;
     if net.cluster.is_none() {
         return Ok(CommandOutcome::failed(
             "The connection to the server localhost:8080 was refused - did you specify the right host or port?\n",
@@ -312,11 +343,18 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], now: u64) -> Result<Com
         .or_else(|| flag(args, "--namespace"))
         .unwrap_or("default");
     match args {
-        ["apply" | "create", "-f", url, ..] => apply_manifest(net, st, url, now),
+        ["apply" | "create", "-f", url, ..] if crate::catalogue::manifest(url).is_some() => {
+            apply_manifest(net, st, url, now)
+        }
+        ["apply" | "create", "-f", file, ..] => calico_datastore::kubectl_apply(net, file, ctx),
+        ["patch", kind, name, rest @ ..] => calico_datastore::kubectl_patch(net, kind, name, rest),
+        ["delete", kind, rest @ ..] if calico_datastore::is_calico_kind(kind) => {
+            calico_datastore::kubectl_delete(net, kind, rest)
+        }
         ["run", name, rest @ ..] => kubectl_run(net, name, namespace, rest, now),
         ["delete", "pod" | "pods" | "po", name, ..] => {
             let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
-            if cluster.delete_pod(namespace, name) {
+            if cluster.delete_pod(namespace, name, now) {
                 Ok(CommandOutcome::ok(format!("pod \"{name}\" deleted\n")))
             } else {
                 Ok(CommandOutcome::failed(format!(
@@ -325,19 +363,16 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], now: u64) -> Result<Com
             }
         }
         _ => Err(format!(
-            "`kubectl {}`: fabsim changes the cluster with kubectl apply -f URL, kubectl run, kubectl delete pod",
+            "`kubectl {}`: fabsim changes the cluster with kubectl apply|create -f, run, patch ippool, \
+             delete pod|ippool|blockaffinities",
             args.join(" ")
         )),
     }
 }
 
 fn apply_manifest(net: &mut Network, st: &State, url: &str, now: u64) -> Result<CommandOutcome, String> {
-    let manifest = crate::catalogue::manifest(url).ok_or_else(|| {
-        format!(
-            "kubectl apply -f {url}: not a manifest fabsim knows (catalogue/manifests.yaml has: {})",
-            crate::catalogue::manifest_urls().join(", ")
-        )
-    })?;
+    let manifest =
+        crate::catalogue::manifest(url).ok_or_else(|| format!("kubectl apply -f {url}: unknown manifest"))?;
     let Some(calico) = &manifest.calico else {
         return Err(format!(
             "kubectl apply -f {url}: the manifest installs nothing fabsim models"
@@ -370,6 +405,49 @@ fn apply_manifest(net: &mut Network, st: &State, url: &str, now: u64) -> Result<
     Ok(CommandOutcome::ok(
         "daemonset.apps/calico-node created\ndeployment.apps/calico-kube-controllers created\n",
     ))
+}
+
+/// The hosts `devices` rebooted (and are up again): calico-node starts again on the nodes
+/// among them (autodetection, tunnel address, confd) and their pods get new sandboxes and
+/// addresses, in the cluster's start order.
+pub fn restart_nodes(net: &mut Network, st: &State, devices: &[DeviceId], now: u64) -> Result<(), String> {
+    let Some(cluster) = net.cluster.as_deref_mut() else {
+        return Ok(());
+    };
+    let nodes: Vec<String> = cluster
+        .nodes
+        .iter()
+        .filter(|n| devices.contains(&n.device))
+        .map(|n| n.name.clone())
+        .collect();
+    cluster.reboot_nodes(&nodes);
+    start_calico_nodes(net, st, now)?;
+    if let Some(c) = net.cluster.as_mut() {
+        c.reconcile(now);
+    }
+    Ok(())
+}
+
+/// Scripted IPAM history: each (node, handle) takes the node's next address, as an
+/// allocation made and kept before the scenario's view began. A tunnel handle also sets the
+/// Node's tunnel address, as calico-node's allocateip does.
+pub fn hold_allocations(net: &mut Network, held: &[(String, String)], now: u64) -> Result<(), String> {
+    let calico = net
+        .cluster
+        .as_deref_mut()
+        .and_then(|c| c.calico.as_mut())
+        .ok_or("inject ipam: Calico is not installed")?;
+    for (node, handle) in held {
+        let addr = calico
+            .assign(node, handle, now)
+            .map_err(|e| format!("inject ipam {handle} on {node}: {e}"))?;
+        if *handle == crate::calico::ipam::ipip_tunnel_handle(node) {
+            if let Some(n) = calico.datastore.nodes.get_mut(node) {
+                n.ipv4_ipip_tunnel_addr = Some(addr);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// calico-node starts on every node that has none running yet, in join order.

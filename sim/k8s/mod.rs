@@ -9,12 +9,13 @@
 //!   configuration confd renders for it;
 //! - `names` generates the names controllers give pods.
 
+mod calico_datastore;
 mod cluster;
 mod command;
 mod names;
 mod realize;
 
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
-pub use command::{is_change, run_line, CommandOutcome};
+pub use command::{hold_allocations, is_change, restart_nodes, run_line, CommandOutcome, Context};
 pub use names::veth_name;
 pub use realize::{realize, Netns};

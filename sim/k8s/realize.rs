@@ -61,6 +61,10 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
             t.mtu = HOST_MTU - 20;
             t.admin_up = true;
             t.addr = tunnel_addr.map_or(AddrConfig::None, |a| AddrConfig::Static(Ipv4Net::from(a)));
+        } else if let Some(tunl0) = net.iface_by_name(*dev, "tunl0") {
+            // No IPIP pool: felix's IPIP manager does not run, and nothing configures tunl0.
+            net.interfaces[tunl0.idx()].admin_up = false;
+            net.interfaces[tunl0.idx()].addr = AddrConfig::None;
         }
         // felix owns every route through a cali* device (RemoveExternalRoutes).
         net.devices[dev.idx()]

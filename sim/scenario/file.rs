@@ -69,10 +69,33 @@ struct RawStep {
     wait: Option<Spanned<String>>,
     /// Runbook commands typed on `on:`, one per line (`#` starts a comment line).
     run: Option<Spanned<String>>,
+    /// What a `-f -` in `run:` reads (a heredoc or a pipe in the real runbook).
+    stdin: Option<Spanned<String>>,
+    /// Devices powered off and on again (`[all]`: every device of the topology).
+    reboot: Option<Spanned<Vec<String>>>,
+    /// State the references show but fabsim cannot derive, put in place directly.
+    inject: Option<Spanned<RawInject>>,
     /// The DHCP server now leases this address to `on:`'s interface (the host renews).
     lease: Option<Spanned<RawStepLease>>,
     #[serde(default)]
     expect: RawExpect,
+}
+
+/// Scripted facts (clarifications.md "Scripted facts are data too").
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInject {
+    /// IPAM allocations held from earlier, unshown history: each takes the node's next address
+    /// for the handle (a tunnel handle also sets the Node's tunnel address, as allocateip does).
+    #[serde(default)]
+    ipam: Vec<RawHeldAllocation>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHeldAllocation {
+    node: String,
+    handle: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -152,8 +175,17 @@ pub enum Action {
     },
     /// Let virtual time pass.
     Wait { ms: u64 },
-    /// Commands typed on a host's shell, in order (each with where it is written).
-    Run { device: String, lines: Vec<(String, Span)> },
+    /// Commands typed on a host's shell, in order (each with where it is written), and what
+    /// `-f -` reads.
+    Run {
+        device: String,
+        lines: Vec<(String, Span)>,
+        stdin: Option<String>,
+    },
+    /// Devices power-cycled (none listed: all of them).
+    Reboot { devices: Vec<String> },
+    /// Scripted facts: IPAM allocations (node, handle) held from unshown history.
+    Inject { ipam: Vec<(String, String)> },
     /// A new DHCP lease for a host's interface.
     Lease {
         device: String,
@@ -212,6 +244,8 @@ pub struct Scenario {
     pub topology_span: Span,
     /// `limits.paths_per_prefix` (the engine's default when absent).
     pub path_limit: Option<usize>,
+    /// The directory the scenario's relative file names (`kubectl apply -f FILE`) start from.
+    pub base: PathBuf,
     pub pinned_pods: Vec<crate::k8s::Pin>,
     pub steps: Vec<Step>,
 }
@@ -304,6 +338,7 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
         topology: base.join(&raw.topology.value),
         topology_span: span_of(file, &raw.topology),
         path_limit: raw.limits.paths_per_prefix,
+        base: base.to_path_buf(),
         pinned_pods,
         steps,
     })
@@ -326,11 +361,13 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
         rs.wait.is_some(),
         rs.run.is_some(),
         rs.lease.is_some(),
+        rs.reboot.is_some(),
+        rs.inject.is_some(),
     ];
     if kinds.iter().filter(|k| **k).count() > 1 {
         return Err(Diagnostic::error(
             span,
-            "a step does one thing: use only one of `config:`, `netplan:`, `bird:`, `wait:`, `run:`, `lease:`",
+            "a step does one thing: use only one of `config:`, `netplan:`, `bird:`, `wait:`, `run:`, `lease:`, `reboot:`, `inject:`",
         )
         .with_hint("split it into several steps with their own ids"));
     }
@@ -372,6 +409,22 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
             )
         })?;
         Action::Wait { ms }
+    } else if let Some(i) = &rs.inject {
+        Action::Inject {
+            ipam: i
+                .value
+                .ipam
+                .iter()
+                .map(|a| (a.node.clone(), a.handle.clone()))
+                .collect(),
+        }
+    } else if let Some(r) = &rs.reboot {
+        let devices = if r.value.iter().any(|d| d == "all") {
+            Vec::new()
+        } else {
+            r.value.clone()
+        };
+        Action::Reboot { devices }
     } else if let Some(l) = &rs.lease {
         Action::Lease {
             device: device("lease")?,
@@ -390,6 +443,7 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
         Action::Run {
             device: device("run")?,
             lines,
+            stdin: rs.stdin.as_ref().map(|t| t.value.clone()),
         }
     } else {
         if let Some(o) = &rs.on {

@@ -155,13 +155,13 @@ pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
         None => scn.steps.len().saturating_sub(1),
     };
     for step in scn.steps.iter().take(last + 1) {
-        let report = run_step(&mut run.engine, step, &scn.pinned_pods)?;
+        let report = run_step(&mut run.engine, step, scn)?;
         run.steps.push(report);
     }
     Ok(run)
 }
 
-fn run_step(engine: &mut Engine, step: &Step, pins: &[Pin]) -> Result<StepReport, InputError> {
+fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepReport, InputError> {
     let mut checks = Vec::new();
     for e in &step.before {
         checks.push(evaluate(engine, e, When::Before)?);
@@ -169,7 +169,14 @@ fn run_step(engine: &mut Engine, step: &Step, pins: &[Pin]) -> Result<StepReport
     let before = engine.state().clone();
     let start_ms = engine.now_ms();
     let (change, warnings, commands) = match &step.action {
-        Action::Run { device, lines } => run_commands(engine, device, lines, pins, &step.span)?,
+        Action::Run { device, lines, stdin } => {
+            let session = Session {
+                pins: &scn.pinned_pods,
+                stdin: stdin.as_deref(),
+                base: &scn.base,
+            };
+            run_commands(engine, device, lines, &session, &step.span)?
+        }
         _ => {
             let (change, warnings) = apply(engine, step)?;
             (change, warnings, Vec::new())
@@ -213,11 +220,19 @@ fn run_step(engine: &mut Engine, step: &Step, pins: &[Pin]) -> Result<StepReport
 /// A `run:` step: each line on `device`'s shell, in order. Lines that change the cluster or
 /// the host go to `k8s::run_line` (then the network is brought in line with the cluster);
 /// others are read-only commands a view answers.
+/// What a `run:` step's commands share: the scenario's pins, the step's stdin, the scenario's
+/// directory.
+struct Session<'a> {
+    pins: &'a [Pin],
+    stdin: Option<&'a str>,
+    base: &'a Path,
+}
+
 fn run_commands(
     engine: &mut Engine,
     device: &str,
     lines: &[(String, Span)],
-    pins: &[Pin],
+    session: &Session<'_>,
     step_span: &Span,
 ) -> Result<(String, Vec<Diagnostic>, Vec<CommandRecord>), InputError> {
     let dev = device_of(engine.network(), device, step_span)?;
@@ -233,10 +248,15 @@ fn run_commands(
     for (line, span) in lines {
         let (output, status) = if k8s::is_change(line) {
             let st = engine.state().clone();
-            let now = engine.now_ms();
+            let ctx = k8s::Context {
+                now: engine.now_ms(),
+                pins: session.pins,
+                stdin: session.stdin,
+                base: session.base,
+            };
             let outcome = engine.reconfigure(|net| -> Result<k8s::CommandOutcome, InputError> {
                 let outcome =
-                    k8s::run_line(net, &st, dev, line, now, pins).map_err(|e| Diagnostic::error(span.clone(), e))?;
+                    k8s::run_line(net, &st, dev, line, &ctx).map_err(|e| Diagnostic::error(span.clone(), e))?;
                 warnings.extend(k8s::realize(net)?);
                 Ok(outcome)
             })?;
@@ -253,9 +273,9 @@ fn run_commands(
             status,
         });
     }
-    let change = match lines {
-        [(one, _)] => format!("{device}$ {one}"),
-        _ => format!("{device}: {} commands", lines.len()),
+    let change = match lines.len() {
+        1 => format!("{device}: 1 command"),
+        n => format!("{device}: {n} commands"),
     };
     Ok((change, warnings, records))
 }
@@ -273,6 +293,43 @@ fn apply(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnostic>), 
     match &step.action {
         Action::Checkpoint => Ok(("no change (checkpoint)".into(), Vec::new())),
         Action::Run { .. } => Ok(("runbook commands".into(), Vec::new())),
+        Action::Inject { ipam } => {
+            let now = engine.now_ms();
+            let warnings = engine.reconfigure(|net| {
+                k8s::hold_allocations(net, ipam, now).map_err(|e| Diagnostic::error(step.span.clone(), e))?;
+                k8s::realize(net)
+            })?;
+            let held: Vec<String> = ipam.iter().map(|(n, h)| format!("{h} on {n}")).collect();
+            Ok((format!("injected IPAM history: {}", held.join(", ")), warnings))
+        }
+        Action::Reboot { devices } => {
+            let ids = if devices.is_empty() {
+                (0..engine.network().devices.len())
+                    .map(|i| DeviceId(i as u32))
+                    .filter(|d| engine.network().device(*d).external.is_none())
+                    .collect()
+            } else {
+                devices
+                    .iter()
+                    .map(|d| device_of(engine.network(), d, &step.span))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            engine.power_cycle(&ids);
+            // The hosts are back (addresses, routes) before their kubelets and calico-nodes start.
+            engine.run_until_quiet();
+            let st = engine.state().clone();
+            let now = engine.now_ms();
+            let warnings = engine.reconfigure(|net| {
+                k8s::restart_nodes(net, &st, &ids, now).map_err(|e| Diagnostic::error(step.span.clone(), e))?;
+                k8s::realize(net)
+            })?;
+            let what = if devices.is_empty() {
+                "every device".to_string()
+            } else {
+                devices.join(", ")
+            };
+            Ok((format!("reboot {what}"), warnings))
+        }
         Action::Lease {
             device,
             interface,

@@ -95,8 +95,10 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
             ))
         }
         ["describe", "node" | "nodes" | "no", name] => describe_node(cluster, now, name),
-        ["get", kind, ..] if is_calico_kind(kind, "ippools") => calico_list(cluster, "ippools", output),
-        ["get", kind, ..] if is_calico_kind(kind, "blockaffinities") => calico_list(cluster, "blockaffinities", output),
+        ["get", kind, ..] if is_calico_kind(kind, "ippools") => calico_list(cluster, now, "ippools", output),
+        ["get", kind, ..] if is_calico_kind(kind, "blockaffinities") => {
+            calico_list(cluster, now, "blockaffinities", output)
+        }
         _ => Err(CommandError::new(format!(
             "kubectl {}: fabsim's kubectl reads get nodes|pods|ippools|blockaffinities and describe node",
             args.join(" ")
@@ -405,12 +407,18 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
 type Item = (&'static str, String, Vec<(&'static str, String)>);
 
 /// `kubectl get ippools|blockaffinities` of the crd.projectcalico.org/v1 objects.
-fn calico_list(cluster: &Cluster, kind: &str, output: &str) -> Result<String, CommandError> {
+fn calico_list(cluster: &Cluster, now: u64, kind: &str, output: &str) -> Result<String, CommandError> {
     let Some(calico) = &cluster.calico else {
         return Ok(format!("error: the server doesn't have a resource type \"{kind}\"\n"));
     };
     let ds = &calico.datastore;
-    let created = rfc3339(cluster.created_ms);
+    let created_ms = |k: &str, name: &str| {
+        calico
+            .created
+            .get(&format!("{k}/{name}"))
+            .copied()
+            .unwrap_or(cluster.created_ms)
+    };
     let items: Vec<Item> = match kind {
         "ippools" => ds
             .ip_pools
@@ -452,6 +460,7 @@ fn calico_list(cluster: &Cluster, kind: &str, output: &str) -> Result<String, Co
             let mut out = String::from("apiVersion: v1\nitems:\n");
             for (k, name, spec) in &items {
                 let _ = writeln!(out, "- apiVersion: crd.projectcalico.org/v1\n  kind: {k}\n  metadata:");
+                let created = rfc3339(created_ms(k, name));
                 let _ = writeln!(out, "    creationTimestamp: \"{created}\"\n    generation: 1\n    name: {name}\n  spec:");
                 for (key, v) in spec {
                     match v.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
@@ -481,7 +490,7 @@ fn calico_list(cluster: &Cluster, kind: &str, output: &str) -> Result<String, Co
                     serde_json::json!({
                         "apiVersion": "crd.projectcalico.org/v1",
                         "kind": k,
-                        "metadata": {"creationTimestamp": created, "generation": 1, "name": name},
+                        "metadata": {"creationTimestamp": rfc3339(created_ms(k, name)), "generation": 1, "name": name},
                         "spec": spec,
                     })
                 })
@@ -490,8 +499,13 @@ fn calico_list(cluster: &Cluster, kind: &str, output: &str) -> Result<String, Co
             Ok(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
         }
         "" | "wide" => {
-            let mut rows = vec![vec!["NAME".to_string(), "CREATED AT".to_string()]];
-            rows.extend(items.iter().map(|(_, name, _)| vec![name.clone(), created.clone()]));
+            // The CRDs define no printer columns: kubectl shows NAME and AGE.
+            let mut rows = vec![vec!["NAME".to_string(), "AGE".to_string()]];
+            rows.extend(
+                items
+                    .iter()
+                    .map(|(k, name, _)| vec![name.clone(), human_duration(now.saturating_sub(created_ms(k, name)))]),
+            );
             Ok(tabwriter(&rows))
         }
         other => Err(CommandError::new(format!(

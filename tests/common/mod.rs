@@ -40,3 +40,15 @@ pub fn assert_has(text: &str, patterns: &[&str]) {
         assert!(has_line(text, p), "expected a line matching `{p}` in:\n{text}");
     }
 }
+
+/// What the runbook command `command` of step `step` printed.
+pub fn command_output(step: &str, command: &str) -> String {
+    let run = run_to(step);
+    let report = run.steps.last().unwrap_or_else(|| panic!("no step {step}"));
+    report
+        .commands
+        .iter()
+        .find(|c| c.command == command)
+        .map(|c| c.output.clone())
+        .unwrap_or_else(|| panic!("step {step} ran no `{command}`"))
+}
