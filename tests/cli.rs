@@ -136,6 +136,75 @@ fn unknown_step_and_device_are_input_errors() {
 }
 
 #[test]
+fn ping_with_captures_prints_tcpdump_lines() {
+    let o = fabsim(&[
+        "ping",
+        "scenarios/seed-lab.yaml",
+        "--step",
+        "s1",
+        "test-pod",
+        "10.66.207.66",
+        "-c",
+        "2",
+        "--capture",
+        "k-w3:ens5",
+        "--capture",
+        "test-pod:eth0",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    let ping_end = stdout.find("packet loss").expect("ping statistics");
+    let kw3 = stdout.find("# k-w3: tcpdump -n -i ens5\n").expect("k-w3 capture");
+    let pod = stdout
+        .find("# test-pod: tcpdump -n -i eth0\n")
+        .expect("test-pod capture");
+    assert!(ping_end < kw3 && kw3 < pod, "{stdout}");
+    assert!(stdout.contains("listening on ens5, link-type EN10MB (Ethernet), snapshot length 262144 bytes"));
+    for line in [
+        "IP 10.0.137.142 > 10.0.137.15: IP 10.66.122.194 > 10.66.207.66: ICMP echo request, id 1, seq 2, length 64",
+        "IP 10.0.137.15 > 10.0.137.142: IP 10.66.207.66 > 10.66.122.194: ICMP echo reply, id 1, seq 2, length 64",
+        "IP 10.66.122.194 > 10.66.207.66: ICMP echo request, id 1, seq 1, length 64",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.ends_with(line)),
+            "no line ending in {line}:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn bad_capture_arguments_exit_2() {
+    for (arg, message) in [
+        ("k-w3", "--capture 'k-w3': expected DEVICE:INTERFACE"),
+        ("k-w9:ens5", "unknown device 'k-w9'"),
+        (
+            "k-w3:ens9",
+            "--capture 'k-w3:ens9': k-w3 has no interface 'ens9' (interfaces: ",
+        ),
+        ("Leaf-1:Ethernet1", "Leaf-1: tcpdump is modelled on Linux hosts only"),
+        (
+            "k-w3:tunl0",
+            "k-w3: a capture on the tunnel device tunl0 is not modelled",
+        ),
+    ] {
+        let o = fabsim(&[
+            "ping",
+            "scenarios/seed-lab.yaml",
+            "--step",
+            "s1",
+            "test-pod",
+            "10.66.207.66",
+            "--capture",
+            arg,
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{arg}: {stderr}");
+        assert!(stderr.contains(message), "{arg}: {stderr}");
+        assert!(o.stdout.is_empty(), "{arg}: nothing printed before the error");
+    }
+}
+
+#[test]
 fn a_failed_expectation_exits_1() {
     let dir = std::env::temp_dir().join(format!("fabsim-fail-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");

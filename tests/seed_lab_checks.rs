@@ -10,7 +10,7 @@
 //! padding); `...` stands for any text, as in the reference's table.
 
 mod common;
-use common::{assert_has, command_output, out};
+use common::{assert_has, capture, command_output, out};
 
 /// C01 (s0, k-master): `ping 10.0.11.0` → `64 bytes from 10.0.11.0: icmp_seq=1 ttl=64`
 #[test]
@@ -314,10 +314,9 @@ fn c26() {
 
 /// C27 (s1, k-w3): `tcpdump -i ens5 -n` during ping` → `IP 10.0.137.142 > 10.0.137.15: IP 10.66.122.194 > 10.66.207.66: ICMP echo request`
 #[test]
-#[ignore = "needs Kubernetes/Calico (issue #4) and runbook commands (issue #5)"]
 fn c27() {
     assert_has(
-        &out("s1", "k-w3", "tcpdump -i ens5 -n` during ping"),
+        &capture("s1", "test-pod", "10.66.207.66", "k-w3", "ens5"),
         &["IP 10.0.137.142 > 10.0.137.15: IP 10.66.122.194 > 10.66.207.66: ICMP echo request"],
     );
 }

@@ -52,6 +52,9 @@ enum Command {
         /// Number of echo requests.
         #[arg(short = 'c', long, default_value_t = 5)]
         count: u32,
+        /// Also print what `tcpdump -n -i IF` on DEVICE shows during the ping (repeatable).
+        #[arg(long, value_name = "DEVICE:IF")]
+        capture: Vec<String>,
     },
     /// Trace the path from FROM to TO (`traceroute -n`).
     Traceroute {
@@ -187,6 +190,27 @@ fn device(net: &Network, name: &str) -> Result<crate::model::DeviceId, Failure> 
     })
 }
 
+/// A `--capture DEVICE:IF` argument: a device and one of its interfaces.
+fn capture_point(net: &Network, arg: &str) -> Result<(crate::model::DeviceId, crate::model::IfId), Failure> {
+    let (dev_name, if_name) = arg
+        .split_once(':')
+        .ok_or_else(|| Failure::Usage(format!("--capture '{arg}': expected DEVICE:INTERFACE (e.g. k-w3:ens5)")))?;
+    let dev = device(net, dev_name)?;
+    let iface = net.iface_by_name(dev, if_name).ok_or_else(|| {
+        let known: Vec<&str> = net
+            .device(dev)
+            .ifaces
+            .iter()
+            .map(|i| net.iface(*i).name.as_str())
+            .collect();
+        Failure::Usage(format!(
+            "--capture '{arg}': {dev_name} has no interface '{if_name}' (interfaces: {})",
+            known.join(", ")
+        ))
+    })?;
+    Ok((dev, iface))
+}
+
 fn run_on(run: &Run, dev_name: &str, line: &str, out: &mut String) -> Result<i32, Failure> {
     let (net, st) = (run.engine.network(), run.engine.state());
     let dev = device(net, dev_name)?;
@@ -216,14 +240,31 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             from,
             to,
             count,
+            capture,
         } => {
             let (_, run) = state_at(&file, step.as_deref())?;
+            let net = run.engine.network();
             let to = target(&run, &to)?;
-            let line = match run.engine.network().device(device(run.engine.network(), &from)?).kind {
+            let src = device(net, &from)?;
+            // Captures first: a bad `--capture` fails before anything is printed.
+            let ping = views::tcpdump::PingCapture::new(net, run.engine.state(), src, to, count);
+            let mut captures = String::new();
+            for arg in &capture {
+                let (dev, iface) = capture_point(net, arg)?;
+                let text = ping.on(net, dev, iface).map_err(|e| Failure::Usage(e.message))?;
+                captures.push_str(&format!(
+                    "\n# {}: tcpdump -n -i {}\n{text}",
+                    net.device(dev).name,
+                    net.iface(iface).name
+                ));
+            }
+            let line = match net.device(src).kind {
                 DeviceKind::Eos => format!("ping repeat {count} {to}"),
                 _ => format!("ping -c {count} {to}"),
             };
-            run_on(&run, &from, &line, out)
+            let code = run_on(&run, &from, &line, out)?;
+            out.push_str(&captures);
+            Ok(code)
         }
         Command::Traceroute { file, step, from, to } => {
             let (_, run) = state_at(&file, step.as_deref())?;

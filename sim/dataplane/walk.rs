@@ -29,9 +29,13 @@ pub struct Hop {
     /// TTL of the packet as it arrived.
     pub ttl_in: u8,
     /// The packet as it arrived on `ingress` and as it left on `egress` (what a capture on
-    /// those interfaces shows; an IPIP packet carries its inner addresses).
+    /// those interfaces shows; an IPIP packet carries its inner addresses). `sent` is None when
+    /// the packet never left: no next hop answered ARP.
     pub received: Option<Headers>,
     pub sent: Option<Headers>,
+    /// Virtual time (µs after the probe left its source) at which the packet reached this
+    /// device; it leaves at the same instant (forwarding takes no virtual time).
+    pub at_us: u64,
 }
 
 /// A packet's headers as a capture prints them.
@@ -471,6 +475,7 @@ impl Walk<'_> {
                 ttl_in: pkt.ttl,
                 received: ingress.map(|_| headers(&pkt, inner.as_ref())),
                 sent: None,
+                at_us: self.delay_us,
             };
             if let Some(mut inif) = ingress {
                 if !forward && inner.is_none() {
@@ -571,7 +576,6 @@ impl Walk<'_> {
             if forward && inner.is_none() {
                 self.apply_nat(cur, nh.iface, &mut pkt);
             }
-            hop.sent = Some(headers(&pkt, inner.as_ref()));
             let gw = nh.via.unwrap_or(pkt.dst);
             let Some(next_if) = self.arp(nh.iface, gw) else {
                 hops.push(hop);
@@ -591,6 +595,7 @@ impl Walk<'_> {
                     Some(inif) => self.icmp_error(cur, inif, IcmpError::HostUnreachable, pkt, hops),
                 };
             };
+            hop.sent = Some(headers(&pkt, inner.as_ref()));
             self.note_loop(&hops, cur);
             hops.push(hop);
             self.delay_us += LINK_DELAY_US;

@@ -142,10 +142,27 @@ enum RawCheck {
         #[serde(default)]
         absent: Vec<String>,
     },
+    /// During a ping FROM → TO, `tcpdump -n -i INTERFACE` on ON shows these lines and not those.
+    Capture {
+        from: String,
+        to: String,
+        on: String,
+        interface: String,
+        #[serde(default = "one")]
+        count: u32,
+        #[serde(default)]
+        contains: Vec<String>,
+        #[serde(default)]
+        absent: Vec<String>,
+    },
 }
 
 fn yes() -> bool {
     true
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// What a step changes.
@@ -213,6 +230,15 @@ pub enum Check {
     Output {
         on: String,
         run: String,
+        contains: Vec<String>,
+        absent: Vec<String>,
+    },
+    Capture {
+        from: String,
+        to: String,
+        on: String,
+        interface: String,
+        count: u32,
         contains: Vec<String>,
         absent: Vec<String>,
     },
@@ -486,6 +512,23 @@ fn convert_check(c: RawCheck) -> Check {
         } => Check::Output {
             on,
             run,
+            contains,
+            absent,
+        },
+        RawCheck::Capture {
+            from,
+            to,
+            on,
+            interface,
+            count,
+            contains,
+            absent,
+        } => Check::Capture {
+            from,
+            to,
+            on,
+            interface,
+            count,
             contains,
             absent,
         },

@@ -453,6 +453,16 @@ pub fn resolve_target(net: &Network, st: &State, to: &str) -> Option<Ipv4Addr> {
         .find_map(|i| st.ifaces[i.idx()].addr.map(|a| a.addr()))
 }
 
+/// A check's ping target, or an error at the check.
+fn target_of(net: &Network, st: &State, to: &str, span: &Span) -> Result<Ipv4Addr, Diagnostic> {
+    resolve_target(net, st, to).ok_or_else(|| {
+        Diagnostic::error(
+            span.clone(),
+            format!("'{to}' is neither an address nor an addressed device"),
+        )
+    })
+}
+
 fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult, InputError> {
     let (net, st) = (engine.network(), engine.state());
     let result = |what: String, ok: bool, detail: String| CheckResult {
@@ -465,12 +475,7 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
     match &e.check {
         Check::Reach { from, to } | Check::Unreachable { from, to, .. } => {
             let src = device_of(net, from, &e.span)?;
-            let dst = resolve_target(net, st, to).ok_or_else(|| {
-                Diagnostic::error(
-                    e.span.clone(),
-                    format!("'{to}' is neither an address nor an addressed device"),
-                )
-            })?;
+            let dst = target_of(net, st, to, &e.span)?;
             let p = probe(net, st, src, dst, net.device(src).profile.ttl, ProbeKind::Echo, 1);
             let seen = describe_probe(net, &p);
             Ok(match &e.check {
@@ -518,23 +523,55 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
                     format!("command '{run}' on {on} failed: {}", err.message),
                 )
             })?;
-            let missing: Vec<&String> = contains.iter().filter(|c| !has_line(&out, c)).collect();
-            let present: Vec<&String> = absent.iter().filter(|c| has_line(&out, c)).collect();
-            let ok = missing.is_empty() && present.is_empty();
-            let mut detail = String::new();
-            for m in missing {
-                detail.push_str(&format!("missing line: {m}\n"));
-            }
-            for p in present {
-                detail.push_str(&format!("unexpected line: {p}\n"));
-            }
-            if !ok {
-                detail.push_str("output was:\n");
-                detail.push_str(&out);
-            }
+            let (ok, detail) = match_lines(&out, contains, absent);
             Ok(result(format!("{on}# {run}"), ok, detail))
         }
+        Check::Capture {
+            from,
+            to,
+            on,
+            interface,
+            count,
+            contains,
+            absent,
+        } => {
+            let src = device_of(net, from, &e.span)?;
+            let dst = target_of(net, st, to, &e.span)?;
+            let dev = device_of(net, on, &e.span)?;
+            let iface = net
+                .iface_by_name(dev, interface)
+                .ok_or_else(|| Diagnostic::error(e.span.clone(), format!("{on} has no interface '{interface}'")))?;
+            let out = views::tcpdump::PingCapture::new(net, st, src, dst, *count)
+                .on(net, dev, iface)
+                .map_err(|err| Diagnostic::error(e.span.clone(), err.message))?;
+            let (ok, detail) = match_lines(&out, contains, absent);
+            Ok(result(
+                format!("{on}# tcpdump -n -i {interface} during ping {from} -> {to}"),
+                ok,
+                detail,
+            ))
+        }
     }
+}
+
+/// Whether `out` has every `contains` line and none of the `absent` ones ([`has_line`]), and
+/// the failure detail: the lines that did not match, then the whole output.
+fn match_lines(out: &str, contains: &[String], absent: &[String]) -> (bool, String) {
+    let missing: Vec<&String> = contains.iter().filter(|c| !has_line(out, c)).collect();
+    let present: Vec<&String> = absent.iter().filter(|c| has_line(out, c)).collect();
+    let ok = missing.is_empty() && present.is_empty();
+    let mut detail = String::new();
+    for m in missing {
+        detail.push_str(&format!("missing line: {m}\n"));
+    }
+    for p in present {
+        detail.push_str(&format!("unexpected line: {p}\n"));
+    }
+    if !ok {
+        detail.push_str("output was:\n");
+        detail.push_str(out);
+    }
+    (ok, detail)
 }
 
 /// Does some line of `output` contain `pattern`, comparing whitespace-insensitively? `...` in

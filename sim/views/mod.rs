@@ -1,5 +1,5 @@
 //! Views render State the way the real tools do (EOS `show`, Linux `ip`, iputils `ping`,
-//! `tracepath`, `traceroute`, BIRD `birdcl`, FRR `vtysh`). Views format; they never compute routing.
+//! `tracepath`, `traceroute`, `tcpdump`, BIRD `birdcl`, FRR `vtysh`). Views format; they never compute routing.
 //!
 //! Entry point: [`run_command`], which runs one command line (pipes included) on a device as
 //! its CLI or shell would. Every output line ends in `'\n'`; trailing spaces that the real tool
@@ -14,6 +14,7 @@ mod kubectl;
 pub mod linux;
 pub mod pipe;
 mod tables;
+pub mod tcpdump;
 
 use std::fmt;
 

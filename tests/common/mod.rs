@@ -52,3 +52,18 @@ pub fn command_output(step: &str, command: &str) -> String {
         .map(|c| c.output.clone())
         .unwrap_or_else(|| panic!("step {step} ran no `{command}`"))
 }
+
+/// What `tcpdump -n -i IFACE` on `device` shows after `step` while `from` pings `to` once.
+pub fn capture(step: &str, from: &str, to: &str, device: &str, iface: &str) -> String {
+    let run = run_to(step);
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let named = |name: &str| net.device_by_name(name).unwrap_or_else(|| panic!("no device {name}"));
+    let dst = scenario::resolve_target(net, st, to).unwrap_or_else(|| panic!("no target {to}"));
+    let dev = named(device);
+    let ifc = net
+        .iface_by_name(dev, iface)
+        .unwrap_or_else(|| panic!("{device} has no interface {iface}"));
+    views::tcpdump::PingCapture::new(net, st, named(from), dst, 1)
+        .on(net, dev, ifc)
+        .unwrap_or_else(|e| panic!("{device}: tcpdump -n -i {iface}: {}", e.message))
+}

@@ -11,7 +11,7 @@ mod trace;
 
 use std::net::Ipv4Addr;
 
-pub(crate) use ping::{ping_text, run_pings, PingStyle};
+pub(crate) use ping::{ping_send_times, ping_text, run_pings, PingStyle};
 pub(crate) use route::route_line;
 pub(crate) use trace::run_traceroute;
 

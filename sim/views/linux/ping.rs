@@ -150,6 +150,11 @@ fn timeline(style: &PingStyle, probes: &[Probe]) -> (Vec<u64>, i64) {
     (sends, ewma8)
 }
 
+/// When each request left, µs after the first (the schedule [`ping_text`] prints from).
+pub(crate) fn ping_send_times(style: &PingStyle, probes: &[Probe]) -> Vec<u64> {
+    timeline(style, probes).0
+}
+
 /// Most requests outstanding at once: iputils `pipesize`, raised in `acknowledge` (ping.h) to
 /// `ntransmitted - seq + 1` when an answer is processed — the answered request plus every later
 /// one already sent. A request sent at the very instant an answer arrives was sent after it
