@@ -128,6 +128,55 @@ fn every_vector_through_the_library() {
     }
 }
 
+/// The engine's path: a pool applied to Calico's datastore (as `kubectl apply` does), then the
+/// CNI's AutoAssign for each node. A node asks for its next block when its blocks are full, so
+/// a repeated node first fills its current block. The BlockAffinity Calico writes must name
+/// the expected block.
+#[test]
+fn every_vector_through_the_engine() {
+    use fabsim::calico::install::Calico;
+    let blocks_of = |calico: &Calico, node: &str| calico.ipam.as_ref().map(|i| i.blocks_of(node)).unwrap_or_default();
+    for v in vectors() {
+        let mut calico = Calico::new("v3.25.0", Default::default());
+        let pool = format!(
+            "apiVersion: crd.projectcalico.org/v1\nkind: IPPool\nmetadata:\n  name: p\nspec:\n  cidr: {}\n  blockSize: {}\n",
+            v.pool, v.block_size
+        );
+        calico
+            .apply_yaml(&pool, "pool.yaml", 0)
+            .unwrap_or_else(|e| panic!("line {}: {e}", v.line));
+        let mut handles = 0;
+        let mut last = None;
+        for node in &v.claims {
+            let before = blocks_of(&calico, node);
+            loop {
+                handles += 1;
+                let addr = calico
+                    .assign_any(node, &format!("h{handles}"), 0)
+                    .unwrap_or_else(|e| panic!("line {}: {e}", v.line));
+                let now = blocks_of(&calico, node);
+                if let Some(new) = now.into_iter().find(|b| !before.contains(b)) {
+                    assert!(
+                        new.contains(&addr),
+                        "line {}: {addr} not in its new block {new}",
+                        v.line
+                    );
+                    last = Some(new);
+                    break;
+                }
+            }
+        }
+        let got = last.expect("a claim").to_string();
+        check(&v, &got);
+        let affinity = format!("{}-{}", v.node, got.replace(['.', ':', '/'], "-"));
+        assert!(
+            calico.datastore.block_affinities.contains_key(&affinity),
+            "line {}: no BlockAffinity {affinity}",
+            v.line
+        );
+    }
+}
+
 #[test]
 fn every_vector_through_the_binary() {
     for v in vectors() {

@@ -313,18 +313,25 @@ impl Calico {
         Ok(())
     }
 
-    /// The CNI plugin's `AutoAssign` for one pod (handle `k8s-pod-network.<container id>`).
+    /// The CNI plugin's `AutoAssign` of one IPv4 address for a pod (handle
+    /// `k8s-pod-network.<container id>`); fabsim's pods are IPv4-only.
     pub fn assign(&mut self, node: &str, handle: &str, now: u64) -> Result<Ipv4Addr, IpamError> {
+        match self.assign_any(node, handle, now)? {
+            IpAddr::V4(a) => Ok(a),
+            IpAddr::V6(_) => Err(IpamError::NoPools { node: node.into() }),
+        }
+    }
+
+    /// `AutoAssign` from whichever enabled pools exist (IPv4 or IPv6), BlockAffinities kept in
+    /// step with the blocks IPAM claims.
+    pub fn assign_any(&mut self, node: &str, handle: &str, now: u64) -> Result<IpAddr, IpamError> {
         let ipam = self
             .ipam
             .as_mut()
             .ok_or_else(|| IpamError::NoPools { node: node.into() })?;
         let addr = ipam.auto_assign(node, handle)?;
         self.sync_affinities(now);
-        match addr {
-            IpAddr::V4(a) => Ok(a),
-            IpAddr::V6(_) => Err(IpamError::NoPools { node: node.into() }),
-        }
+        Ok(addr)
     }
 
     /// The CNI plugin's `ReleaseByHandle` when a pod goes.
