@@ -385,3 +385,86 @@ impl Cluster {
             .map(|n| n.name.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster() -> Cluster {
+        let mut c = Cluster::new(
+            "v1.28.15",
+            Some("10.66.0.0/16".parse().unwrap()),
+            "10.96.0.0/12".parse().unwrap(),
+            "10.0.11.1:6443".into(),
+            0,
+        );
+        c.add_node(
+            "k-master",
+            DeviceId(0),
+            "10.0.11.1".parse().unwrap(),
+            true,
+            "v1.28.15",
+            0,
+        );
+        c.add_node("k-w1", DeviceId(1), "10.1.11.1".parse().unwrap(), false, "v1.28.15", 10);
+        c
+    }
+
+    fn deployment(name: &str) -> PodSpec {
+        PodSpec {
+            namespace: "kube-system".into(),
+            owner: Owner::Deployment(name.into()),
+            name: None,
+            node: None,
+            host_network: false,
+            image: String::new(),
+            tolerates_control_plane: false,
+        }
+    }
+
+    #[test]
+    fn node_ipam_hands_out_pod_cidrs_in_join_order() {
+        let c = cluster();
+        let cidrs: Vec<String> = c.nodes.iter().map(|n| n.pod_cidr.unwrap().to_string()).collect();
+        assert_eq!(cidrs, ["10.66.0.0/24", "10.66.1.0/24"]);
+    }
+
+    #[test]
+    fn pins_name_pods_once_and_deployments_replace_deleted_pods() {
+        let mut c = cluster();
+        c.pins = vec![
+            Pin {
+                namespace: "kube-system".into(),
+                name: "coredns-5dd5756b68-mx2x2".into(),
+                node: Some("k-w1".into()),
+            },
+            Pin {
+                namespace: "kube-system".into(),
+                name: "coredns-5dd5756b68-hjxxk".into(),
+                node: None,
+            },
+        ];
+        assert_eq!(c.create_pod(deployment("coredns"), 0), "coredns-5dd5756b68-mx2x2");
+        assert!(c.delete_pod("kube-system", "coredns-5dd5756b68-mx2x2", 5));
+        // The replacement takes the next pin, never the one already used.
+        assert_eq!(c.pods.len(), 1);
+        assert_eq!(c.pods[0].name, "coredns-5dd5756b68-hjxxk");
+        c.delete_pod("kube-system", "coredns-5dd5756b68-hjxxk", 6);
+        let generated = &c.pods[0].name;
+        assert!(
+            generated.starts_with("coredns-") && generated.len() == "coredns-".len() + 10 + 1 + 5,
+            "{generated}"
+        );
+    }
+
+    #[test]
+    fn pending_until_a_node_is_ready_and_never_on_the_control_plane_untolerated() {
+        let mut c = cluster();
+        c.create_pod(deployment("web"), 0);
+        c.reconcile(0);
+        assert_eq!(c.pods[0].phase, PodPhase::Pending);
+        assert_eq!(c.pods[0].waiting.as_deref(), Some("0/2 nodes are available"));
+        assert_eq!(c.taints(&c.nodes[0]), [CONTROL_PLANE_TAINT, NOT_READY_TAINT]);
+        assert_eq!(c.taints(&c.nodes[1]), [NOT_READY_TAINT]);
+    }
+}

@@ -99,10 +99,10 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
         ["get", kind, ..] if is_calico_kind(kind, "blockaffinities") => {
             calico_list(cluster, now, "blockaffinities", output)
         }
-        _ => Err(CommandError::new(format!(
-            "kubectl {}: fabsim's kubectl reads get nodes|pods|ippools|blockaffinities and describe node",
-            args.join(" ")
-        ))),
+        _ => Err(CommandError::new(
+            "fabsim's kubectl reads get nodes|pods|ippools|blockaffinities, describe node and exec, \
+             and changes the cluster with apply|create|run|patch|delete",
+        )),
     }
 }
 
