@@ -400,6 +400,10 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
     Ok(out)
 }
 
+/// One listed Calico object: (kind, name, spec fields in key order, each value already in
+/// YAML form).
+type CalicoItem<'a> = (&'a str, String, Vec<(&'a str, String)>);
+
 /// `kubectl get ippools|blockaffinities` of the crd.projectcalico.org/v1 objects.
 fn calico_list(cluster: &Cluster, kind: &str, output: &str) -> Result<String, CommandError> {
     let Some(calico) = &cluster.calico else {
@@ -407,8 +411,7 @@ fn calico_list(cluster: &Cluster, kind: &str, output: &str) -> Result<String, Co
     };
     let ds = &calico.datastore;
     let created = rfc3339(cluster.created_ms);
-    // Each item: (kind, name, spec fields in key order, each value already in YAML form).
-    let items: Vec<(&str, String, Vec<(&str, String)>)> = match kind {
+    let items: Vec<CalicoItem> = match kind {
         "ippools" => ds
             .ip_pools
             .values()

@@ -4,6 +4,7 @@
 //! the helpers they share (interface state, FIB, iproute2 keyword matching, host arguments).
 
 mod addr;
+mod bbping;
 mod http;
 mod ping;
 mod route;
@@ -40,6 +41,7 @@ pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resul
         "ip" => ip_cmd(net, st, dev, args),
         "curl" => http::curl(net, st, dev, args),
         "wget" => http::wget(net, st, dev, args),
+        "ping" if busybox(net, dev) => bbping::ping(net, st, dev, args),
         "ping" => ping::ping(net, st, dev, args),
         "tracepath" => trace::tracepath(net, st, dev, args),
         "traceroute" => trace::traceroute(net, st, dev, args),
@@ -178,6 +180,65 @@ pub(crate) fn parse_host(tool: &str, arg: &str) -> Result<Ipv4Addr, CommandError
         .map_err(|_| CommandError::new(format!("{tool}: {arg}: Name or service not known")))
 }
 
+/// One command-line word as `getopt_long` sees it. Both libcs fabsim's tools run on (glibc for
+/// iputils, musl for busybox) permute, so options may follow the operands.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Arg<'a> {
+    Opt(char, Option<&'a str>),
+    Operand(&'a str),
+}
+
+/// Why `getopt` rejected a word; each tool words the message as its libc does.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum OptError {
+    Unknown(char),
+    MissingValue(char),
+}
+
+/// Short options: letters in `flags` stand alone (and may be grouped, `-qn`), letters in
+/// `valued` take the rest of the word or the next word. `--` ends the options.
+pub(super) fn getopt<'a>(args: &'a [String], flags: &str, valued: &str) -> Result<Vec<Arg<'a>>, OptError> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(word) = it.next() {
+        if word == "--" {
+            out.extend(it.by_ref().map(|w| Arg::Operand(w.as_str())));
+            break;
+        }
+        let Some(letters) = word.strip_prefix('-').filter(|l| !l.is_empty()) else {
+            out.push(Arg::Operand(word));
+            continue;
+        };
+        for (at, c) in letters.char_indices() {
+            if flags.contains(c) {
+                out.push(Arg::Opt(c, None));
+            } else if valued.contains(c) {
+                let rest = &letters[at + c.len_utf8()..];
+                let value = if rest.is_empty() {
+                    it.next().map(String::as_str)
+                } else {
+                    Some(rest)
+                };
+                out.push(Arg::Opt(c, Some(value.ok_or(OptError::MissingValue(c))?)));
+                break;
+            } else {
+                return Err(OptError::Unknown(c));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The device runs busybox's userland (an image flagged `busybox` in catalogue/images.yaml):
+/// its `ping` and `ip` print busybox's formats.
+fn busybox(net: &Network, dev: DeviceId) -> bool {
+    net.devices
+        .get(dev.idx())
+        .and_then(|d| d.image.as_deref())
+        .and_then(crate::catalogue::image)
+        .is_some_and(|i| i.busybox)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::views::testnet::*;
@@ -192,5 +253,24 @@ mod tests {
         assert_eq!(err.message, "fabsim: `ip neighbor` is not modelled");
         let err = lab.run(d, "ip foo").unwrap_err();
         assert_eq!(err.message, "Object \"foo\" is unknown, try \"ip help\".");
+    }
+
+    #[test]
+    fn getopt_permutes_groups_and_takes_values() {
+        use super::{getopt, Arg, OptError};
+        let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let args = words("1.1.1.1 -qc3 -W 2 -- -x");
+        assert_eq!(
+            getopt(&args, "q", "cW"),
+            Ok(vec![
+                Arg::Operand("1.1.1.1"),
+                Arg::Opt('q', None),
+                Arg::Opt('c', Some("3")),
+                Arg::Opt('W', Some("2")),
+                Arg::Operand("-x"),
+            ])
+        );
+        assert_eq!(getopt(&words("-x"), "q", "c"), Err(OptError::Unknown('x')));
+        assert_eq!(getopt(&words("1.1.1.1 -c"), "q", "c"), Err(OptError::MissingValue('c')));
     }
 }
