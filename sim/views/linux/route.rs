@@ -64,12 +64,22 @@ fn route_dst(p: Ipv4Net) -> String {
     }
 }
 
-/// A gateway outside every subnet of the egress interface can only have been installed with
-/// `onlink` (the kernel refuses it otherwise), as Calico's IPIP routes are. The State carries
+/// A gateway the kernel cannot reach through a link-scope route of the egress interface
+/// can only have been installed with `onlink` (fib_check_nh refuses it otherwise), as
+/// Calico's IPIP routes are. One that such a route covers — the interface's own subnet, or a
+/// device route like a pod's `169.254.1.1 dev eth0 scope link` — was not. The State carries
 /// no flag for it, so it is inferred.
-fn onlink(st: &State, nh: &NextHop) -> bool {
-    nh.via
-        .is_some_and(|gw| !if_state(st, nh.iface).addr.is_some_and(|a| a.contains(&gw)))
+fn onlink(net: &Network, st: &State, nh: &NextHop) -> bool {
+    let Some(gw) = nh.via else {
+        return false;
+    };
+    let on_subnet = if_state(st, nh.iface).addr.is_some_and(|a| a.contains(&gw));
+    let dev = net.interfaces.get(nh.iface.idx()).map(|i| i.device);
+    let device_route = dev
+        .and_then(|d| fib(st, d))
+        .and_then(|f| f.lookup(gw))
+        .is_some_and(|r| r.nexthops.iter().any(|h| h.via.is_none() && h.iface == nh.iface));
+    !on_subnet && !device_route
 }
 
 fn nexthop_fields(net: &Network, nh: &NextHop) -> String {
@@ -106,7 +116,7 @@ pub(crate) fn route_line(net: &Network, st: &State, r: &Route) -> String {
     if r.metric != 0 {
         s.push_str(&format!("metric {} ", r.metric));
     }
-    let flag = |nh: &NextHop| if onlink(st, nh) { "onlink " } else { "" };
+    let flag = |nh: &NextHop| if onlink(net, st, nh) { "onlink " } else { "" };
     match single {
         Some(nh) => s.push_str(flag(nh)),
         None if !r.blackhole => {
@@ -205,6 +215,34 @@ mod tests {
         ));
         let err = lab.run(d, "ip r get 10.66.52.1").unwrap_err();
         assert_eq!(err.message, "RTNETLINK answers: Invalid argument");
+    }
+
+    #[test]
+    fn no_onlink_through_a_device_route() {
+        // A pod (realize.rs): the gateway 169.254.1.1 is outside eth0's /32 but reachable by
+        // `169.254.1.1 dev eth0 scope link`, as Calico's CNI installs it.
+        let mut lab = Lab::default();
+        let d = lab.device("test-pod", crate::model::DeviceKind::Linux);
+        let eth0 = lab.iface(d, "eth0", Some("10.66.122.194/32"));
+        let mk = |prefix: &str, via: Option<&str>| Route {
+            scope_link: via.is_none(),
+            ..eos_route(
+                prefix,
+                crate::engine::state::Proto::Static,
+                (0, 0),
+                vec![hop(via, eth0)],
+            )
+        };
+        lab.route(d, mk("0.0.0.0/0", Some("169.254.1.1")));
+        assert_eq!(
+            lab.run(d, "ip r").unwrap(),
+            "default via 169.254.1.1 dev eth0 onlink \n"
+        );
+        lab.route(d, mk("169.254.1.1/32", None));
+        assert_eq!(
+            lab.run(d, "ip r").unwrap(),
+            "default via 169.254.1.1 dev eth0 \n169.254.1.1 dev eth0 scope link \n"
+        );
     }
 
     #[test]
