@@ -263,7 +263,6 @@ fn c22() {
 
 /// C23 (s1, test-pod (k-w3)): `ip a` → `inet 10.66.122.194/32 scope global eth0`, `mtu 1480`
 #[test]
-#[ignore = "needs the Calico stages s1-s2 (issue #4)"]
 fn c23() {
     assert_has(
         &out("s1", "test-pod", "ip a"),
@@ -273,7 +272,6 @@ fn c23() {
 
 /// C24 (s1, k-w3): `ip r get 10.66.207.66` → `10.66.207.66 via 10.0.137.15 dev tunl0 src 10.66.122.192 uid 1000`
 #[test]
-#[ignore = "needs the Calico stages s1-s2 (issue #4)"]
 fn c24() {
     assert_has(
         &out("s1", "k-w3", "ip r get 10.66.207.66"),
@@ -393,7 +391,6 @@ fn c33() {
 
 /// C34 (s1b, test-pod (k-w3)): `ping 10.66.207.66` → `64 bytes from 10.66.207.66: seq=0 ttl=62`
 #[test]
-#[ignore = "needs the Calico stages s1-s2 (issue #4)"]
 fn c34() {
     assert_has(
         &out("s1b", "test-pod", "ping 10.66.207.66"),

@@ -22,8 +22,20 @@ use crate::engine::state::{Fib, IfState};
 use crate::engine::State;
 use crate::model::{DeviceId, IfId, Network};
 
-/// Run one shell command (no pipes) on a Linux host.
+/// The uid of the shell fabsim runs a command in. There is no user model: a host's shell is
+/// the lab's login user (`user@k-w3:~$`, uid 1000, as `ip r get`'s `uid 1000` shows in
+/// seed-lab.md s1), a container's is root (`/ #`); `sudo` runs as root.
+const LOGIN_UID: u32 = 1000;
+const ROOT_UID: u32 = 0;
+
+/// Run one shell command (no pipes) on a Linux host, in its default shell.
 pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
+    let container = net.devices.get(dev.idx()).is_some_and(|d| d.image.is_some());
+    run_as(net, st, dev, line, if container { ROOT_UID } else { LOGIN_UID })
+}
+
+/// Run one shell command as `uid` (what `ip route get` reports).
+fn run_as(net: &Network, st: &State, dev: DeviceId, line: &str, uid: u32) -> Result<String, CommandError> {
     let words = shell_words(line)?;
     let Some((cmd, args)) = words.split_first() else {
         return Ok(String::new());
@@ -38,7 +50,7 @@ pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resul
         return Ok(format!("sh: {cmd}: not found\n"));
     }
     match cmd.as_str() {
-        "ip" => ip_cmd(net, st, dev, args),
+        "ip" => ip_cmd(net, st, dev, args, uid),
         "curl" => http::curl(net, st, dev, args),
         "wget" => http::wget(net, st, dev, args),
         "ping" if busybox(net, dev) => bbping::ping(net, st, dev, args),
@@ -47,8 +59,8 @@ pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resul
         "traceroute" => trace::traceroute(net, st, dev, args),
         "birdcl" | "birdc" => super::bird::birdcl(net, st, dev, cmd, args),
         "vtysh" => super::frr::vtysh(net, st, dev, args),
-        // `sudo` changes nothing fabsim models: run the command itself.
-        "sudo" => run(net, st, dev, &args.join(" ")),
+        // `sudo` changes only the uid (`ip route get` prints it).
+        "sudo" => run_as(net, st, dev, &args.join(" "), ROOT_UID),
         "calicoctl" => super::calicoctl::calicoctl(net, st, dev, args),
         "kubectl" => super::kubectl::kubectl(net, st, args),
         "cat" => cat(net, dev, args),
@@ -145,7 +157,7 @@ fn not_modelled(what: &str) -> CommandError {
     CommandError::new(format!("fabsim: `{what}` is not modelled"))
 }
 
-fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
+fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String], uid: u32) -> Result<String, CommandError> {
     let mut brief = false;
     let mut rest = args;
     while let Some((opt, tail)) = rest.split_first().filter(|(a, _)| a.starts_with('-')) {
@@ -164,7 +176,7 @@ fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<S
         return Err(CommandError::new("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }"));
     };
     match iproute_match(obj, IP_OBJECTS) {
-        Some("route") => route::ip_route(net, st, dev, rest),
+        Some("route") => route::ip_route(net, st, dev, rest, uid),
         Some("address") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Addr),
         Some("link") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Link),
         Some(other) => Err(not_modelled(&format!("ip {other}"))),

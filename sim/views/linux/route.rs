@@ -8,21 +8,25 @@ use ipnet::Ipv4Net;
 
 use super::addr::links;
 use super::{fib, if_name, if_state, iproute_match, not_modelled};
+use crate::dataplane;
 use crate::engine::state::{NextHop, Route};
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
 use crate::views::CommandError;
-
-/// The uid `ip route get` reports: fabsim's shell has no users, so it answers as root.
-/// (The lab ran most host commands as `user`, uid 1000: seed-lab.md C24 shows `uid 1000`.)
-const CALLER_UID: u32 = 0;
 
 const ROUTE_CMDS: &[&str] = &[
     "add", "change", "replace", "prepend", "append", "test", "delete", "list", "show", "lst", "get", "flush", "save",
     "restore", "showdump",
 ];
 
-pub(super) fn ip_route(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
+/// `ip route …` run by `uid` (the caller `ip route get` reports).
+pub(super) fn ip_route(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    args: &[String],
+    uid: u32,
+) -> Result<String, CommandError> {
     let Some((cmd, rest)) = args.split_first() else {
         return Ok(route_table(net, st, dev));
     };
@@ -33,7 +37,7 @@ pub(super) fn ip_route(net: &Network, st: &State, dev: DeviceId, args: &[String]
                 let a = addr.parse().map_err(|_| {
                     CommandError::new(format!("Error: any valid prefix is expected rather than \"{addr}\"."))
                 })?;
-                route_get(net, st, dev, a)
+                route_get(net, st, dev, a, uid)
             }
             _ => Err(not_modelled(&format!("ip route {}", args.join(" ")))),
         },
@@ -131,16 +135,17 @@ pub(crate) fn route_line(net: &Network, st: &State, r: &Route) -> String {
 }
 
 /// `ip route get A`: the cloned route the kernel would use (§4.5): no proto or scope, then the
-/// caller's uid and a `    cache ` line. The source is the route's `src`, else the primary
-/// address of the egress interface. With ECMP the first next hop is shown.
-fn route_get(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr) -> Result<String, CommandError> {
+/// caller's uid and a `    cache ` line. The source is the data plane's choice
+/// ([`dataplane::probe_source`]: the route's `src`, else the egress interface's address).
+/// With ECMP the first next hop is shown.
+fn route_get(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, uid: u32) -> Result<String, CommandError> {
     let local = dst.is_loopback()
         || links(net, st, dev)
             .iter()
             .any(|l| l.addr.is_some_and(|a| a.addr() == dst));
     if local {
         return Ok(format!(
-            "local {dst} dev lo table local src {dst} uid {CALLER_UID} \n    cache <local> \n"
+            "local {dst} dev lo table local src {dst} uid {uid} \n    cache <local> \n"
         ));
     }
     let unreachable = || CommandError::new("RTNETLINK answers: Network is unreachable");
@@ -149,13 +154,11 @@ fn route_get(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr) -> Result<
         return Err(CommandError::new("RTNETLINK answers: Invalid argument"));
     }
     let nh = route.nexthops.first().ok_or_else(unreachable)?;
-    let src = route
-        .src
-        .or_else(|| if_state(st, nh.iface).addr.map(|a| a.addr()))
+    let src = dataplane::probe_source(net, st, dev, dst)
         .map(|s| format!("src {s} "))
         .unwrap_or_default();
     Ok(format!(
-        "{dst} {}{src}uid {CALLER_UID} \n    cache \n",
+        "{dst} {}{src}uid {uid} \n    cache \n",
         nexthop_fields(net, nh)
     ))
 }
@@ -252,19 +255,23 @@ mod tests {
         for (cmd, want) in [
             (
                 "ip route get 10.0.11.1",
-                "10.0.11.1 via 10.1.11.0 dev ens3 src 10.1.11.1 uid 0 \n    cache \n",
+                "10.0.11.1 via 10.1.11.0 dev ens3 src 10.1.11.1 uid 1000 \n    cache \n",
             ),
             (
                 "ip r g 8.8.8.8",
-                "8.8.8.8 via 10.0.137.1 dev ens5 src 10.0.137.132 uid 0 \n    cache \n",
+                "8.8.8.8 via 10.0.137.1 dev ens5 src 10.0.137.132 uid 1000 \n    cache \n",
             ),
             (
                 "ip r get 10.1.11.0",
-                "10.1.11.0 dev ens3 src 10.1.11.1 uid 0 \n    cache \n",
+                "10.1.11.0 dev ens3 src 10.1.11.1 uid 1000 \n    cache \n",
             ),
             (
                 "ip r get 10.1.11.1",
-                "local 10.1.11.1 dev lo table local src 10.1.11.1 uid 0 \n    cache <local> \n",
+                "local 10.1.11.1 dev lo table local src 10.1.11.1 uid 1000 \n    cache <local> \n",
+            ),
+            (
+                "sudo ip r get 10.1.11.0",
+                "10.1.11.0 dev ens3 src 10.1.11.1 uid 0 \n    cache \n",
             ),
         ] {
             assert_eq!(run(cmd).unwrap(), want, "{cmd}");
