@@ -16,5 +16,5 @@ mod realize;
 
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
 pub use command::{is_change, run_line, CommandOutcome};
-pub use names::veth_name;
+pub use names::{netns_name, veth_name};
 pub use realize::{realize, Netns};

@@ -175,10 +175,15 @@ fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String], uid: u32) -
     let Some((obj, rest)) = rest.split_first() else {
         return Err(CommandError::new("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }"));
     };
+    let flavor = if busybox(net, dev) {
+        addr::IpFlavor::Busybox
+    } else {
+        addr::IpFlavor::Iproute2
+    };
     match iproute_match(obj, IP_OBJECTS) {
         Some("route") => route::ip_route(net, st, dev, rest, uid),
-        Some("address") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Addr),
-        Some("link") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Link),
+        Some("address") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Addr, flavor),
+        Some("link") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Link, flavor),
         Some(other) => Err(not_modelled(&format!("ip {other}"))),
         None => Err(CommandError::new(format!(
             "Object \"{obj}\" is unknown, try \"ip help\"."
