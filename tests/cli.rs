@@ -116,6 +116,22 @@ fn bad_inputs_exit_2_with_their_message() {
     }
 }
 
+/// Each scenario in tests/bad-scenarios/ stops with exit code 2 and the message in its
+/// `.expected`, naming the file, line and column of the runbook line at fault.
+#[test]
+fn bad_scenarios_exit_2_with_their_message() {
+    let bad = yaml_files("tests/bad-scenarios");
+    assert!(bad.len() >= 2, "bad scenario files");
+    for f in &bad {
+        let f = rel(f);
+        let expected = std::fs::read_to_string(Path::new(&f).with_extension("expected")).expect("expected file");
+        let o = fabsim(&["run", &f]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{f}: {stderr}");
+        assert!(stderr.contains(expected.trim_end()), "{f}: expected\n{expected}\ngot\n{stderr}");
+    }
+}
+
 #[test]
 fn unknown_step_and_device_are_input_errors() {
     let o = fabsim(&[

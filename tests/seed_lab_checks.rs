@@ -277,7 +277,6 @@ fn c23() {
 
 /// C24 (s1, k-w3): `ip r get 10.66.207.66` → `10.66.207.66 via 10.0.137.15 dev tunl0 src 10.66.122.192 uid 1000`
 #[test]
-#[ignore = "needs the Calico stages s1-s2 (issue #4)"]
 fn c24() {
     assert_has(
         &out("s1", "k-w3", "ip r get 10.66.207.66"),
@@ -418,7 +417,6 @@ fn c33() {
 
 /// C34 (s1b, test-pod (k-w3)): `ping 10.66.207.66` → `64 bytes from 10.66.207.66: seq=0 ttl=62`
 #[test]
-#[ignore = "needs the Calico stages s1-s2 (issue #4)"]
 fn c34() {
     assert_has(
         &out("s1b", "test-pod", "ping 10.66.207.66"),
@@ -570,7 +568,6 @@ fn c45() {
 
 /// C46 (s2, test-pod (k-w2)): `ip a`; `ping 10.66.52.3` → `inet 10.66.217.2/32`, `mtu 1500`; `seq=0 ttl=62`
 #[test]
-#[ignore = "busybox ping's `seq=0` format is being added (helper branch linuxviews); the address and MTU already match"]
 fn c46() {
     assert_has(&out("s2", "test-pod", "ip a"), &["inet 10.66.217.2/32", "mtu 1500"]);
     assert_has(&out("s2", "test-pod", "ping -c 1 10.66.52.3"), &["seq=0 ttl=62"]);

@@ -127,6 +127,11 @@ pub(super) fn local_routes(net: &Network, st: &State, id: DeviceId, dev: &Device
         if is_virtual(&net.iface(i).name) && dev.kind == DeviceKind::Linux {
             continue; // `lo` routes live in the local table, not in `ip route`
         }
+        if addr.prefix_len() == 32 && dev.kind == DeviceKind::Linux {
+            // Linux adds no prefix route for a /32 (fib_add_ifaddr: `prefix != addr ||
+            // prefixlen < 32`): a pod's eth0 and a node's tunl0 have only their local route.
+            continue;
+        }
         let metric = if s.dhcp && dev.kind == DeviceKind::Linux {
             DHCP_ROUTE_METRIC
         } else {

@@ -17,5 +17,5 @@ mod realize;
 
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
 pub use command::{hold_allocations, is_change, restart_nodes, run_line, CommandOutcome, Context};
-pub use names::veth_name;
+pub use names::{netns_name, veth_name};
 pub use realize::{realize, Netns};

@@ -45,11 +45,34 @@ pub fn veth_name(namespace: &str, pod: &str) -> String {
     format!("cali{}", &hex[..11])
 }
 
+/// The network namespace containerd creates for a pod sandbox, `cni-` + 16 random bytes as
+/// 8-4-4-4-12 hex (no UUID version bits: the lab's `cni-62e568eb-e285-550c-1c3a-5e86eb5dd440`);
+/// fabsim derives the bytes from the pod's identity.
+pub fn netns_name(namespace: &str, pod: &str) -> String {
+    let d = Sha256::digest(format!("netns/{namespace}/{pod}").as_bytes());
+    let hex = |r: std::ops::Range<usize>| d[r].iter().map(|b| format!("{b:02x}")).collect::<String>();
+    format!(
+        "cni-{}-{}-{}-{}-{}",
+        hex(0..4),
+        hex(4..6),
+        hex(6..8),
+        hex(8..10),
+        hex(10..16)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_lab_test_pods_veth() {
         assert_eq!(super::veth_name("default", "test-pod"), "cali7fba7a35b74");
+    }
+
+    #[test]
+    fn netns_names_look_like_containerds() {
+        let n = super::netns_name("default", "test-pod");
+        assert_eq!(n.len(), "cni-62e568eb-e285-550c-1c3a-5e86eb5dd440".len());
+        assert!(n.starts_with("cni-") && n.matches('-').count() == 5, "{n}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use ipnet::Ipv4Net;
 
 use super::{if_state, iproute_match, not_modelled};
 use crate::engine::State;
-use crate::model::{DeviceId, IfId, Network};
+use crate::model::{DeviceId, IfId, Network, Tunnel};
 use crate::views::CommandError;
 
 const ADDR_CMDS: &[&str] = &[
@@ -17,12 +17,34 @@ const LINK_CMDS: &[&str] = &[
     "add", "set", "change", "replace", "delete", "show", "lst", "list", "xstats", "afstats", "property", "help",
 ];
 
+/// The device type behind an interface (the kernel's `ARPHRD_*` and driver).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Loopback,
+    Ether,
+    /// One end of a veth pair (a pod's eth0 or its host-side `cali…`): no queue.
+    Veth,
+    /// `tunl0`: `link/ipip`, NOARP, always has carrier when up.
+    Ipip,
+}
+
+/// `IFLA_LINK` of an interface: the device it is stacked on or paired with.
+#[derive(Clone, PartialEq, Eq, Debug)]
+enum Parent {
+    /// A tunnel bound to no device (`@NONE`).
+    None,
+    /// A veth's peer: its ifindex, in another namespace; `netns` is that namespace's name
+    /// (`link-netns`) when it has one (the pod's `cni-…`), else it is unnamed (the host's).
+    Peer { index: u32, netns: Option<String> },
+}
+
 /// What `ip addr` / `ip link` knows of one interface.
 pub(super) struct Link {
     index: u32,
     name: String,
     mtu: u32,
-    loopback: bool,
+    kind: Kind,
+    parent: Option<Parent>,
     mac: [u8; 6],
     /// Administratively up (IFF_UP).
     up: bool,
@@ -39,33 +61,82 @@ fn mac(dev: DeviceId, ifindex: u32) -> [u8; 6] {
     [0x50, 0x52, 0x0b, d[2], d[3], ifindex.saturating_sub(2) as u8]
 }
 
+/// The kernel gives a veth a random locally administered unicast MAC (the lab's pod had
+/// `02:0a:bb:9f:e4:55`); fabsim derives it from the pod device's name so it is stable.
+fn random_mac(seed: &str) -> [u8; 6] {
+    let h = seed
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
+        .to_be_bytes();
+    [(h[0] & 0xfe) | 0x02, h[1], h[2], h[3], h[4], h[5]]
+}
+
+/// Calico gives the host side of every pod's veth this fixed MAC (felix/CNI `ee:ee:…`).
+const CALICO_HOST_MAC: [u8; 6] = [0xee; 6];
+
+/// The other end of a pod's veth pair, if `id` is one end: (peer, and the peer's namespace
+/// name when the peer is the pod's side, which is named; the host's namespace is not).
+fn veth_peer(net: &Network, id: IfId) -> Option<(IfId, Option<String>)> {
+    let cluster = net.cluster.as_deref()?;
+    cluster.netns.iter().find_map(|((ns, pod), n)| {
+        if n.eth0 == id {
+            n.host.map(|h| (h, None))
+        } else if n.host == Some(id) {
+            Some((n.eth0, Some(crate::k8s::netns_name(ns, pod))))
+        } else {
+            None
+        }
+    })
+}
+
 /// `lo` (ifindex 1, always present on Linux) followed by the model's interfaces by ifindex.
 pub(super) fn links(net: &Network, st: &State, dev: DeviceId) -> Vec<Link> {
     let ifaces: Vec<IfId> = net.devices.get(dev.idx()).map(|d| d.ifaces.clone()).unwrap_or_default();
     let mut out: Vec<Link> = ifaces
         .iter()
-        .filter_map(|id| net.interfaces.get(id.idx()).map(|i| (id, i)))
+        .filter_map(|id| net.interfaces.get(id.idx()).map(|i| (*id, i)))
         .map(|(id, i)| {
-            let s = if_state(st, *id);
+            let s = if_state(st, id);
+            let veth = veth_peer(net, id);
+            let (kind, parent, mac) = match (&veth, i.tunnel) {
+                _ if i.name == "lo" => (Kind::Loopback, None, [0; 6]),
+                (_, Some(Tunnel::Ipip)) => (Kind::Ipip, Some(Parent::None), [0; 6]),
+                (Some((peer, netns)), None) => {
+                    let index = net.interfaces.get(peer.idx()).map_or(0, |p| p.ifindex);
+                    let mac = match netns {
+                        Some(_) => CALICO_HOST_MAC,
+                        None => random_mac(net.devices.get(dev.idx()).map_or("", |d| d.name.as_str())),
+                    };
+                    let netns = netns.clone();
+                    (Kind::Veth, Some(Parent::Peer { index, netns }), mac)
+                }
+                (None, None) => (Kind::Ether, None, mac(dev, i.ifindex)),
+            };
+            let loopback = kind == Kind::Loopback;
             Link {
                 index: i.ifindex,
                 name: i.name.clone(),
                 mtu: i.mtu,
-                loopback: i.name == "lo",
-                mac: mac(dev, i.ifindex),
-                up: s.up,
-                carrier: s.line_up,
+                kind,
+                parent,
+                mac,
+                // A tunnel has carrier whenever it is up.
+                up: s.up || loopback,
+                carrier: s.line_up || loopback || (kind == Kind::Ipip && s.up),
                 addr: s.addr,
                 dhcp: s.dhcp,
             }
         })
         .collect();
-    if !out.iter().any(|l| l.loopback) {
+    if !out.iter().any(|l| l.kind == Kind::Loopback) {
         out.push(Link {
             index: 1,
             name: "lo".into(),
             mtu: 65536,
-            loopback: true,
+            kind: Kind::Loopback,
+            parent: None,
             mac: [0; 6],
             up: true,
             carrier: true,
@@ -82,28 +153,47 @@ fn mac_text(m: &[u8; 6]) -> String {
 }
 
 impl Link {
-    fn flags(&self) -> &'static str {
-        match (self.loopback, self.up, self.carrier) {
-            (true, _, _) => "LOOPBACK,UP,LOWER_UP",
-            (false, false, _) => "BROADCAST,MULTICAST",
-            (false, true, false) => "NO-CARRIER,BROADCAST,MULTICAST,UP",
-            (false, true, true) => "BROADCAST,MULTICAST,UP,LOWER_UP",
+    /// In `print_link_flags` order: NO-CARRIER first, then LOOPBACK, BROADCAST, MULTICAST,
+    /// NOARP, UP, LOWER_UP.
+    fn flags(&self) -> String {
+        let mut f = Vec::new();
+        if self.up && !self.carrier {
+            f.push("NO-CARRIER");
         }
+        match self.kind {
+            Kind::Loopback => f.push("LOOPBACK"),
+            Kind::Ipip => f.push("NOARP"),
+            Kind::Ether | Kind::Veth => f.extend(["BROADCAST", "MULTICAST"]),
+        }
+        if self.up {
+            f.push("UP");
+        }
+        if self.up && self.carrier {
+            f.push("LOWER_UP");
+        }
+        f.join(",")
     }
+    /// RFC 2863 operstate: drivers that do not report it (loopback, ip tunnels) stay UNKNOWN.
     fn operstate(&self) -> &'static str {
-        match (self.loopback, self.up && self.carrier) {
-            (true, _) => "UNKNOWN",
-            (false, true) => "UP",
-            (false, false) => "DOWN",
+        match (self.kind, self.up && self.carrier) {
+            (Kind::Loopback, _) | (Kind::Ipip, true) => "UNKNOWN",
+            (_, true) => "UP",
+            (_, false) => "DOWN",
         }
     }
-    /// A NIC that was never brought up still has the `noop` qdisc.
+    /// A device that was never brought up still has the `noop` qdisc; virtual devices
+    /// (loopback, veth, tunnels) are IFF_NO_QUEUE and get `noqueue`.
     fn qdisc(&self) -> &'static str {
-        match (self.loopback, self.up) {
-            (true, _) => "noqueue",
-            (false, true) => "fq_codel",
-            (false, false) => "noop",
+        match (self.kind, self.up) {
+            (Kind::Loopback, _) => "noqueue",
+            (_, false) => "noop",
+            (Kind::Ether, true) => "fq_codel",
+            (_, true) => "noqueue",
         }
+    }
+    /// `tx_queue_len`: 0 for a veth (so no `qlen`), 1000 otherwise.
+    fn qlen(&self) -> Option<u32> {
+        (self.kind != Kind::Veth).then_some(1000)
     }
     /// systemd's predictable alternative name of a QEMU NIC in PCI slot N (`ens3` → `enp0s3`).
     fn altname(&self) -> Option<String> {
@@ -112,10 +202,13 @@ impl Link {
     }
     /// The kernel's EUI-64 link-local address. addrconf assigns it when the interface is up
     /// *and* has carrier (`NETDEV_UP` without carrier logs "link is not ready" and waits for
-    /// `NETDEV_CHANGE`), so an up interface without carrier has none.
+    /// `NETDEV_CHANGE`), so an up interface without carrier has none. An ipip tunnel gets none
+    /// (addrconf skips ARPHRD_TUNNEL).
     fn inet6(&self) -> Option<(String, &'static str)> {
-        if self.loopback {
-            return Some(("::1/128".into(), "host"));
+        match self.kind {
+            Kind::Loopback => return Some(("::1/128".into(), "host")),
+            Kind::Ipip => return None,
+            Kind::Ether | Kind::Veth => {}
         }
         let m = self.mac;
         let g = |a: u8, b: u8| u16::from_be_bytes([a, b]);
@@ -133,6 +226,23 @@ impl Link {
             (format!("{ll}/64"), "link")
         })
     }
+    /// The `    link/TYPE ADDR brd BRD` line's fields.
+    fn link_layer(&self) -> String {
+        match self.kind {
+            Kind::Loopback => "link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00".into(),
+            Kind::Ipip => "link/ipip 0.0.0.0 brd 0.0.0.0".into(),
+            Kind::Ether | Kind::Veth => format!("link/ether {} brd ff:ff:ff:ff:ff:ff", mac_text(&self.mac)),
+        }
+    }
+}
+
+/// Which `ip` prints: iproute2 on hosts, busybox's applet in busybox images (no `group`,
+/// `mode`, `altname` or `link-netns`; `@peer` looked up in its own namespace, with `M-DOWN`
+/// when that finds no up device — networking/libiproute/ipaddress.c `print_linkinfo`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum IpFlavor {
+    Iproute2,
+    Busybox,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -148,6 +258,7 @@ pub(super) fn ip_links(
     args: &[String],
     brief: bool,
     view: LinkView,
+    flavor: IpFlavor,
 ) -> Result<String, CommandError> {
     let (table, object) = match view {
         LinkView::Addr => (ADDR_CMDS, "address"),
@@ -187,7 +298,7 @@ pub(super) fn ip_links(
                 mac_text(&l.mac),
                 l.flags()
             ),
-            (false, _) => link_block(l, view),
+            (false, _) => link_block(l, view, flavor, &all),
         })
         .collect())
 }
@@ -203,24 +314,53 @@ fn brief_addr(l: &Link) -> String {
     s
 }
 
+/// `NAME@PARENT` and whether the parent is down (`M-DOWN`). iproute2 names a peer in another
+/// namespace `ifN` and does not look it up; busybox always looks the index up in its own
+/// namespace, where a pod does not find its host-side peer.
+fn name_and_link(l: &Link, flavor: IpFlavor, all: &[Link]) -> (String, bool) {
+    match (&l.parent, flavor) {
+        (None, _) => (l.name.clone(), false),
+        (Some(Parent::None), _) => (format!("{}@NONE", l.name), false),
+        (Some(Parent::Peer { index, .. }), IpFlavor::Iproute2) => (format!("{}@if{index}", l.name), false),
+        (Some(Parent::Peer { index, .. }), IpFlavor::Busybox) => match all.iter().find(|o| o.index == *index) {
+            Some(o) => (format!("{}@{}", l.name, o.name), !o.up),
+            None => (format!("{}@if{index}", l.name), true),
+        },
+    }
+}
+
 /// One interface as `ip addr` / `ip link` prints it (iproute2 `print_linkinfo` and
-/// `print_addrinfo`, eos-linux-formats.md §4.6).
-fn link_block(l: &Link, view: LinkView) -> String {
-    let mode = if view == LinkView::Link { "mode DEFAULT " } else { "" };
+/// `print_addrinfo`, eos-linux-formats.md §4.6; busybox's of the same names). Both print every
+/// field as `"%s "` except `qlen N`, so a line without a queue length ends in a space.
+fn link_block(l: &Link, view: LinkView, flavor: IpFlavor, all: &[Link]) -> String {
+    let (name, m_down) = name_and_link(l, flavor, all);
+    let m_down = if m_down { ",M-DOWN" } else { "" };
     let mut s = format!(
-        "{}: {}: <{}> mtu {} qdisc {} state {} {mode}group default qlen 1000\n",
+        "{}: {name}: <{}{m_down}> mtu {} qdisc {} state {} ",
         l.index,
-        l.name,
         l.flags(),
         l.mtu,
         l.qdisc(),
         l.operstate()
     );
-    s.push_str(&match l.loopback {
-        true => "    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n".to_string(),
-        false => format!("    link/ether {} brd ff:ff:ff:ff:ff:ff\n", mac_text(&l.mac)),
-    });
-    if let Some(alt) = l.altname() {
+    if flavor == IpFlavor::Iproute2 {
+        if view == LinkView::Link {
+            s.push_str("mode DEFAULT ");
+        }
+        s.push_str("group default ");
+    }
+    if let Some(q) = l.qlen() {
+        s.push_str(&format!("qlen {q}"));
+    }
+    s.push_str(&format!("\n    {}", l.link_layer()));
+    if let (IpFlavor::Iproute2, Some(Parent::Peer { netns, .. })) = (flavor, &l.parent) {
+        match netns {
+            Some(n) => s.push_str(&format!(" link-netns {n}")),
+            None => s.push_str(" link-netnsid 0"),
+        }
+    }
+    s.push('\n');
+    if let (IpFlavor::Iproute2, Some(alt)) = (flavor, l.altname()) {
         s.push_str(&format!("    altname {alt}\n"));
     }
     if view == LinkView::Link {
@@ -242,12 +382,13 @@ fn link_block(l: &Link, view: LinkView) -> String {
 /// modelled, so the lifetime is always the full 86400 s.
 fn inet_line(l: &Link, a: Ipv4Net) -> String {
     let metric = if l.dhcp { "metric 100 " } else { "" };
-    let brd = if a.prefix_len() < 31 && !l.loopback {
+    let loopback = l.kind == Kind::Loopback;
+    let brd = if a.prefix_len() < 31 && !loopback {
         format!("brd {} ", a.broadcast())
     } else {
         String::new()
     };
-    let scope = if l.loopback { "host" } else { "global" };
+    let scope = if loopback { "host" } else { "global" };
     let (dynamic, lft) = if l.dhcp {
         ("dynamic ", "86400sec")
     } else {
@@ -334,6 +475,95 @@ mod tests {
             .run(d, "ip a")
             .unwrap()
             .contains("inet6 fe80::5252:bff:fe00:2/64 scope link \n"));
+    }
+
+    /// k-w3 and the test pod at s1 (seed-lab.md L900-940): host ens3 and tunl0, the pod's
+    /// lo, down tunl0 and eth0, paired with the host's `cali…` through the cluster's netns.
+    fn pod_and_host() -> (Lab, DeviceId, DeviceId) {
+        let mut lab = Lab::default();
+        let host = lab.device("k-w3", crate::model::DeviceKind::Linux);
+        lab.iface(host, "ens3", Some("10.3.33.1/31"));
+        let tunl = lab.iface(host, "tunl0", Some("10.66.122.192/32"));
+        lab.st.ifaces[tunl.idx()].line_up = false; // no wire: the engine gives it no carrier
+        let cali = lab.iface(host, "cali7fba7a35b74", None);
+        let pod = lab.device("test-pod", crate::model::DeviceKind::Linux);
+        lab.net.devices[pod.idx()].image = Some("alpine".into());
+        let lo = lab.iface(pod, "lo", Some("127.0.0.1/8"));
+        let ptunl = lab.iface(pod, "tunl0", None);
+        lab.st.ifaces[ptunl.idx()] = Default::default();
+        let eth0 = lab.iface(pod, "eth0", Some("10.66.122.194/32"));
+        for (i, index, mtu) in [
+            (tunl, 5, 1480),
+            (cali, 9, 1480),
+            (lo, 1, 65536),
+            (ptunl, 2, 1480),
+            (eth0, 4, 1480),
+        ] {
+            lab.net.interfaces[i.idx()].ifindex = index;
+            lab.net.interfaces[i.idx()].mtu = mtu;
+        }
+        for t in [tunl, ptunl] {
+            lab.net.interfaces[t.idx()].tunnel = Some(Tunnel::Ipip);
+        }
+        let mut cluster = crate::k8s::Cluster::new("v1.28.15", None, net("10.96.0.0/12"), String::new(), 0);
+        let netns = crate::k8s::Netns {
+            device: pod,
+            eth0,
+            host: Some(cali),
+        };
+        cluster.netns.insert(("default".into(), "test-pod".into()), netns);
+        lab.net.cluster = Some(Box::new(cluster));
+        (lab, host, pod)
+    }
+
+    #[test]
+    fn busybox_ip_a_in_a_pod_seed_s1() {
+        let (lab, _, pod) = pod_and_host();
+        let out = lab.run(pod, "ip a").unwrap();
+        let mac = mac_text(&random_mac("test-pod"));
+        assert_eq!(
+            out,
+            format!(
+                "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN qlen 1000
+    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00
+    inet 127.0.0.1/8 scope host lo
+       valid_lft forever preferred_lft forever
+    inet6 ::1/128 scope host \n       valid_lft forever preferred_lft forever
+2: tunl0@NONE: <NOARP> mtu 1480 qdisc noop state DOWN qlen 1000
+    link/ipip 0.0.0.0 brd 0.0.0.0
+4: eth0@if9: <BROADCAST,MULTICAST,UP,LOWER_UP,M-DOWN> mtu 1480 qdisc noqueue state UP \n    link/ether {mac} brd ff:ff:ff:ff:ff:ff
+    inet 10.66.122.194/32 scope global eth0
+       valid_lft forever preferred_lft forever
+    inet6 {} scope link \n       valid_lft forever preferred_lft forever
+",
+                Link {
+                    kind: Kind::Veth,
+                    ..links(&lab.net, &lab.st, pod).remove(2)
+                }
+                .inet6()
+                .unwrap()
+                .0
+            )
+        );
+        assert_eq!(random_mac("test-pod")[0] & 3, 2, "locally administered unicast");
+    }
+
+    #[test]
+    fn iproute2_ip_link_on_the_node_seed_s1() {
+        let (lab, host, _) = pod_and_host();
+        let out = lab.run(host, "ip link show").unwrap();
+        let netns = crate::k8s::netns_name("default", "test-pod");
+        assert!(out.contains(
+            "5: tunl0@NONE: <NOARP,UP,LOWER_UP> mtu 1480 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000
+    link/ipip 0.0.0.0 brd 0.0.0.0
+"
+        ), "{out}");
+        assert!(out.ends_with(&format!(
+            "9: cali7fba7a35b74@if4: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1480 qdisc noqueue state UP mode DEFAULT group default \n    link/ether ee:ee:ee:ee:ee:ee brd ff:ff:ff:ff:ff:ff link-netns {netns}\n"
+        )), "{out}");
+        let a = lab.run(host, "ip a show tunl0").unwrap();
+        assert!(a.contains("    inet 10.66.122.192/32 scope global tunl0\n"), "{a}");
+        assert!(!a.contains("inet6"), "an ipip tunnel has no link-local: {a}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! the helpers they share (interface state, FIB, iproute2 keyword matching, host arguments).
 
 mod addr;
+mod bbping;
 mod http;
 mod ping;
 mod route;
@@ -21,8 +22,20 @@ use crate::engine::state::{Fib, IfState};
 use crate::engine::State;
 use crate::model::{DeviceId, IfId, Network};
 
-/// Run one shell command (no pipes) on a Linux host.
+/// The uid of the shell fabsim runs a command in. There is no user model: a host's shell is
+/// the lab's login user (`user@k-w3:~$`, uid 1000, as `ip r get`'s `uid 1000` shows in
+/// seed-lab.md s1), a container's is root (`/ #`); `sudo` runs as root.
+const LOGIN_UID: u32 = 1000;
+const ROOT_UID: u32 = 0;
+
+/// Run one shell command (no pipes) on a Linux host, in its default shell.
 pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
+    let container = net.devices.get(dev.idx()).is_some_and(|d| d.image.is_some());
+    run_as(net, st, dev, line, if container { ROOT_UID } else { LOGIN_UID })
+}
+
+/// Run one shell command as `uid` (what `ip route get` reports).
+fn run_as(net: &Network, st: &State, dev: DeviceId, line: &str, uid: u32) -> Result<String, CommandError> {
     let words = shell_words(line)?;
     let Some((cmd, args)) = words.split_first() else {
         return Ok(String::new());
@@ -37,16 +50,17 @@ pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resul
         return Ok(format!("sh: {cmd}: not found\n"));
     }
     match cmd.as_str() {
-        "ip" => ip_cmd(net, st, dev, args),
+        "ip" => ip_cmd(net, st, dev, args, uid),
         "curl" => http::curl(net, st, dev, args),
         "wget" => http::wget(net, st, dev, args),
+        "ping" if busybox(net, dev) => bbping::ping(net, st, dev, args),
         "ping" => ping::ping(net, st, dev, args),
         "tracepath" => trace::tracepath(net, st, dev, args),
         "traceroute" => trace::traceroute(net, st, dev, args),
         "birdcl" | "birdc" => super::bird::birdcl(net, st, dev, cmd, args),
         "vtysh" => super::frr::vtysh(net, st, dev, args),
-        // `sudo` changes nothing fabsim models: run the command itself.
-        "sudo" => run(net, st, dev, &args.join(" ")),
+        // `sudo` changes only the uid (`ip route get` prints it).
+        "sudo" => run_as(net, st, dev, &args.join(" "), ROOT_UID),
         "calicoctl" => super::calicoctl::calicoctl(net, st, dev, args),
         "kubectl" => super::kubectl::kubectl(net, st, args),
         "cat" => cat(net, dev, args),
@@ -143,7 +157,7 @@ fn not_modelled(what: &str) -> CommandError {
     CommandError::new(format!("fabsim: `{what}` is not modelled"))
 }
 
-fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
+fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String], uid: u32) -> Result<String, CommandError> {
     let mut brief = false;
     let mut rest = args;
     while let Some((opt, tail)) = rest.split_first().filter(|(a, _)| a.starts_with('-')) {
@@ -161,10 +175,15 @@ fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<S
     let Some((obj, rest)) = rest.split_first() else {
         return Err(CommandError::new("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }"));
     };
+    let flavor = if busybox(net, dev) {
+        addr::IpFlavor::Busybox
+    } else {
+        addr::IpFlavor::Iproute2
+    };
     match iproute_match(obj, IP_OBJECTS) {
-        Some("route") => route::ip_route(net, st, dev, rest),
-        Some("address") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Addr),
-        Some("link") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Link),
+        Some("route") => route::ip_route(net, st, dev, rest, uid),
+        Some("address") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Addr, flavor),
+        Some("link") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Link, flavor),
         Some(other) => Err(not_modelled(&format!("ip {other}"))),
         None => Err(CommandError::new(format!(
             "Object \"{obj}\" is unknown, try \"ip help\"."
@@ -176,6 +195,65 @@ fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<S
 pub(crate) fn parse_host(tool: &str, arg: &str) -> Result<Ipv4Addr, CommandError> {
     arg.parse()
         .map_err(|_| CommandError::new(format!("{tool}: {arg}: Name or service not known")))
+}
+
+/// One command-line word as `getopt_long` sees it. Both libcs fabsim's tools run on (glibc for
+/// iputils, musl for busybox) permute, so options may follow the operands.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Arg<'a> {
+    Opt(char, Option<&'a str>),
+    Operand(&'a str),
+}
+
+/// Why `getopt` rejected a word; each tool words the message as its libc does.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum OptError {
+    Unknown(char),
+    MissingValue(char),
+}
+
+/// Short options: letters in `flags` stand alone (and may be grouped, `-qn`), letters in
+/// `valued` take the rest of the word or the next word. `--` ends the options.
+pub(super) fn getopt<'a>(args: &'a [String], flags: &str, valued: &str) -> Result<Vec<Arg<'a>>, OptError> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(word) = it.next() {
+        if word == "--" {
+            out.extend(it.by_ref().map(|w| Arg::Operand(w.as_str())));
+            break;
+        }
+        let Some(letters) = word.strip_prefix('-').filter(|l| !l.is_empty()) else {
+            out.push(Arg::Operand(word));
+            continue;
+        };
+        for (at, c) in letters.char_indices() {
+            if flags.contains(c) {
+                out.push(Arg::Opt(c, None));
+            } else if valued.contains(c) {
+                let rest = &letters[at + c.len_utf8()..];
+                let value = if rest.is_empty() {
+                    it.next().map(String::as_str)
+                } else {
+                    Some(rest)
+                };
+                out.push(Arg::Opt(c, Some(value.ok_or(OptError::MissingValue(c))?)));
+                break;
+            } else {
+                return Err(OptError::Unknown(c));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The device runs busybox's userland (an image flagged `busybox` in catalogue/images.yaml):
+/// its `ping` and `ip` print busybox's formats.
+fn busybox(net: &Network, dev: DeviceId) -> bool {
+    net.devices
+        .get(dev.idx())
+        .and_then(|d| d.image.as_deref())
+        .and_then(crate::catalogue::image)
+        .is_some_and(|i| i.busybox)
 }
 
 #[cfg(test)]
@@ -192,5 +270,24 @@ mod tests {
         assert_eq!(err.message, "fabsim: `ip neighbor` is not modelled");
         let err = lab.run(d, "ip foo").unwrap_err();
         assert_eq!(err.message, "Object \"foo\" is unknown, try \"ip help\".");
+    }
+
+    #[test]
+    fn getopt_permutes_groups_and_takes_values() {
+        use super::{getopt, Arg, OptError};
+        let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let args = words("1.1.1.1 -qc3 -W 2 -- -x");
+        assert_eq!(
+            getopt(&args, "q", "cW"),
+            Ok(vec![
+                Arg::Operand("1.1.1.1"),
+                Arg::Opt('q', None),
+                Arg::Opt('c', Some("3")),
+                Arg::Opt('W', Some("2")),
+                Arg::Operand("-x"),
+            ])
+        );
+        assert_eq!(getopt(&words("-x"), "q", "c"), Err(OptError::Unknown('x')));
+        assert_eq!(getopt(&words("1.1.1.1 -c"), "q", "c"), Err(OptError::MissingValue('c')));
     }
 }

@@ -3,7 +3,7 @@
 
 use std::net::Ipv4Addr;
 
-use super::parse_host;
+use super::{getopt, parse_host, Arg, OptError};
 use crate::dataplane::{self, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::engine::State;
 use crate::model::{DeviceId, Network, VendorProfile};
@@ -190,6 +190,20 @@ fn rtt_summary(rtts: &[u64]) -> String {
     )
 }
 
+/// Every probe's answer time (send + round trip) and index, in the order answers arrive: the
+/// order both pings print their lines in (a slow answer, such as an ARP timeout, can come
+/// after later ones).
+pub(super) fn arrivals(sends: &[u64], probes: &[Probe]) -> Vec<(u64, usize)> {
+    let mut events: Vec<(u64, usize)> = probes
+        .iter()
+        .zip(sends)
+        .enumerate()
+        .map(|(i, (p, s))| (s.saturating_add(p.rtt_us), i))
+        .collect();
+    events.sort();
+    events
+}
+
 /// The whole text of an iputils ping that got these results (icmp_seq = index + 1).
 pub(crate) fn ping_text(dst: Ipv4Addr, style: &PingStyle, probes: &[Probe]) -> String {
     if probes.first().is_some_and(|p| p.outcome == ProbeOutcome::LocalNoRoute) {
@@ -198,14 +212,7 @@ pub(crate) fn ping_text(dst: Ipv4Addr, style: &PingStyle, probes: &[Probe]) -> S
     let size = style.data_bytes;
     let mut out = format!("PING {dst} ({dst}) {size}({}) bytes of data.\n", size + 28);
     let (sends, ewma8) = timeline(style, probes);
-    // Lines appear as answers arrive; a slow answer (ARP timeout) can come after later ones.
-    let mut events: Vec<(u64, usize)> = probes
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (sends[i].saturating_add(p.rtt_us), i))
-        .collect();
-    events.sort();
-    for (_, i) in events {
+    for (_, i) in arrivals(&sends, probes) {
         let seq = i + 1;
         match &probes[i].outcome {
             ProbeOutcome::Reply { from, ttl } => out.push_str(&format!(
@@ -268,8 +275,7 @@ fn ping_usage() -> CommandError {
 }
 
 /// Parse a numeric option value within `lo..=hi` the way iputils reports a bad one.
-fn option_value(tool: &str, v: Option<&str>, lo: u64, hi: u64) -> Result<u64, CommandError> {
-    let v = v.ok_or_else(|| CommandError::new(format!("{tool}: option requires an argument")))?;
+fn option_value(tool: &str, v: &str, lo: u64, hi: u64) -> Result<u64, CommandError> {
     v.parse::<u64>().ok().filter(|n| (lo..=hi).contains(n)).ok_or_else(|| {
         CommandError::new(format!(
             "{tool}: invalid argument: '{v}': out of range: {lo} <= value <= {hi}"
@@ -278,7 +284,7 @@ fn option_value(tool: &str, v: Option<&str>, lo: u64, hi: u64) -> Result<u64, Co
 }
 
 /// Most probes fabsim sends for one ping (iputils has no limit; a run must end).
-const MAX_PING_COUNT: u64 = 10_000;
+pub(super) const MAX_PING_COUNT: u64 = 10_000;
 
 /// `ping [-c N] [-s SIZE] [-t TTL] [-n] ADDR`, options before or after the address (getopt).
 pub(super) fn ping(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
@@ -290,31 +296,23 @@ pub(super) fn ping(net: &Network, st: &State, dev: DeviceId, args: &[String]) ->
     let mut size = u64::from(profile.ping_size);
     let mut ttl = u64::from(profile.ttl);
     let mut dst = None;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let Some(opt) = arg.strip_prefix('-').filter(|o| !o.is_empty()) else {
-            dst = Some(parse_host("ping", arg)?);
-            continue;
-        };
-        let mut chars = opt.chars();
-        let flag = chars.next().unwrap_or('-');
-        let attached = chars.as_str();
-        let mut value = || {
-            Some(attached)
-                .filter(|a| !a.is_empty())
-                .or_else(|| it.next().map(String::as_str))
-        };
-        match flag {
-            'c' => count = option_value("ping", value(), 1, MAX_PING_COUNT)?,
-            's' => size = option_value("ping", value(), 0, 65507)?,
-            't' => ttl = option_value("ping", value(), 1, 255)?,
-            'n' if attached.is_empty() => {}
-            'I' => {
+    // glibc's getopt messages.
+    let words = getopt(args, "n", "cstI").map_err(|e| match e {
+        OptError::Unknown(c) => CommandError::new(format!("ping: invalid option -- '{c}'")),
+        OptError::MissingValue(c) => CommandError::new(format!("ping: option requires an argument -- '{c}'")),
+    })?;
+    for word in words {
+        match word {
+            Arg::Operand(a) => dst = Some(parse_host("ping", a)?),
+            Arg::Opt('c', Some(v)) => count = option_value("ping", v, 1, MAX_PING_COUNT)?,
+            Arg::Opt('s', Some(v)) => size = option_value("ping", v, 0, 65507)?,
+            Arg::Opt('t', Some(v)) => ttl = option_value("ping", v, 1, 255)?,
+            Arg::Opt('I', _) => {
                 return Err(CommandError::new(
                     "ping: -I is not modelled (the data plane picks the source address)",
                 ))
             }
-            _ => return Err(CommandError::new(format!("ping: invalid option -- '{flag}'"))),
+            Arg::Opt(..) => {}
         }
     }
     let dst = dst.ok_or_else(ping_usage)?;

@@ -8,21 +8,25 @@ use ipnet::Ipv4Net;
 
 use super::addr::links;
 use super::{fib, if_name, if_state, iproute_match, not_modelled};
+use crate::dataplane;
 use crate::engine::state::{NextHop, Route};
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
 use crate::views::CommandError;
-
-/// The uid `ip route get` reports: fabsim's shell has no users, so it answers as root.
-/// (The lab ran most host commands as `user`, uid 1000: seed-lab.md C24 shows `uid 1000`.)
-const CALLER_UID: u32 = 0;
 
 const ROUTE_CMDS: &[&str] = &[
     "add", "change", "replace", "prepend", "append", "test", "delete", "list", "show", "lst", "get", "flush", "save",
     "restore", "showdump",
 ];
 
-pub(super) fn ip_route(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
+/// `ip route …` run by `uid` (the caller `ip route get` reports).
+pub(super) fn ip_route(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    args: &[String],
+    uid: u32,
+) -> Result<String, CommandError> {
     let Some((cmd, rest)) = args.split_first() else {
         return Ok(route_table(net, st, dev));
     };
@@ -33,7 +37,7 @@ pub(super) fn ip_route(net: &Network, st: &State, dev: DeviceId, args: &[String]
                 let a = addr.parse().map_err(|_| {
                     CommandError::new(format!("Error: any valid prefix is expected rather than \"{addr}\"."))
                 })?;
-                route_get(net, st, dev, a)
+                route_get(net, st, dev, a, uid)
             }
             _ => Err(not_modelled(&format!("ip route {}", args.join(" ")))),
         },
@@ -64,12 +68,22 @@ fn route_dst(p: Ipv4Net) -> String {
     }
 }
 
-/// A gateway outside every subnet of the egress interface can only have been installed with
-/// `onlink` (the kernel refuses it otherwise), as Calico's IPIP routes are. The State carries
+/// A gateway the kernel cannot reach through a link-scope route of the egress interface
+/// can only have been installed with `onlink` (fib_check_nh refuses it otherwise), as
+/// Calico's IPIP routes are. One that such a route covers — the interface's own subnet, or a
+/// device route like a pod's `169.254.1.1 dev eth0 scope link` — was not. The State carries
 /// no flag for it, so it is inferred.
-fn onlink(st: &State, nh: &NextHop) -> bool {
-    nh.via
-        .is_some_and(|gw| !if_state(st, nh.iface).addr.is_some_and(|a| a.contains(&gw)))
+fn onlink(net: &Network, st: &State, nh: &NextHop) -> bool {
+    let Some(gw) = nh.via else {
+        return false;
+    };
+    let on_subnet = if_state(st, nh.iface).addr.is_some_and(|a| a.contains(&gw));
+    let dev = net.interfaces.get(nh.iface.idx()).map(|i| i.device);
+    let device_route = dev
+        .and_then(|d| fib(st, d))
+        .and_then(|f| f.lookup(gw))
+        .is_some_and(|r| r.nexthops.iter().any(|h| h.via.is_none() && h.iface == nh.iface));
+    !on_subnet && !device_route
 }
 
 fn nexthop_fields(net: &Network, nh: &NextHop) -> String {
@@ -106,7 +120,7 @@ pub(crate) fn route_line(net: &Network, st: &State, r: &Route) -> String {
     if r.metric != 0 {
         s.push_str(&format!("metric {} ", r.metric));
     }
-    let flag = |nh: &NextHop| if onlink(st, nh) { "onlink " } else { "" };
+    let flag = |nh: &NextHop| if onlink(net, st, nh) { "onlink " } else { "" };
     match single {
         Some(nh) => s.push_str(flag(nh)),
         None if !r.blackhole => {
@@ -121,16 +135,17 @@ pub(crate) fn route_line(net: &Network, st: &State, r: &Route) -> String {
 }
 
 /// `ip route get A`: the cloned route the kernel would use (§4.5): no proto or scope, then the
-/// caller's uid and a `    cache ` line. The source is the route's `src`, else the primary
-/// address of the egress interface. With ECMP the first next hop is shown.
-fn route_get(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr) -> Result<String, CommandError> {
+/// caller's uid and a `    cache ` line. The source is the data plane's choice
+/// ([`dataplane::probe_source`]: the route's `src`, else the egress interface's address).
+/// With ECMP the first next hop is shown.
+fn route_get(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, uid: u32) -> Result<String, CommandError> {
     let local = dst.is_loopback()
         || links(net, st, dev)
             .iter()
             .any(|l| l.addr.is_some_and(|a| a.addr() == dst));
     if local {
         return Ok(format!(
-            "local {dst} dev lo table local src {dst} uid {CALLER_UID} \n    cache <local> \n"
+            "local {dst} dev lo table local src {dst} uid {uid} \n    cache <local> \n"
         ));
     }
     let unreachable = || CommandError::new("RTNETLINK answers: Network is unreachable");
@@ -139,13 +154,11 @@ fn route_get(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr) -> Result<
         return Err(CommandError::new("RTNETLINK answers: Invalid argument"));
     }
     let nh = route.nexthops.first().ok_or_else(unreachable)?;
-    let src = route
-        .src
-        .or_else(|| if_state(st, nh.iface).addr.map(|a| a.addr()))
+    let src = dataplane::probe_source(net, st, dev, dst)
         .map(|s| format!("src {s} "))
         .unwrap_or_default();
     Ok(format!(
-        "{dst} {}{src}uid {CALLER_UID} \n    cache \n",
+        "{dst} {}{src}uid {uid} \n    cache \n",
         nexthop_fields(net, nh)
     ))
 }
@@ -208,25 +221,57 @@ mod tests {
     }
 
     #[test]
+    fn no_onlink_through_a_device_route() {
+        // A pod (realize.rs): the gateway 169.254.1.1 is outside eth0's /32 but reachable by
+        // `169.254.1.1 dev eth0 scope link`, as Calico's CNI installs it.
+        let mut lab = Lab::default();
+        let d = lab.device("test-pod", crate::model::DeviceKind::Linux);
+        let eth0 = lab.iface(d, "eth0", Some("10.66.122.194/32"));
+        let mk = |prefix: &str, via: Option<&str>| Route {
+            scope_link: via.is_none(),
+            ..eos_route(
+                prefix,
+                crate::engine::state::Proto::Static,
+                (0, 0),
+                vec![hop(via, eth0)],
+            )
+        };
+        lab.route(d, mk("0.0.0.0/0", Some("169.254.1.1")));
+        assert_eq!(
+            lab.run(d, "ip r").unwrap(),
+            "default via 169.254.1.1 dev eth0 onlink \n"
+        );
+        lab.route(d, mk("169.254.1.1/32", None));
+        assert_eq!(
+            lab.run(d, "ip r").unwrap(),
+            "default via 169.254.1.1 dev eth0 \n169.254.1.1 dev eth0 scope link \n"
+        );
+    }
+
+    #[test]
     fn ip_route_get() {
         let (lab, d) = kw1_s0c();
         let run = |c: &str| lab.run(d, c);
         for (cmd, want) in [
             (
                 "ip route get 10.0.11.1",
-                "10.0.11.1 via 10.1.11.0 dev ens3 src 10.1.11.1 uid 0 \n    cache \n",
+                "10.0.11.1 via 10.1.11.0 dev ens3 src 10.1.11.1 uid 1000 \n    cache \n",
             ),
             (
                 "ip r g 8.8.8.8",
-                "8.8.8.8 via 10.0.137.1 dev ens5 src 10.0.137.132 uid 0 \n    cache \n",
+                "8.8.8.8 via 10.0.137.1 dev ens5 src 10.0.137.132 uid 1000 \n    cache \n",
             ),
             (
                 "ip r get 10.1.11.0",
-                "10.1.11.0 dev ens3 src 10.1.11.1 uid 0 \n    cache \n",
+                "10.1.11.0 dev ens3 src 10.1.11.1 uid 1000 \n    cache \n",
             ),
             (
                 "ip r get 10.1.11.1",
-                "local 10.1.11.1 dev lo table local src 10.1.11.1 uid 0 \n    cache <local> \n",
+                "local 10.1.11.1 dev lo table local src 10.1.11.1 uid 1000 \n    cache <local> \n",
+            ),
+            (
+                "sudo ip r get 10.1.11.0",
+                "10.1.11.0 dev ens3 src 10.1.11.1 uid 0 \n    cache \n",
             ),
         ] {
             assert_eq!(run(cmd).unwrap(), want, "{cmd}");
