@@ -91,11 +91,14 @@ impl Calico {
         self.started.iter().find(|(n, _)| n == node).map(|(_, t)| *t)
     }
 
-    /// calico-node starts on `node` at `now`. `kubeadm_pod_subnet` is the `podSubnet` of the
-    /// kubeadm-config ConfigMap (the default pool's CIDR when the manifest sets none).
+    /// calico-node starts on `node` at `now`. `labels` are the Kubernetes Node's (in the
+    /// Kubernetes datastore a Calico Node is that Node, labels included). `kubeadm_pod_subnet`
+    /// is the `podSubnet` of the kubeadm-config ConfigMap (the default pool's CIDR when the
+    /// manifest sets none).
     pub fn start_node(
         &mut self,
         node: &str,
+        labels: BTreeMap<String, String>,
         host: &HostFacts<'_>,
         kubeadm_pod_subnet: Option<Ipv4Net>,
         now: u64,
@@ -126,6 +129,7 @@ impl Calico {
             ..Node::default()
         });
         entry.ipv4_address = Some(address);
+        entry.labels.extend(labels);
         self.default_pool(kubeadm_pod_subnet, now)?;
         if !self.is_started(node) {
             self.started.push((node.to_string(), now));
@@ -258,6 +262,41 @@ impl Calico {
                 "nodeSelector": p.node_selector,
                 "vxlanMode": p.vxlan_mode.as_str(),
             }
+        }))
+    }
+
+    /// The JSON of a BGPConfiguration as the v3 API returns it (for `calicoctl patch`): the
+    /// fields fabsim models.
+    pub fn bgpconfig_json(&self, name: &str) -> Option<serde_json::Value> {
+        let c = self.datastore.bgp_configurations.get(name)?;
+        let mut spec = serde_json::Map::new();
+        if let Some(a) = c.as_number {
+            spec.insert("asNumber".into(), a.into());
+        }
+        if let Some(m) = c.node_to_node_mesh_enabled {
+            spec.insert("nodeToNodeMeshEnabled".into(), m.into());
+        }
+        if let Some(l) = &c.log_severity_screen {
+            spec.insert("logSeverityScreen".into(), l.clone().into());
+        }
+        if let Some(p) = c.listen_port {
+            spec.insert("listenPort".into(), p.into());
+        }
+        for (key, list) in [
+            ("serviceClusterIPs", &c.service_cluster_ips),
+            ("serviceExternalIPs", &c.service_external_ips),
+            ("serviceLoadBalancerIPs", &c.service_load_balancer_ips),
+        ] {
+            if !list.is_empty() {
+                let cidrs: Vec<serde_json::Value> = list.iter().map(|c| serde_json::json!({ "cidr": c })).collect();
+                spec.insert(key.into(), cidrs.into());
+            }
+        }
+        Some(serde_json::json!({
+            "apiVersion": "projectcalico.org/v3",
+            "kind": "BGPConfiguration",
+            "metadata": {"name": c.name},
+            "spec": spec,
         }))
     }
 

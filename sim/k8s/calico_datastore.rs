@@ -131,11 +131,22 @@ fn patch_pool(
         Ok(c) => c,
         Err(out) => return Ok(out),
     };
-    let Some(mut doc) = calico.pool_json(name, api) else {
+    let Some(doc) = calico.pool_json(name, api) else {
         return Ok(CommandOutcome::failed(format!(
             "Error from server (NotFound): ippools.crd.projectcalico.org \"{name}\" not found\n"
         )));
     };
+    merge_and_store(calico, doc, patch, &done(name))
+}
+
+/// Apply the JSON merge `patch` to `doc` and store the result through the datastore's own
+/// reader (JSON is YAML), as the API server would; `done` is what the tool prints.
+fn merge_and_store(
+    calico: &mut Calico,
+    mut doc: serde_json::Value,
+    patch: &str,
+    done: &str,
+) -> Result<CommandOutcome, String> {
     let patch: serde_json::Value = match serde_json::from_str(patch) {
         Ok(p) => p,
         Err(e) => {
@@ -145,10 +156,9 @@ fn patch_pool(
         }
     };
     merge(&mut doc, &patch);
-    // JSON is YAML: the patched object goes through the datastore's own reader.
     // A patch creates nothing, so no creation time is recorded.
     match calico.apply_yaml(&doc.to_string(), "patch", 0) {
-        Ok(_) => Ok(CommandOutcome::ok(done(name))),
+        Ok(_) => Ok(CommandOutcome::ok(done)),
         Err(e) => Ok(CommandOutcome::failed(format!("{e}\n"))),
     }
 }
@@ -233,6 +243,26 @@ pub(super) fn calicoctl(net: &mut Network, args: &[&str], ctx: &Context<'_>) -> 
             patch_pool(net, name, patch, "projectcalico.org/v3", |_| {
                 "Successfully patched 1 'IPPool' resource\n".to_string()
             })
+        }
+        ["patch", "bgpconfig" | "bgpconfigs" | "bgpconfiguration" | "bgpconfigurations", name, rest @ ..] => {
+            let patch = flag(rest, "-p")
+                .or_else(|| flag(rest, "--patch"))
+                .ok_or("calicoctl patch: give --patch JSON")?;
+            let calico = match calico(net) {
+                Ok(c) => c,
+                Err(out) => return Ok(out),
+            };
+            let Some(doc) = calico.bgpconfig_json(name) else {
+                return Ok(CommandOutcome::failed(format!(
+                    "Failed to patch 'BGPConfiguration' resource: resource does not exist: BGPConfiguration({name})\n"
+                )));
+            };
+            merge_and_store(
+                calico,
+                doc,
+                patch,
+                "Successfully patched 1 'BGPConfiguration' resource\n",
+            )
         }
         ["delete", kind, name, ..] if plural(kind) == Some("ippools") => {
             let calico = match calico(net) {

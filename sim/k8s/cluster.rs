@@ -41,6 +41,8 @@ pub struct Cluster {
     pub calico: Option<Calico>,
     /// Each pod's network namespace once it has run (kept for a pod of the same name later).
     pub netns: BTreeMap<(String, String), Netns>,
+    /// Each Deployment's pod template (`NAMESPACE/NAME`), once patched.
+    pub templates: BTreeMap<String, Template>,
     /// Pins already given to a pod (each names one pod, once).
     used_pins: Vec<usize>,
     /// Pods each controller has created so far (their name suffixes).
@@ -96,6 +98,17 @@ pub struct Pod {
     pub waiting: Option<String>,
     /// Where the scenario says the scheduler put it (see `Pin`).
     pub pinned_node: Option<String>,
+    /// Labels a node must carry to run the pod (`spec.nodeSelector`).
+    pub node_selector: BTreeMap<String, String>,
+}
+
+/// What a Deployment's pods are made from: the template's revision (a new ReplicaSet, hence a
+/// new pod-name hash, per change) and the scheduling constraints fabsim models.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Template {
+    pub revision: u32,
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerates_control_plane: bool,
 }
 
 /// A pinned pod: its name, and the node it ran on when the reference does not say why.
@@ -116,6 +129,7 @@ pub struct PodSpec {
     pub host_network: bool,
     pub image: String,
     pub tolerates_control_plane: bool,
+    pub node_selector: BTreeMap<String, String>,
 }
 
 impl Cluster {
@@ -131,6 +145,7 @@ impl Cluster {
             pins: Vec::new(),
             calico: None,
             netns: BTreeMap::new(),
+            templates: BTreeMap::new(),
             used_pins: Vec::new(),
             created: BTreeMap::new(),
             sandboxes: 0,
@@ -189,7 +204,14 @@ impl Cluster {
     }
 
     /// Create a pod: named by its controller (or a pin), pending until scheduled and started.
-    pub fn create_pod(&mut self, spec: PodSpec, now: u64) -> String {
+    /// A Deployment's pod follows the Deployment's current template.
+    pub fn create_pod(&mut self, mut spec: PodSpec, now: u64) -> String {
+        if let Owner::Deployment(d) = &spec.owner {
+            if let Some(t) = self.templates.get(&format!("{}/{d}", spec.namespace)) {
+                spec.node_selector = t.node_selector.clone();
+                spec.tolerates_control_plane = t.tolerates_control_plane;
+            }
+        }
         let (name, pinned_node) = self.pod_name(&spec);
         self.pods.push(Pod {
             namespace: spec.namespace,
@@ -206,6 +228,7 @@ impl Cluster {
             container_id: None,
             waiting: None,
             pinned_node,
+            node_selector: spec.node_selector,
         });
         name
     }
@@ -246,7 +269,14 @@ impl Cluster {
         let name = if is_ds {
             format!("{owner}-{suffix}")
         } else {
-            format!("{owner}-{}-{suffix}", names::template_hash(&spec.namespace, &owner))
+            let revision = self
+                .templates
+                .get(&format!("{}/{owner}", spec.namespace))
+                .map_or(1, |t| t.revision);
+            format!(
+                "{owner}-{}-{suffix}",
+                names::template_hash(&spec.namespace, &owner, revision)
+            )
         };
         (name, None)
     }
@@ -273,11 +303,77 @@ impl Cluster {
                 host_network: pod.host_network,
                 image: pod.image,
                 tolerates_control_plane: pod.tolerates_control_plane,
+                node_selector: pod.node_selector,
             };
             self.create_pod(spec, now);
             self.reconcile(now);
         }
         true
+    }
+
+    /// A Deployment's template changed (`kubectl patch deployment`): a new revision, and with
+    /// the `Recreate` strategy the old pods go before the new ones are created. Returns false
+    /// when the Deployment has no pods (fabsim knows Deployments by their pods).
+    pub fn update_template(&mut self, namespace: &str, name: &str, template: Template, now: u64) -> bool {
+        let mine = |p: &Pod| p.namespace == namespace && p.owner == Owner::Deployment(name.to_string());
+        let old: Vec<Pod> = self.pods.iter().filter(|p| mine(p)).cloned().collect();
+        let Some(first) = old.first().cloned() else {
+            return false;
+        };
+        let key = format!("{namespace}/{name}");
+        let current = self.templates.get(&key).cloned().unwrap_or(Template {
+            revision: 1,
+            node_selector: first.node_selector.clone(),
+            tolerates_control_plane: first.tolerates_control_plane,
+        });
+        let next = Template {
+            revision: current.revision + 1,
+            ..template
+        };
+        let unchanged = Template {
+            revision: current.revision,
+            ..next.clone()
+        } == current;
+        if unchanged {
+            return true;
+        }
+        self.templates.insert(key, next);
+        for pod in &old {
+            self.release(pod);
+        }
+        self.pods.retain(|p| !mine(p));
+        for pod in old {
+            let spec = PodSpec {
+                namespace: pod.namespace,
+                owner: pod.owner,
+                name: None,
+                node: None,
+                host_network: pod.host_network,
+                image: pod.image,
+                tolerates_control_plane: false,
+                node_selector: BTreeMap::new(),
+            };
+            self.create_pod(spec, now);
+        }
+        self.reconcile(now);
+        true
+    }
+
+    /// The labels kubelet and kubeadm put on a node.
+    pub fn node_labels(&self, node: &KNode) -> BTreeMap<String, String> {
+        let mut l = BTreeMap::from([
+            ("kubernetes.io/arch".to_string(), "amd64".to_string()),
+            ("kubernetes.io/hostname".to_string(), node.name.clone()),
+            ("kubernetes.io/os".to_string(), "linux".to_string()),
+        ]);
+        if node.control_plane {
+            l.insert("node-role.kubernetes.io/control-plane".into(), String::new());
+            l.insert(
+                "node.kubernetes.io/exclude-from-external-load-balancers".into(),
+                String::new(),
+            );
+        }
+        l
     }
 
     /// The CNI DEL of a pod's sandbox: its address goes back to IPAM.
@@ -376,6 +472,10 @@ impl Cluster {
             .iter()
             .filter(|n| self.ready(&n.name))
             .filter(|n| !n.control_plane || pod.tolerates_control_plane)
+            .filter(|n| {
+                let labels = self.node_labels(n);
+                pod.node_selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+            })
             .min_by_key(|n| {
                 self.pods
                     .iter()
@@ -419,6 +519,7 @@ mod tests {
             host_network: false,
             image: String::new(),
             tolerates_control_plane: false,
+            node_selector: BTreeMap::new(),
         }
     }
 

@@ -5,13 +5,14 @@
 //!
 //! A command fabsim does not model is an error naming it, never silently skipped.
 
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
 use ipnet::Ipv4Net;
 
 use super::calico_datastore;
-use super::cluster::{Cluster, Owner, Pin, PodSpec};
+use super::cluster::{Cluster, Owner, Pin, PodSpec, Template};
 use crate::calico::autodetect::{HostFacts, HostIface};
 use crate::calico::install::Calico;
 use crate::dataplane::probe_source;
@@ -65,6 +66,8 @@ pub struct Context<'a> {
     pub now: u64,
     pub pins: &'a [Pin],
     pub stdin: Option<&'a str>,
+    /// Files the step's runbook wrote (`cat << EOF > NAME`), looked up before the disk.
+    pub files: &'a BTreeMap<String, String>,
     pub base: &'a Path,
 }
 
@@ -77,6 +80,9 @@ impl Context<'_> {
                 .stdin
                 .map(|t| (t.to_string(), "STDIN".to_string()))
                 .ok_or_else(|| "-f -: the step has no `stdin:`".to_string());
+        }
+        if let Some(text) = self.files.get(name) {
+            return Ok((text.clone(), name.to_string()));
         }
         let path = self.base.join(name);
         std::fs::read_to_string(&path)
@@ -261,6 +267,7 @@ fn system_pod(owner: Owner, component: Option<&str>, node: Option<&str>, host_ne
         host_network,
         image: String::new(),
         tolerates_control_plane: true,
+        node_selector: Default::default(),
     }
 }
 
@@ -346,7 +353,16 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         ["apply" | "create", "-f", url, ..] if crate::catalogue::manifest(url).is_some() => {
             apply_manifest(net, st, url, now)
         }
-        ["apply" | "create", "-f", file, ..] => calico_datastore::kubectl_apply(net, file, ctx),
+        ["apply" | "create", "-f", file, ..] => {
+            let (text, _) = ctx.read(file)?;
+            match pod_manifest(&text) {
+                Some(pod) => create_pod_from_manifest(net, pod, now),
+                None => calico_datastore::kubectl_apply(net, file, ctx),
+            }
+        }
+        ["patch", "deployment" | "deployments" | "deploy", name, rest @ ..] => {
+            patch_deployment(net, namespace, name, rest, now)
+        }
         ["patch", kind, name, rest @ ..] => calico_datastore::kubectl_patch(net, kind, name, rest),
         ["delete", kind, rest @ ..] if calico_datastore::is_calico_kind(kind) => {
             calico_datastore::kubectl_delete(net, kind, rest)
@@ -368,6 +384,134 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
             args.join(" ")
         )),
     }
+}
+
+/// `kubectl patch deployment NAME -p JSON`: the pod template's `nodeSelector` (merged key by
+/// key, `null` deletes) and `tolerations` (replaced, as a strategic merge replaces a list
+/// without a merge key) — what fabsim schedules by.
+fn patch_deployment(
+    net: &mut Network,
+    namespace: &str,
+    name: &str,
+    rest: &[&str],
+    now: u64,
+) -> Result<CommandOutcome, String> {
+    let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
+    let patch = flag(rest, "-p")
+        .or_else(|| flag(rest, "--patch"))
+        .ok_or("kubectl patch: give the patch with -p JSON")?;
+    let patch: serde_json::Value = match serde_json::from_str(patch) {
+        Ok(p) => p,
+        Err(e) => {
+            return Ok(CommandOutcome::failed(format!(
+                "error: unable to parse \"{patch}\": {e}\n"
+            )))
+        }
+    };
+    let Some(current) = cluster
+        .pods
+        .iter()
+        .find(|p| p.namespace == namespace && p.owner == Owner::Deployment(name.to_string()))
+        .map(|p| (p.node_selector.clone(), p.tolerates_control_plane))
+    else {
+        return Ok(CommandOutcome::failed(format!(
+            "Error from server (NotFound): deployments.apps \"{name}\" not found\n"
+        )));
+    };
+    let spec = patch.pointer("/spec/template/spec");
+    let mut node_selector = current.0;
+    if let Some(sel) = spec.and_then(|s| s.get("nodeSelector")).and_then(|v| v.as_object()) {
+        for (k, v) in sel {
+            match v.as_str() {
+                Some(v) => node_selector.insert(k.clone(), v.to_string()),
+                None => node_selector.remove(k),
+            };
+        }
+    }
+    let tolerates_control_plane = match spec.and_then(|s| s.get("tolerations")).and_then(|v| v.as_array()) {
+        Some(list) => list.iter().any(|t| {
+            let key = t.get("key").and_then(|k| k.as_str()).unwrap_or("");
+            let exists = t.get("operator").and_then(|o| o.as_str()) == Some("Exists");
+            let effect = t.get("effect").and_then(|e| e.as_str()).unwrap_or("");
+            (key == "node-role.kubernetes.io/control-plane" || (key.is_empty() && exists))
+                && (effect.is_empty() || effect == "NoSchedule")
+        }),
+        None => current.1,
+    };
+    let template = Template {
+        revision: 0,
+        node_selector,
+        tolerates_control_plane,
+    };
+    cluster.update_template(namespace, name, template, now);
+    Ok(CommandOutcome::ok(format!("deployment.apps/{name} patched\n")))
+}
+
+/// A `v1` Pod manifest: what fabsim reads of it (name, namespace, image, nodeName,
+/// nodeSelector, tolerations). None when the text is not a Pod.
+fn pod_manifest(text: &str) -> Option<Result<PodSpec, String>> {
+    let doc: serde_json::Value = serde_saphyr::from_str(text).ok()?;
+    if doc.get("kind").and_then(|k| k.as_str()) != Some("Pod") {
+        return None;
+    }
+    let str_at = |path: &str| doc.pointer(path).and_then(|v| v.as_str()).map(str::to_string);
+    let Some(name) = str_at("/metadata/name") else {
+        return Some(Err("Pod manifest: metadata.name is missing".into()));
+    };
+    let Some(image) = str_at("/spec/containers/0/image") else {
+        return Some(Err(format!("Pod {name}: spec.containers[0].image is missing")));
+    };
+    if crate::catalogue::image(&image).is_none() {
+        return Some(Err(format!(
+            "Pod {name}: image {image} is not one fabsim knows (catalogue/images.yaml has: {})",
+            crate::catalogue::names().join(", ")
+        )));
+    }
+    let node_selector = doc
+        .pointer("/spec/nodeSelector")
+        .and_then(|v| v.as_object())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let tolerates_control_plane = doc
+        .pointer("/spec/tolerations")
+        .and_then(|v| v.as_array())
+        .is_some_and(|l| {
+            l.iter()
+                .any(|t| t.get("key").and_then(|k| k.as_str()) == Some("node-role.kubernetes.io/control-plane"))
+        });
+    Some(Ok(PodSpec {
+        namespace: str_at("/metadata/namespace").unwrap_or_else(|| "default".into()),
+        owner: Owner::Bare,
+        name: Some(name),
+        node: str_at("/spec/nodeName"),
+        host_network: doc
+            .pointer("/spec/hostNetwork")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false),
+        image,
+        tolerates_control_plane,
+        node_selector,
+    }))
+}
+
+fn create_pod_from_manifest(
+    net: &mut Network,
+    spec: Result<PodSpec, String>,
+    now: u64,
+) -> Result<CommandOutcome, String> {
+    let spec = spec?;
+    let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
+    let name = spec.name.clone().unwrap_or_default();
+    if cluster.pod(&spec.namespace, &name).is_some() {
+        return Ok(CommandOutcome::ok(format!("pod/{name} unchanged\n")));
+    }
+    cluster.create_pod(spec, now);
+    cluster.reconcile(now);
+    Ok(CommandOutcome::ok(format!("pod/{name} created\n")))
 }
 
 fn apply_manifest(net: &mut Network, st: &State, url: &str, now: u64) -> Result<CommandOutcome, String> {
@@ -457,13 +601,13 @@ fn start_calico_nodes(net: &mut Network, st: &State, now: u64) -> Result<(), Str
     };
     let pod_subnet = cluster.pod_cidr;
     let mut result = Ok(());
-    let nodes: Vec<(String, DeviceId, Ipv4Addr)> = cluster
+    let nodes: Vec<(String, DeviceId, Ipv4Addr, BTreeMap<String, String>)> = cluster
         .nodes
         .iter()
-        .map(|n| (n.name.clone(), n.device, n.internal_ip))
+        .map(|n| (n.name.clone(), n.device, n.internal_ip, cluster.node_labels(n)))
         .collect();
     if let Some(calico) = cluster.calico.as_mut() {
-        for (node, dev, internal_ip) in nodes {
+        for (node, dev, internal_ip, labels) in nodes {
             if calico.is_started(&node) {
                 continue;
             }
@@ -483,7 +627,7 @@ fn start_calico_nodes(net: &mut Network, st: &State, now: u64) -> Result<(), Str
                 internal_ip: Some(internal_ip),
                 source_towards: &towards,
             };
-            if let Err(e) = calico.start_node(&node, &facts, pod_subnet, now) {
+            if let Err(e) = calico.start_node(&node, labels, &facts, pod_subnet, now) {
                 result = Err(format!("calico-node on {node}: {e}"));
                 break;
             }
@@ -535,6 +679,7 @@ fn kubectl_run(
             host_network: false,
             image: image.to_string(),
             tolerates_control_plane: false,
+            node_selector: Default::default(),
         },
         now,
     );

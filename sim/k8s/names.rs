@@ -20,9 +20,10 @@ fn safe_chars(seed: &str, n: usize) -> String {
         .collect()
 }
 
-/// A Deployment's pod template hash (the ReplicaSet name suffix, 10 characters).
-pub fn template_hash(namespace: &str, deployment: &str) -> String {
-    safe_chars(&format!("template/{namespace}/{deployment}"), 10)
+/// A Deployment's pod template hash (the ReplicaSet name suffix, 10 characters); each
+/// revision of the template has its own.
+pub fn template_hash(namespace: &str, deployment: &str, revision: u32) -> String {
+    safe_chars(&format!("template/{namespace}/{deployment}/{revision}"), 10)
 }
 
 /// The 5-character suffix of the `n`th pod a controller creates.
@@ -77,7 +78,8 @@ mod tests {
 
     #[test]
     fn generated_names_use_the_safe_alphabet() {
-        let h = super::template_hash("kube-system", "coredns");
+        let h = super::template_hash("kube-system", "coredns", 1);
+        assert_ne!(h, super::template_hash("kube-system", "coredns", 2));
         assert_eq!(h.len(), 10);
         assert!(h.bytes().all(|c| super::SAFE.contains(&c)));
         assert_ne!(super::pod_suffix("a", "b", 1), super::pod_suffix("a", "b", 2));

@@ -71,6 +71,9 @@ struct RawStep {
     run: Option<Spanned<String>>,
     /// What a `-f -` in `run:` reads (a heredoc or a pipe in the real runbook).
     stdin: Option<Spanned<String>>,
+    /// Files the runbook wrote on `on:` before its commands (`cat << EOF > NAME`), by name.
+    #[serde(default)]
+    files: OrderedMap<Spanned<String>>,
     /// Devices powered off and on again (`[all]`: every device of the topology).
     reboot: Option<Spanned<Vec<String>>>,
     /// State the references show but fabsim cannot derive, put in place directly.
@@ -198,6 +201,7 @@ pub enum Action {
         device: String,
         lines: Vec<(String, Span)>,
         stdin: Option<String>,
+        files: BTreeMap<String, String>,
     },
     /// Devices power-cycled (none listed: all of them).
     Reboot { devices: Vec<String> },
@@ -470,6 +474,12 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
             device: device("run")?,
             lines,
             stdin: rs.stdin.as_ref().map(|t| t.value.clone()),
+            files: rs
+                .files
+                .0
+                .iter()
+                .map(|(k, v)| (k.value.clone(), v.value.clone()))
+                .collect(),
         }
     } else {
         if let Some(o) = &rs.on {

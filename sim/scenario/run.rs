@@ -169,10 +169,16 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepRepo
     let before = engine.state().clone();
     let start_ms = engine.now_ms();
     let (change, warnings, commands) = match &step.action {
-        Action::Run { device, lines, stdin } => {
+        Action::Run {
+            device,
+            lines,
+            stdin,
+            files,
+        } => {
             let session = Session {
                 pins: &scn.pinned_pods,
                 stdin: stdin.as_deref(),
+                files,
                 base: &scn.base,
             };
             run_commands(engine, device, lines, &session, &step.span)?
@@ -225,6 +231,7 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepRepo
 struct Session<'a> {
     pins: &'a [Pin],
     stdin: Option<&'a str>,
+    files: &'a std::collections::BTreeMap<String, String>,
     base: &'a Path,
 }
 
@@ -252,6 +259,7 @@ fn run_commands(
                 now: engine.now_ms(),
                 pins: session.pins,
                 stdin: session.stdin,
+                files: session.files,
                 base: session.base,
             };
             let outcome = engine.reconfigure(|net| -> Result<k8s::CommandOutcome, InputError> {

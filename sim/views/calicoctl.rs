@@ -34,8 +34,11 @@ pub(crate) fn calicoctl(net: &Network, st: &State, dev: DeviceId, args: &[String
             Ok(get_bgpconfigs(calico))
         }
         ["get", kind, ..] if ["node", "nodes"].contains(kind) => Ok(get_nodes(calico, wide)),
+        ["get", kind, ..] if ["bgppeer", "bgppeers", "bgpp", "bgpps", "bp", "bps"].contains(kind) => {
+            Ok(get_bgppeers(calico))
+        }
         _ => Err(CommandError::new(format!(
-            "calicoctl {}: fabsim's calicoctl reads node status, ipam show|check, get ippool|bgpconfig|node",
+            "calicoctl {}: fabsim's calicoctl reads node status, ipam show|check, get ippool|bgpconfig|bgppeer|node",
             args.join(" ")
         ))),
     }
@@ -270,6 +273,26 @@ fn get_bgpconfigs(calico: &Calico) -> String {
             c.log_severity_screen.clone().unwrap_or_default(),
             c.node_to_node_mesh_enabled.map_or("-".into(), |b| b.to_string()),
             c.as_number.map_or("-".into(), |a| a.to_string()),
+        ]);
+    }
+    calicoctl_table(&rows)
+}
+
+/// `NAME PEERIP NODE ASN`: NODE is spec.node, else the node selector, else `(global)`
+/// (calico-reference.md §6.2).
+fn get_bgppeers(calico: &Calico) -> String {
+    let mut rows = vec![["NAME", "PEERIP", "NODE", "ASN"].map(String::from).to_vec()];
+    for p in calico.datastore.bgp_peers.values() {
+        let node = p
+            .node
+            .clone()
+            .or_else(|| p.node_selector.clone())
+            .unwrap_or_else(|| "(global)".into());
+        rows.push(vec![
+            p.name.clone(),
+            p.peer_ip.clone().unwrap_or_default(),
+            node,
+            p.as_number.to_string(),
         ]);
     }
     calicoctl_table(&rows)

@@ -8,9 +8,9 @@ use std::path::Path;
 use fabsim::scenario::{self, has_line, Run};
 use fabsim::views;
 
-/// The bundled seed-lab scenarios: the underlay stages, then the BGP stages (whose BIRD
-/// configurations are written out until fabsim renders them from Calico resources).
-pub const SEED_SCENARIOS: [&str; 2] = ["scenarios/seed-lab.yaml", "scenarios/seed-lab-bgp.yaml"];
+/// The bundled seed-lab scenario: every stage, the BGP ones on BIRD configurations confd
+/// renders from the Calico resources the runbook applies.
+pub const SEED_SCENARIOS: [&str; 1] = ["scenarios/seed-lab.yaml"];
 
 /// The seed-lab scenario that has `step`, replayed up to and including it.
 pub fn run_to(step: &str) -> Run {
