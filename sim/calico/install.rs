@@ -18,6 +18,7 @@ use super::confd::{self, RenderedBird};
 use super::datastore::{ApiGroup, BlockAffinity, Datastore, EncapMode, IpPool, Node};
 use super::ipam::{self, BlockAllocator, IpamError, Pool};
 use crate::diag::{Diagnostic, InputError, Span};
+use crate::model::Masquerade;
 
 /// One resource `apply` stored: kind, name and what happened (`created`, `configured`,
 /// `unchanged`).
@@ -420,6 +421,23 @@ impl Calico {
             .any(|p| !p.disabled && p.ipip_mode != EncapMode::Never)
     }
 
+    /// felix's natOutgoing rule (`felix/dataplane/linux/masq_mgr.go`): sources in any pool with
+    /// natOutgoing (the `cali40masq-ipam-pools` ipset), destinations outside every pool,
+    /// disabled ones included (`cali40all-ipam-pools`: the manager adds each pool's CIDR
+    /// whatever its state). No natOutgoing pool: the chain is empty (`NATOutgoingChain`).
+    pub fn nat_outgoing(&self) -> Option<Masquerade> {
+        let v4 = |p: &IpPool| match p.cidr {
+            IpNet::V4(n) => Some(n),
+            IpNet::V6(_) => None,
+        };
+        let pools = self.datastore.ip_pools.values();
+        let src: Vec<Ipv4Net> = pools.clone().filter(|p| p.nat_outgoing).filter_map(v4).collect();
+        (!src.is_empty()).then(|| Masquerade {
+            src,
+            not_dst: pools.filter_map(v4).collect(),
+        })
+    }
+
     /// The MTU felix gives workloads: 1500 less the largest enabled encapsulation overhead
     /// (IPIP 20, VXLAN 50; calico-reference.md §5, host MTU 1500).
     pub fn pod_mtu(&self, host_mtu: u32) -> u32 {
@@ -431,5 +449,30 @@ impl Calico {
         } else {
             host_mtu
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nat_outgoing_masquerades_its_pools_towards_outside_every_pool() {
+        let mut c = Calico::new("v3.25.0", BTreeMap::new());
+        assert_eq!(c.nat_outgoing(), None);
+        let pools = "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: a}\n\
+                     spec: {cidr: 10.66.0.0/16, natOutgoing: true}\n---\n\
+                     apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: b}\n\
+                     spec: {cidr: 10.77.0.0/16, disabled: true}\n";
+        c.apply_yaml(pools, "pools.yaml", 0).expect("valid pools");
+        let m = c.nat_outgoing().expect("a natOutgoing pool exists");
+        let ip = |s: &str| s.parse::<Ipv4Addr>().expect("address");
+        assert!(m.matches(ip("10.66.1.1"), ip("8.8.8.8")));
+        assert!(!m.matches(ip("10.66.1.1"), ip("10.66.2.1")), "pod to pod");
+        assert!(
+            !m.matches(ip("10.66.1.1"), ip("10.77.0.1")),
+            "a disabled pool is still a pool"
+        );
+        assert!(!m.matches(ip("10.77.0.1"), ip("8.8.8.8")), "b has no natOutgoing");
     }
 }

@@ -679,23 +679,35 @@ impl Walk<'_> {
         })
     }
 
-    /// `ip nat source dynamic access-list ACL overload`: rewrite the source of permitted
-    /// packets to the egress interface's address.
+    /// Source NAT on the way out of `egress`, by either mechanism a device has: EOS `ip nat
+    /// source dynamic access-list ACL overload` on the interface (the ACL permits the packet),
+    /// or a Linux MASQUERADE rule (felix's natOutgoing). Both rewrite the source to the egress
+    /// interface's address and keep the translation for the answer (`undo_nat`).
     fn apply_nat(&mut self, dev: DeviceId, egress: IfId, pkt: &mut Packet) {
         let (net, st) = (self.net, self.st);
-        let Some(acl_name) = &net.iface(egress).nat_overload_acl else {
-            return;
-        };
-        let Some(outside) = st.ifaces[egress.idx()].addr.map(|a| a.addr()) else {
-            return;
-        };
-        let permitted = net.device(dev).acls.get(acl_name).is_some_and(|acl| {
-            acl.entries
-                .iter()
-                .find(|e| e.src.contains(&pkt.src) && e.dst.contains(&pkt.dst))
-                .is_some_and(|e| e.action == AclAction::Permit)
+        let by_acl = net.iface(egress).nat_overload_acl.as_ref().is_some_and(|acl_name| {
+            net.device(dev).acls.get(acl_name).is_some_and(|acl| {
+                acl.entries
+                    .iter()
+                    .find(|e| e.src.contains(&pkt.src) && e.dst.contains(&pkt.dst))
+                    .is_some_and(|e| e.action == AclAction::Permit)
+            })
         });
-        if permitted && pkt.src != outside {
+        let by_masquerade = || {
+            net.device(dev)
+                .masquerade
+                .as_ref()
+                .is_some_and(|m| m.matches(pkt.src, pkt.dst))
+        };
+        if !(by_acl || by_masquerade()) {
+            return;
+        }
+        // MASQUERADE takes the address Linux would source from on that interface
+        // (`inet_select_addr`); an EOS NAT interface always has its own.
+        let Some(outside) = source_for(net, st, dev, egress) else {
+            return;
+        };
+        if pkt.src != outside {
             self.nat = Some(NatEntry {
                 iface: egress,
                 inside: pkt.src,

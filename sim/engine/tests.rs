@@ -21,6 +21,7 @@ fn switch(net: &mut Network, name: &str, boot_ms: u64, config: &str) -> DeviceId
         bird: None,
         acls: Default::default(),
         ip_forward: true,
+        masquerade: None,
         external: None,
         image: None,
         kubelet: None,

@@ -309,6 +309,7 @@ impl<'a> Builder<'a> {
             acls: BTreeMap::new(),
             // EOS always routes; hosts only when the topology says so.
             ip_forward: kind == DeviceKind::Eos,
+            masquerade: None,
             external: None,
             image: None,
             kubelet: None,

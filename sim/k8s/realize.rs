@@ -6,6 +6,7 @@
 //!   (calico-reference.md §5);
 //! - a node with an IPIP pool gets `tunl0` (MTU 1480 on a 1500 host) holding its tunnel
 //!   address as a /32;
+//! - felix's natOutgoing MASQUERADE rule (`Calico::nat_outgoing`) on every node;
 //! - each node runs the BIRD configuration confd renders from the datastore (`bird.cfg`,
 //!   `bird_aggr.cfg`, `bird_ipam.cfg`), through the same parser and BGP engine as a
 //!   hand-written one; BIRD reconfigures only when the rendered text changes.
@@ -66,6 +67,7 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
             net.interfaces[tunl0.idx()].admin_up = false;
             net.interfaces[tunl0.idx()].addr = AddrConfig::None;
         }
+        net.devices[dev.idx()].masquerade = calico.nat_outgoing();
         // felix owns every route through a cali* device (RemoveExternalRoutes).
         net.devices[dev.idx()]
             .statics
@@ -196,6 +198,7 @@ fn new_netns(net: &mut Network, ns: &str, name: &str, image: &str, ipip: bool) -
         bird: None,
         acls: BTreeMap::new(),
         ip_forward: false,
+        masquerade: None,
         external: None,
         image: (!image.is_empty()).then(|| image.to_string()),
         kubelet: None,

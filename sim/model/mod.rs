@@ -88,6 +88,8 @@ pub struct Device {
     pub acls: BTreeMap<String, Acl>,
     /// Linux `net.ipv4.ip_forward`; EOS always forwards.
     pub ip_forward: bool,
+    /// Linux: a MASQUERADE rule in the nat table's POSTROUTING (felix's natOutgoing).
+    pub masquerade: Option<Masquerade>,
     /// External networks only.
     pub external: Option<ExternalConfig>,
     /// A container of this image (`catalogue/images.yaml`): its tools and servers.
@@ -259,6 +261,23 @@ pub struct AclEntry {
     pub src: Ipv4Net,
     pub dst: Ipv4Net,
     pub span: Span,
+}
+
+/// A Linux `iptables -t nat -A POSTROUTING` MASQUERADE rule that matches a source set and the
+/// complement of a destination set: felix's `cali-nat-outgoing` rule `-m set --match-set
+/// cali40masq-ipam-pools src -m set ! --match-set cali40all-ipam-pools dst -j MASQUERADE`
+/// (Calico v3.25 `felix/rules/nat.go` `makeNATOutgoingRuleIPTables`). Matching packets leave
+/// with the egress interface's address as their source; conntrack un-NATs the answers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Masquerade {
+    pub src: Vec<Ipv4Net>,
+    pub not_dst: Vec<Ipv4Net>,
+}
+
+impl Masquerade {
+    pub fn matches(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+        self.src.iter().any(|n| n.contains(&src)) && !self.not_dst.iter().any(|n| n.contains(&dst))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

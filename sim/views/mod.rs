@@ -168,6 +168,7 @@ pub(crate) mod testnet {
                 bird: None,
                 acls: Default::default(),
                 ip_forward: kind == DeviceKind::Eos,
+                masquerade: None,
                 external: None,
                 image: None,
                 kubelet: None,

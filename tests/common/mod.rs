@@ -23,9 +23,19 @@ pub fn run_to(step: &str) -> Run {
     panic!("no bundled seed-lab scenario has a step {step}");
 }
 
+/// The scenario `file` replayed up to and including `step`.
+pub fn run_file(file: &str, step: &str) -> Run {
+    let opened = scenario::open(Path::new(file)).unwrap_or_else(|e| panic!("{e}"));
+    scenario::run(&opened, Some(step)).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The output of `command` on `device` after `step`.
 pub fn out(step: &str, device: &str, command: &str) -> String {
-    let run = run_to(step);
+    out_in(&run_to(step), device, command)
+}
+
+/// The output of `command` on `device` at the end of `run`.
+pub fn out_in(run: &Run, device: &str, command: &str) -> String {
     let net = run.engine.network();
     let dev = net
         .device_by_name(device)
@@ -55,7 +65,11 @@ pub fn command_output(step: &str, command: &str) -> String {
 
 /// What `tcpdump -n -i IFACE` on `device` shows after `step` while `from` pings `to` once.
 pub fn capture(step: &str, from: &str, to: &str, device: &str, iface: &str) -> String {
-    let run = run_to(step);
+    capture_in(&run_to(step), from, to, device, iface)
+}
+
+/// What `tcpdump -n -i IFACE` on `device` shows at the end of `run` while `from` pings `to` once.
+pub fn capture_in(run: &Run, from: &str, to: &str, device: &str, iface: &str) -> String {
     let (net, st) = (run.engine.network(), run.engine.state());
     let named = |name: &str| net.device_by_name(name).unwrap_or_else(|| panic!("no device {name}"));
     let dst = scenario::resolve_target(net, st, to).unwrap_or_else(|| panic!("no target {to}"));

@@ -676,18 +676,21 @@ fn fib_route(
                 // no such type yet, so the prefix is left to the other routes.
                 TableDest::Unreachable => return None,
             };
-            // Calico's BIRD: `krt_tunnel = "tunl0"` installs the route through that device with
-            // the same gateway (`via G dev tunl0 onlink`); "" leaves it as BIRD resolved it. The
-            // kernel refuses the route while the device does not exist.
-            if let Some(Value::Str(tunnel)) = exported
-                .attrs
-                .get("krt_tunnel")
-                .filter(|t| **t != Value::Str(String::new()))
-            {
-                let tunl = net.iface_by_name(dev, tunnel)?;
-                for nh in &mut nexthops {
-                    nh.iface = tunl;
-                }
+            // Calico's BIRD fork (projectcalico/bird `sysdep/linux/netlink.c` `nl_send_route`):
+            // a gateway route whose export set `krt_tunnel` to an existing device goes out of
+            // that device to the route's BGP next hop, `onlink` — not to the gateway `gateway
+            // recursive` resolved, so a node in another subnet is the tunnel's far end. An
+            // empty or unknown device name, a device route or a multipath route is installed
+            // as BIRD resolved it.
+            let tunnel = match exported.attrs.get("krt_tunnel") {
+                Some(Value::Str(name)) => net.iface_by_name(dev, name),
+                _ => None,
+            };
+            if let (Some(tunl), TableDest::Via(_), Some(gw)) = (tunnel, &best.dest, exported.bgp_next_hop) {
+                nexthops = vec![NextHop {
+                    via: Some(gw),
+                    iface: tunl,
+                }];
             }
             Some(Route {
                 prefix,

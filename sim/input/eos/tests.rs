@@ -37,6 +37,7 @@ pub(super) fn switch(name: &str) -> (Network, DeviceId) {
         bird: None,
         acls: BTreeMap::new(),
         ip_forward: true,
+        masquerade: None,
         external: None,
         image: None,
         kubelet: None,
