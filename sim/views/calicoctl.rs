@@ -33,6 +33,7 @@ pub(crate) fn calicoctl(net: &Network, st: &State, dev: DeviceId, args: &[String
         ["get", kind, ..] if ["bgpconfig", "bgpconfigs", "bgpconfiguration", "bgpconfigurations"].contains(kind) => {
             Ok(get_bgpconfigs(calico))
         }
+        ["get", kind, name, "-o", "yaml"] if ["node", "nodes"].contains(kind) => Ok(node_yaml(cluster, calico, name)),
         ["get", kind, ..] if ["node", "nodes"].contains(kind) => Ok(get_nodes(calico, wide)),
         ["get", kind, ..] if ["bgppeer", "bgppeers", "bgpp", "bgpps", "bp", "bps"].contains(kind) => {
             Ok(get_bgppeers(calico))
@@ -276,6 +277,42 @@ fn get_bgpconfigs(calico: &Calico) -> String {
         ]);
     }
     calicoctl_table(&rows)
+}
+
+/// `calicoctl get node NAME -o yaml`: the v3 Node as calicoctl shows it in the Kubernetes
+/// datastore (seed-lab.md s3a): the addresses (Calico's, then the Node's InternalIP), the BGP
+/// spec, the orchestrator reference and the podCIDRs.
+fn node_yaml(cluster: &Cluster, calico: &Calico, name: &str) -> String {
+    let Some(n) = calico.datastore.nodes.get(name) else {
+        return format!(
+            "Failed to get resources: resource does not exist: Node({name}) with error: nodes \"{name}\" not found\n"
+        );
+    };
+    let k8s = cluster.node(name);
+    let mut out =
+        format!("apiVersion: projectcalico.org/v3\nkind: Node\nmetadata:\n  name: {name}\nspec:\n  addresses:\n");
+    if let Some(a) = n.ipv4_address {
+        out.push_str(&format!("  - address: {a}\n    type: CalicoNodeIP\n"));
+    }
+    if let Some(k) = k8s {
+        out.push_str(&format!("  - address: {}\n    type: InternalIP\n", k.internal_ip));
+    }
+    out.push_str("  bgp:\n");
+    if let Some(asn) = n.as_number {
+        out.push_str(&format!("    asNumber: {asn}\n"));
+    }
+    if let Some(a) = n.ipv4_address {
+        out.push_str(&format!("    ipv4Address: {a}\n"));
+    }
+    if let Some(t) = n.ipv4_ipip_tunnel_addr {
+        out.push_str(&format!("    ipv4IPIPTunnelAddr: {t}\n"));
+    }
+    out.push_str(&format!("  orchRefs:\n  - nodeName: {name}\n    orchestrator: k8s\n"));
+    match k8s.and_then(|k| k.pod_cidr) {
+        Some(c) => out.push_str(&format!("status:\n  podCIDRs:\n  - {c}\n")),
+        None => out.push_str("status: {}\n"),
+    }
+    out
 }
 
 /// `NAME PEERIP NODE ASN`: NODE is spec.node, else the node selector, else `(global)`
