@@ -1096,10 +1096,14 @@ fn set_tunnel(slot: &mut Option<Ipv4Addr>, s: &str, at: Span, ctx: &mut Ctx) {
 /// A `projectcalico.org/v3` Node: its `spec.bgp` replaces the node's Calico BGP fields (what
 /// `calicoctl apply` writes into the KDD annotations).
 fn calico_node(node: &mut Node, spec: Option<Obj>, ctx: &mut Ctx) {
+    // `calicoctl apply` replaces the whole spec: what the new one omits is gone (the lab's
+    // k-master loses its ipv4IPIPTunnelAddr at s3a, seed-lab.md C51).
     node.ipv4_address = None;
     node.ipv6_address = None;
     node.as_number = None;
     node.route_reflector_cluster_id = None;
+    node.ipv4_ipip_tunnel_addr = None;
+    node.ipv4_vxlan_tunnel_addr = None;
     let Some(mut s) = spec else {
         return;
     };
