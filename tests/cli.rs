@@ -128,7 +128,10 @@ fn bad_scenarios_exit_2_with_their_message() {
         let o = fabsim(&["run", &f]);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{f}: {stderr}");
-        assert!(stderr.contains(expected.trim_end()), "{f}: expected\n{expected}\ngot\n{stderr}");
+        assert!(
+            stderr.contains(expected.trim_end()),
+            "{f}: expected\n{expected}\ngot\n{stderr}"
+        );
     }
 }
 
