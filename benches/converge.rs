@@ -1,9 +1,15 @@
-//! Criterion benchmarks: convergence of the bundled seed lab, full scenario replays (underlay
-//! and BGP stages), and a ping over a converged state. Results and the machine go in BENCHMARKS.md.
+//! Criterion benchmarks: convergence of the bundled seed lab, full scenario replays (the seed
+//! lab's runbook from the underlay through kubeadm, Calico, the pool migration and the reboot;
+//! the BGP stages), a ping over a converged state, and Calico's IPAM and confd at a scale the
+//! lab does not reach. Results and the machine go in BENCHMARKS.md.
 
+use std::net::Ipv4Addr;
 use std::path::Path;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use fabsim::calico::confd;
+use fabsim::calico::datastore::Node;
+use fabsim::calico::install::Calico;
 use fabsim::dataplane::{probe, ProbeKind};
 use fabsim::engine::converge;
 use fabsim::scenario;
@@ -13,7 +19,7 @@ fn seed_lab(c: &mut Criterion) {
     c.bench_function("converge seed-lab topology", |b| b.iter(|| converge(topo.net.clone())));
 
     let scn = scenario::open(Path::new("scenarios/seed-lab.yaml")).expect("scenario");
-    c.bench_function("replay seed-lab scenario", |b| {
+    c.bench_function("replay seed-lab scenario (s0-s2)", |b| {
         b.iter(|| scenario::run(&scn, None).expect("run"))
     });
 
@@ -31,5 +37,67 @@ fn seed_lab(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, seed_lab);
+const POOL: &str = "apiVersion: crd.projectcalico.org/v1\nkind: IPPool\nmetadata:\n  name: pods\nspec:\n  cidr: 10.64.0.0/10\n  blockSize: 26\n  ipipMode: Always\n";
+
+/// Calico with the pool applied and `n` Nodes (each with a BGP address), as calico-node leaves
+/// the datastore before any pod exists.
+fn calico_with_nodes(n: u32) -> Calico {
+    let mut calico = Calico::new("v3.25.0", Default::default());
+    calico.apply_yaml(POOL, "pool.yaml", 0).expect("pool");
+    for i in 0..n {
+        let name = format!("node-{i}");
+        let addr = Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 0, 0, 0)) + i + 1);
+        calico.datastore.nodes.insert(
+            name.clone(),
+            Node {
+                name,
+                ipv4_address: Some(ipnet::Ipv4Net::new(addr, 16).expect("net")),
+                ..Node::default()
+            },
+        );
+    }
+    calico
+}
+
+fn calico(c: &mut Criterion) {
+    // The CNI path alone: every AutoAssign claims or finds the node's block and keeps the
+    // BlockAffinities in step (the engine, views and confd are not involved).
+    let (nodes, pods) = (1000, 8);
+    c.bench_function("calico assign 1000 nodes x 8 pods", |b| {
+        b.iter_batched(
+            || calico_with_nodes(0),
+            |mut calico| {
+                for n in 0..nodes {
+                    let node = format!("node-{n}");
+                    for p in 0..pods {
+                        calico
+                            .assign(&node, &format!("k8s-pod-network.{n}-{p}"), 0)
+                            .expect("assign");
+                    }
+                }
+                calico
+            },
+            BatchSize::LargeInput,
+        )
+    });
+
+    // confd for one node of a 100-node full mesh, each node with its tunnel address's block.
+    let mut mesh = calico_with_nodes(100);
+    for n in 0..100 {
+        let node = format!("node-{n}");
+        let tunnel = mesh
+            .assign(&node, &format!("ipip-tunnel-addr-{node}"), 0)
+            .expect("tunnel");
+        if let Some(entry) = mesh.datastore.nodes.get_mut(&node) {
+            entry.ipv4_ipip_tunnel_addr = Some(tunnel);
+        }
+    }
+    let peers = confd::render(&mesh.datastore, "node-0").expect("render").bird_cfg;
+    assert_eq!(peers.matches("protocol bgp Mesh_").count(), 99, "a full mesh");
+    c.bench_function("confd render node-0 of a 100-node mesh", |b| {
+        b.iter(|| confd::render(&mesh.datastore, "node-0").expect("render"))
+    });
+}
+
+criterion_group!(benches, seed_lab, calico);
 criterion_main!(benches);

@@ -369,8 +369,9 @@ impl Calico {
             .ipam
             .as_mut()
             .ok_or_else(|| IpamError::NoPools { node: node.into() })?;
+        let claimed = ipam.claims().len();
         let addr = ipam.auto_assign(node, handle)?;
-        self.sync_affinities(now);
+        self.sync_affinities(claimed, now);
         Ok(addr)
     }
 
@@ -380,10 +381,12 @@ impl Calico {
         ipam.release(IpAddr::V4(addr))
     }
 
-    /// A BlockAffinity per affinity IPAM holds, as IPAM writes them when it claims (`confirmed`).
-    fn sync_affinities(&mut self, now: u64) {
+    /// A BlockAffinity for each block IPAM claimed since it had `from` claims, as IPAM writes
+    /// them when it claims (`confirmed`). Claiming is the only way IPAM gains an affinity, so
+    /// only new claims need syncing (all affinities on every assignment was quadratic).
+    fn sync_affinities(&mut self, from: usize, now: u64) {
         let Some(ipam) = &self.ipam else { return };
-        for (node, cidr) in ipam.affinities() {
+        for (node, cidr) in ipam.claims().iter().skip(from) {
             let name = ipam::affinity_name(node, *cidr);
             self.created.entry(format!("BlockAffinity/{name}")).or_insert(now);
             self.datastore

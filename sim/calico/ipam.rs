@@ -392,10 +392,13 @@ impl BlockAllocator {
 
     /// `node`'s affine blocks in the order Calico lists them (by BlockAffinity name).
     pub fn blocks_of(&self, node: &str) -> Vec<IpNet> {
+        // The set is ordered by node first, so the node's affinities are one range (a scan of
+        // every node's would make each assignment linear in the cluster size).
+        let first = (node.to_owned(), IpNet::V4(ipnet::Ipv4Net::default()));
         let mut mine: Vec<IpNet> = self
             .affinities
-            .iter()
-            .filter(|(n, _)| n == node)
+            .range(first..)
+            .take_while(|(n, _)| n == node)
             .map(|(_, b)| *b)
             .collect();
         mine.sort_by_key(|b| affinity_name(node, *b));
@@ -458,9 +461,16 @@ impl BlockAllocator {
 
     /// Release an allocated address; its ordinal goes to the end of its block's list.
     pub fn release(&mut self, addr: IpAddr) -> Result<String, IpamError> {
+        // The first block in CIDR order that contains `addr` (blocks of different sizes can
+        // overlap after a pool change) is the one with the shortest prefix: look each prefix
+        // length up instead of scanning every block.
+        let max = IpNet::from(addr).max_prefix_len();
+        let cidr = (0..=max)
+            .filter_map(|len| IpNet::new(addr, len).ok().map(|n| n.trunc()))
+            .find(|c| self.blocks.contains_key(c))
+            .ok_or(IpamError::NotAllocated(addr))?;
         self.blocks
-            .values_mut()
-            .find(|b| b.cidr().contains(&addr))
+            .get_mut(&cidr)
             .ok_or(IpamError::NotAllocated(addr))?
             .release(addr)
     }
@@ -669,6 +679,24 @@ mod tests {
         }
         let e = a.auto_assign("node-1", "last").expect_err("exhausted");
         assert_eq!(e.to_string(), "No IPs available in pools: [10.1.2.0/26]");
+    }
+
+    /// A node's blocks are its own even when another node's name extends it; release finds
+    /// an address's block among many.
+    #[test]
+    fn per_node_lookup_and_release() {
+        let mut a = BlockAllocator::new(vec![pool("10.0.0.0/16", 26)]);
+        let mut addrs = Vec::new();
+        for node in ["n1", "n", "m", "n10"] {
+            addrs.push(a.auto_assign(node, &format!("h-{node}")).expect("assign"));
+        }
+        for node in ["n1", "n", "m", "n10"] {
+            assert_eq!(a.blocks_of(node).len(), 1, "{node}");
+        }
+        assert_eq!(a.release(addrs[1]), Ok("h-n".to_owned()));
+        assert_eq!(a.release(addrs[1]), Err(IpamError::NotAllocated(addrs[1])));
+        let outside = "10.1.0.1".parse().expect("addr");
+        assert_eq!(a.release(outside), Err(IpamError::NotAllocated(outside)));
     }
 
     #[test]
