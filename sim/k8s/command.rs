@@ -42,6 +42,9 @@ impl CommandOutcome {
     }
 }
 
+/// The largest file `-f FILE` reads (a manifest is kilobytes; this is a guard, not a format rule).
+const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+
 /// `kubeadm init`'s default `--service-cidr`.
 const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/12";
 
@@ -85,6 +88,15 @@ impl Context<'_> {
             return Ok((text.clone(), name.to_string()));
         }
         let path = self.base.join(name);
+        // Only regular files of a sane size: `-f /dev/zero` must not hang the rehearsal.
+        let meta = std::fs::metadata(&path)
+            .map_err(|e| format!("error: the path \"{name}\" cannot be read ({}: {e})", path.display()))?;
+        if !meta.is_file() || meta.len() > MAX_MANIFEST_BYTES {
+            return Err(format!(
+                "error: the path \"{name}\" is not a regular file of at most {} MiB",
+                MAX_MANIFEST_BYTES >> 20
+            ));
+        }
         std::fs::read_to_string(&path)
             .map(|t| (t, name.to_string()))
             .map_err(|e| format!("error: the path \"{name}\" cannot be read ({}: {e})", path.display()))
