@@ -273,6 +273,8 @@ fn c23() {
         &out("s1", "test-pod", "ip a"),
         &["inet 10.66.122.194/32 scope global eth0", "mtu 1480"],
     );
+    // The issue names the lab's pod `default/test-pod`: the same namespace.
+    assert_eq!(out("s1", "default/test-pod", "ip a"), out("s1", "test-pod", "ip a"));
 }
 
 /// C24 (s1, k-w3): `ip r get 10.66.207.66` → `10.66.207.66 via 10.0.137.15 dev tunl0 src 10.66.122.192 uid 1000`

@@ -320,11 +320,19 @@ impl Network {
     pub fn iface(&self, id: IfId) -> &Interface {
         &self.interfaces[id.idx()]
     }
+    /// A device by its name; a pod also by `NAMESPACE/NAME` (its network namespace).
     pub fn device_by_name(&self, name: &str) -> Option<DeviceId> {
-        self.devices
+        let by_name = self
+            .devices
             .iter()
             .position(|d| d.name == name)
-            .map(|i| DeviceId(i as u32))
+            .map(|i| DeviceId(i as u32));
+        by_name.or_else(|| {
+            let (ns, pod) = name.split_once('/')?;
+            let cluster = self.cluster.as_deref()?;
+            cluster.pod(ns, pod)?;
+            cluster.netns.get(&(ns.to_string(), pod.to_string())).map(|n| n.device)
+        })
     }
     /// Case-insensitive interface lookup on one device (EOS accepts `ethernet4`, `Et4`, …
     /// through `input::eos::canonical_interface`; this only matches full names).
