@@ -98,15 +98,15 @@ fn seed_lab_scenario_runs_green() {
     assert!(stdout.contains(" 0 failed"), "{stdout}");
 }
 
-/// Each file in tests/bad/ is rejected with exit code 2 and the message in its `.expected`.
-#[test]
-fn bad_inputs_exit_2_with_their_message() {
-    let bad = yaml_files("tests/bad");
-    assert!(bad.len() >= 10, "at least ten bad-input files");
+/// Every YAML file in `dir` makes `fabsim SUBCOMMAND FILE` exit 2 with the message in its
+/// `.expected` next to it.
+fn each_rejected_with_its_message(dir: &str, subcommand: &str, at_least: usize) {
+    let bad = yaml_files(dir);
+    assert!(bad.len() >= at_least, "at least {at_least} bad-input files in {dir}");
     for f in &bad {
         let f = rel(f);
         let expected = std::fs::read_to_string(Path::new(&f).with_extension("expected")).expect("expected file");
-        let o = fabsim(&["routes", &f]);
+        let o = fabsim(&[subcommand, &f]);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{f}: {stderr}");
         assert!(
@@ -116,23 +116,17 @@ fn bad_inputs_exit_2_with_their_message() {
     }
 }
 
+/// Each file in tests/bad/ is rejected with exit code 2 and the message in its `.expected`.
+#[test]
+fn bad_inputs_exit_2_with_their_message() {
+    each_rejected_with_its_message("tests/bad", "routes", 10);
+}
+
 /// Each scenario in tests/bad-scenarios/ stops with exit code 2 and the message in its
 /// `.expected`, naming the file, line and column of the runbook line at fault.
 #[test]
 fn bad_scenarios_exit_2_with_their_message() {
-    let bad = yaml_files("tests/bad-scenarios");
-    assert!(bad.len() >= 2, "bad scenario files");
-    for f in &bad {
-        let f = rel(f);
-        let expected = std::fs::read_to_string(Path::new(&f).with_extension("expected")).expect("expected file");
-        let o = fabsim(&["run", &f]);
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{f}: {stderr}");
-        assert!(
-            stderr.contains(expected.trim_end()),
-            "{f}: expected\n{expected}\ngot\n{stderr}"
-        );
-    }
+    each_rejected_with_its_message("tests/bad-scenarios", "run", 2);
 }
 
 #[test]

@@ -177,6 +177,17 @@ fn preflight(net: &Network, dev: DeviceId) -> Option<CommandOutcome> {
     ))
 }
 
+/// The kubeadm/kubelet a host has, or why `kubeadm` cannot run there.
+fn kubelet_of(net: &Network, dev: DeviceId) -> Result<crate::model::Kubelet, String> {
+    let d = net.device(dev);
+    d.kubelet.clone().ok_or_else(|| {
+        format!(
+            "{} has no kubeadm (declare it `kind: k8s-node` with `kubelet:`)",
+            d.name
+        )
+    })
+}
+
 /// The node name kubelet registers: the hostname, lower-cased.
 fn node_name(net: &Network, dev: DeviceId) -> String {
     let d = net.device(dev);
@@ -184,11 +195,11 @@ fn node_name(net: &Network, dev: DeviceId) -> String {
 }
 
 /// kubelet's InternalIP: the configured one, else the address of the default route's interface.
-fn internal_ip(net: &Network, st: &State, dev: DeviceId) -> Option<Ipv4Addr> {
-    let kubelet = net.device(dev).kubelet.as_ref()?;
-    kubelet
-        .node_ip
+fn internal_ip(net: &Network, st: &State, dev: DeviceId) -> Result<Ipv4Addr, String> {
+    let configured = net.device(dev).kubelet.as_ref().and_then(|k| k.node_ip);
+    configured
         .or_else(|| probe_source(net, st, dev, Ipv4Addr::new(8, 8, 8, 8)))
+        .ok_or_else(|| format!("{} has no address for kubelet to register", net.device(dev).name))
 }
 
 fn kubeadm_init(
@@ -199,12 +210,7 @@ fn kubeadm_init(
     now: u64,
     pins: &[Pin],
 ) -> Result<CommandOutcome, String> {
-    let name = net.device(dev).name.clone();
-    let kubelet = net
-        .device(dev)
-        .kubelet
-        .clone()
-        .ok_or_else(|| format!("{name} has no kubeadm (declare it `kind: k8s-node` with `kubelet:`)"))?;
+    let kubelet = kubelet_of(net, dev)?;
     if net.cluster.is_some() {
         return Ok(CommandOutcome::failed(
             "[preflight] Running pre-flight checks\n\
@@ -226,7 +232,7 @@ fn kubeadm_init(
     };
     let pod_cidr = cidr("--pod-network-cidr", None)?;
     let service_cidr = cidr("--service-cidr", Some(DEFAULT_SERVICE_CIDR))?.unwrap_or_default();
-    let ip = internal_ip(net, st, dev).ok_or_else(|| format!("{name} has no address for kubelet to register"))?;
+    let ip = internal_ip(net, st, dev)?;
     let endpoint = match flag(args, "--control-plane-endpoint") {
         Some(e) if e.contains(':') => e.to_string(),
         Some(e) => format!("{e}:6443"),
@@ -290,12 +296,7 @@ fn kubeadm_join(
     args: &[&str],
     now: u64,
 ) -> Result<CommandOutcome, String> {
-    let name = net.device(dev).name.clone();
-    let kubelet = net
-        .device(dev)
-        .kubelet
-        .clone()
-        .ok_or_else(|| format!("{name} has no kubeadm (declare it `kind: k8s-node` with `kubelet:`)"))?;
+    let kubelet = kubelet_of(net, dev)?;
     let target = args.first().copied().unwrap_or("");
     let Some(cluster) = net.cluster.as_deref() else {
         return Ok(CommandOutcome::failed(format!(
@@ -322,7 +323,7 @@ fn kubeadm_join(
     if let Some(failed) = preflight(net, dev) {
         return Ok(failed);
     }
-    let ip = internal_ip(net, st, dev).ok_or_else(|| format!("{name} has no address for kubelet to register"))?;
+    let ip = internal_ip(net, st, dev)?;
     let mut cluster = net.cluster.take().ok_or("no cluster")?;
     cluster.add_node(&node, dev, ip, false, &kubelet.version, now);
     cluster.create_pod(
