@@ -32,11 +32,13 @@ fuzz_target!(|data: &[u8]| {
     let (net, st, dev) = cluster();
     if fabsim::k8s::is_change(line) {
         let mut net = net.clone();
+        let files = std::collections::BTreeMap::new();
         let ctx = fabsim::k8s::Context {
             now: 3_600_000,
             pins: &[],
             stdin,
             // No files: `-f NAME` fails to read rather than touching the checkout.
+            files: &files,
             base: Path::new("/nonexistent"),
         };
         if fabsim::k8s::run_line(&mut net, st, *dev, line, &ctx).is_ok() {
