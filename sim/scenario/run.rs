@@ -168,26 +168,7 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepRepo
     }
     let before = engine.state().clone();
     let start_ms = engine.now_ms();
-    let (change, warnings, commands) = match &step.action {
-        Action::Run {
-            device,
-            lines,
-            stdin,
-            files,
-        } => {
-            let session = Session {
-                pins: &scn.pinned_pods,
-                stdin: stdin.as_deref(),
-                files,
-                base: &scn.base,
-            };
-            run_commands(engine, device, lines, &session, &step.span)?
-        }
-        _ => {
-            let (change, warnings) = apply(engine, step)?;
-            (change, warnings, Vec::new())
-        }
-    };
+    let (change, warnings, commands) = apply(engine, step, scn)?;
     let (settled_ms, quiet, mut findings) = match step.action {
         Action::Wait { ms } => {
             engine.advance(ms);
@@ -241,7 +222,7 @@ fn run_commands(
     lines: &[(String, Span)],
     session: &Session<'_>,
     step_span: &Span,
-) -> Result<(String, Vec<Diagnostic>, Vec<CommandRecord>), InputError> {
+) -> Result<Applied, InputError> {
     let dev = device_of(engine.network(), device, step_span)?;
     if engine.network().device(dev).kind != DeviceKind::Linux {
         return Err(Diagnostic::error(
@@ -297,10 +278,37 @@ fn device_of(net: &Network, name: &str, span: &Span) -> Result<DeviceId, Diagnos
 }
 
 /// Apply a step's change to the engine's model. Returns a one-line description and warnings.
-fn apply(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnostic>), InputError> {
+/// Apply a step's change: a one-line description, warnings, and the transcript of its
+/// runbook commands (if it has any).
+fn apply(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<Applied, InputError> {
+    if let Action::Run {
+        device,
+        lines,
+        stdin,
+        files,
+    } = &step.action
+    {
+        let session = Session {
+            pins: &scn.pinned_pods,
+            stdin: stdin.as_deref(),
+            files,
+            base: &scn.base,
+        };
+        return run_commands(engine, device, lines, &session, &step.span);
+    }
+    let (change, warnings) = apply_config(engine, step)?;
+    Ok((change, warnings, Vec::new()))
+}
+
+/// What applying a step gave: its description, warnings, and command transcripts.
+type Applied = (String, Vec<Diagnostic>, Vec<CommandRecord>);
+
+/// A change that is not a runbook command: configuration, files, time, power, scripted facts.
+fn apply_config(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnostic>), InputError> {
     match &step.action {
         Action::Checkpoint => Ok(("no change (checkpoint)".into(), Vec::new())),
-        Action::Run { .. } => Ok(("runbook commands".into(), Vec::new())),
+        // `apply` runs runbook commands itself; nothing reaches here with one.
+        Action::Run { .. } => Ok((String::new(), Vec::new())),
         Action::Inject { ipam } => {
             let now = engine.now_ms();
             let warnings = engine.reconfigure(|net| {

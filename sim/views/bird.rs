@@ -163,15 +163,7 @@ pub(crate) fn birdcl(
             "fabsim: interactive {tool} is not modelled; give the command as arguments ({tool} show route)"
         )));
     };
-    let mut b = Bird {
-        net,
-        st,
-        dev,
-        daemon,
-        view,
-        protos: Vec::new(),
-    };
-    b.protos = b.protocols();
+    let b = Bird::new(net, st, dev, daemon, view);
     match expand(first, TOP)? {
         "show" => {
             let (sub, rest) = rest
@@ -199,15 +191,7 @@ pub(crate) fn calico_node_status(net: &Network, st: &State, dev: DeviceId) -> Re
     let (Some(daemon), Some(view)) = (daemon, view) else {
         return Ok("Calico process is not running.\n".into());
     };
-    let mut b = Bird {
-        net,
-        st,
-        dev,
-        daemon,
-        view,
-        protos: Vec::new(),
-    };
-    b.protos = b.protocols();
+    let b = Bird::new(net, st, dev, daemon, view);
     let mut rows: Vec<[String; 5]> = Vec::new();
     for p in &b.protos {
         let kind = [
@@ -318,6 +302,20 @@ fn pattern_match(pat: &[u8], s: &[u8]) -> bool {
 }
 
 impl<'a> Bird<'a> {
+    /// BIRD on `dev`, with its protocols listed once in configuration order.
+    fn new(net: &'a Network, st: &'a State, dev: DeviceId, daemon: &'a BirdDaemon, view: &'a BgpView) -> Self {
+        let mut b = Bird {
+            net,
+            st,
+            dev,
+            daemon,
+            view,
+            protos: Vec::new(),
+        };
+        b.protos = b.protocols();
+        b
+    }
+
     /// BIRD's start: fabsim has no separate daemon start time, so the host's boot is used.
     fn boot_ms(&self) -> u64 {
         self.net.devices.get(self.dev.idx()).map_or(0, |d| d.boot_ms)
