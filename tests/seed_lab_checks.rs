@@ -10,7 +10,7 @@
 //! padding); `...` stands for any text, as in the reference's table.
 
 mod common;
-use common::{assert_has, capture, command_output, out};
+use common::{assert_has, capture, command_output, out, watched_ping};
 
 /// C01 (s0, k-master): `ping 10.0.11.0` → `64 bytes from 10.0.11.0: icmp_seq=1 ttl=64`
 #[test]
@@ -867,25 +867,48 @@ fn c69() {
 
 /// C70 (s6, k-master): `kubectl rollout status daemonset/calico-node -n kube-system` → `daemon set "calico-node" successfully rolled out`
 #[test]
-#[ignore = "`kubectl rollout restart|status daemonset/calico-node` is not modelled yet (issue #5)"]
 fn c70() {
-    assert_has(
-        &out(
-            "s6",
-            "k-master",
-            "kubectl rollout status daemonset/calico-node -n kube-system",
-        ),
-        &["daemon set \"calico-node\" successfully rolled out"],
+    let text = command_output(
+        "s6-rollout",
+        "kubectl rollout status daemonset/calico-node -n kube-system",
+    );
+    // The seed's whole transcript (L2100-2108): two updates per node, then availability.
+    assert_eq!(
+        text,
+        [1, 1, 2, 2, 3, 3]
+            .iter()
+            .map(|n| format!(
+                "Waiting for daemon set \"calico-node\" rollout to finish: {n} out of 4 new pods have been updated...\n"
+            ))
+            .chain([
+                "Waiting for daemon set \"calico-node\" rollout to finish: 3 of 4 updated pods are available...\n"
+                    .to_string(),
+                "daemon set \"calico-node\" successfully rolled out\n".to_string(),
+            ])
+            .collect::<String>()
     );
 }
 
 /// C71 (s6, client): `ping 10.66.111.1` during rollout` → a contiguous run of `From 10.4.44.0 icmp_seq=N Destination Net Unreachable` (seed: 57-61, ~5 s), then `ttl=60` again
 #[test]
-#[ignore = "the client's ping during the calico-node rollout needs the rollout (issue #5) and `during:` expectations"]
 fn c71() {
-    assert_has(
-        &out("s6", "client", "ping 10.66.111.1` during rollout"),
-        &["From 10.4.44.0 icmp_seq=N Destination Net Unreachable", "ttl=60"],
+    let text = watched_ping("s6-rollout", "client", "10.66.111.1");
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("icmp_seq=")).collect();
+    let lost: Vec<usize> = (0..lines.len())
+        .filter(|i| lines[*i].starts_with("From 10.4.44.0 ") && lines[*i].ends_with("Destination Net Unreachable"))
+        .collect();
+    assert!(!lost.is_empty(), "no Net Unreachable during the rollout:\n{text}");
+    let (first, last) = (lost[0], lost[lost.len() - 1]);
+    assert_eq!(last - first + 1, lost.len(), "one contiguous run:\n{text}");
+    // ~5 s at one probe a second, as the seed's icmp_seq 57-61.
+    assert!((4..=6).contains(&lost.len()), "{} probes lost:\n{text}", lost.len());
+    assert!(lines[first - 1].contains("ttl=60"), "replies before:\n{text}");
+    assert!(lines[last + 1].contains("ttl=60"), "ttl=60 again after:\n{text}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("ttl=60") || l.contains("Net Unreachable")),
+        "{text}"
     );
 }
 

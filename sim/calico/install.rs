@@ -87,6 +87,13 @@ impl Calico {
         self.started_at(node).is_some()
     }
 
+    /// calico-node's container on `node` is killed: its BIRD stops, and what confd rendered
+    /// is gone with it (the next start renders and starts BIRD afresh).
+    pub fn stop_node(&mut self, node: &str) {
+        self.started.retain(|(n, _)| n != node);
+        self.rendered.remove(node);
+    }
+
     /// When calico-node started on `node` (the node's CNI became ready).
     pub fn started_at(&self, node: &str) -> Option<u64> {
         self.started.iter().find(|(n, _)| n == node).map(|(_, t)| *t)

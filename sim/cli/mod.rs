@@ -392,6 +392,17 @@ fn print_step(s: &StepReport, out: &mut String) {
     for f in &s.findings {
         out.push_str(&format!("  FINDING {f}\n"));
     }
+    for f in &s.flows {
+        let verdict = match f.outages.as_slice() {
+            [] => "no probe lost".to_string(),
+            os => os
+                .iter()
+                .map(|o| scenario::describe_outage(o, f.interval_ms))
+                .collect::<Vec<_>>()
+                .join("; "),
+        };
+        out.push_str(&format!("  ping {} -> {}: {verdict}\n", f.from, f.to));
+    }
     if s.route_changes.is_empty() {
         out.push_str("  routes: no change\n");
     } else {
@@ -403,6 +414,7 @@ fn print_step(s: &StepReport, out: &mut String) {
     for c in &s.checks {
         let when = match c.when {
             When::Before => "before",
+            When::During => "during",
             When::After => "after ",
         };
         let verdict = if c.ok { "ok  " } else { "FAIL" };

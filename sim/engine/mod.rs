@@ -82,6 +82,10 @@ pub struct Engine {
     /// External-LSA changes per prefix during the current run (oscillation detection).
     flips: BTreeMap<ipnet::Ipv4Net, u32>,
     findings: Vec<String>,
+    /// When the current convergence run gives up (`begin_run`).
+    deadline: u64,
+    /// Prefixes found oscillating in the current run (each reported once).
+    oscillating: std::collections::BTreeSet<ipnet::Ipv4Net>,
     bgp: bgp::Bgp,
     ospf: ospf::Ospf,
     state: State,
@@ -103,6 +107,8 @@ impl Engine {
             routes_changed: 0,
             flips: BTreeMap::new(),
             findings: Vec::new(),
+            deadline: MAX_RUN_MS,
+            oscillating: Default::default(),
             bgp: bgp::Bgp::default(),
         };
         e.state.ifaces = vec![IfState::default(); e.net.interfaces.len()];
@@ -176,28 +182,58 @@ impl Engine {
 
     /// Run until nothing has changed for a dead interval and no one-shot timer is pending.
     pub fn run_until_quiet(&mut self) -> Convergence {
-        let deadline = self.now + MAX_RUN_MS;
+        self.begin_run();
+        self.run_until_quiet_or(u64::MAX)
+            .expect("without a stop time the run ends quiet, oscillating or at its deadline")
+    }
+
+    /// Start a convergence run: forget the previous run's flaps and findings and set its
+    /// deadline (`MAX_RUN_MS` of virtual time from now).
+    pub fn begin_run(&mut self) {
+        self.deadline = self.now.saturating_add(MAX_RUN_MS);
         self.flips.clear();
+        self.oscillating.clear();
         self.findings.clear();
         self.bgp.findings.clear();
+    }
+
+    /// Continue the run begun by [`Engine::begin_run`] until it ends (quiet, oscillating, or
+    /// at its deadline: `Some`) or virtual time reaches `stop_at` first (`None`, with the
+    /// clock at `stop_at`). Lets a caller act at given times (a controller's next action, a
+    /// ping's next probe) while the network converges, without changing what it converges to.
+    pub fn run_until_quiet_or(&mut self, stop_at: u64) -> Option<Convergence> {
         loop {
-            if let Some(f) = self.oscillation() {
-                self.findings.push(f);
-                return self.convergence(false);
+            if let Some((prefix, f)) = self.oscillation() {
+                // A caller that keeps time running (a rollout still going) meets the same
+                // oscillation again: report it once per run.
+                if self.oscillating.insert(prefix) {
+                    self.findings.push(f);
+                }
+                return Some(self.convergence(false));
             }
-            let Some(Reverse((t, _, ev))) = self.queue.peek() else {
-                self.now = self.now.max(self.last_change + QUIET_MS);
-                return self.convergence(true);
-            };
             let quiet_at = self.last_change + QUIET_MS;
-            if self.one_shot_pending == 0 && ev.is_periodic() && *t > quiet_at {
+            let Some(Reverse((t, _, ev))) = self.queue.peek() else {
+                if quiet_at <= stop_at {
+                    self.now = self.now.max(quiet_at);
+                    return Some(self.convergence(true));
+                }
+                self.now = self.now.max(stop_at);
+                return None;
+            };
+            let t = *t;
+            if self.one_shot_pending == 0 && ev.is_periodic() && t > quiet_at && quiet_at <= stop_at {
                 self.now = self.now.max(quiet_at);
                 self.refresh_timers_view();
-                return self.convergence(true);
+                return Some(self.convergence(true));
             }
-            if *t > deadline {
-                self.now = deadline;
-                return self.convergence(false);
+            if t > self.deadline && self.deadline <= stop_at {
+                self.now = self.deadline;
+                return Some(self.convergence(false));
+            }
+            if t > stop_at {
+                self.now = self.now.max(stop_at);
+                self.refresh_timers_view();
+                return None;
             }
             self.step();
         }
@@ -218,7 +254,7 @@ impl Engine {
 
     /// A prefix whose AS-external LSAs keep changing: the routers redistributing it take turns
     /// (each one's BGP route loses to another's E2, is withdrawn, wins again).
-    fn oscillation(&self) -> Option<String> {
+    fn oscillation(&self) -> Option<(ipnet::Ipv4Net, String)> {
         let (prefix, n) = self.flips.iter().find(|(_, n)| **n >= FLAP_LIMIT)?;
         let routers: Vec<String> = self
             .ospf
@@ -226,11 +262,14 @@ impl Engine {
             .iter()
             .map(|d| self.net.device(*d).name.clone())
             .collect();
-        Some(format!(
-            "oscillation: the OSPF external route for {prefix} changed {n} times without settling; \
+        Some((
+            *prefix,
+            format!(
+                "oscillation: the OSPF external route for {prefix} changed {n} times without settling; \
              routers redistributing it in turn: {} (each one's own BGP route loses to another's \
              E2 at distance 110, is withdrawn, and wins again)",
-            routers.join(", ")
+                routers.join(", ")
+            ),
         ))
     }
 

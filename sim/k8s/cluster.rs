@@ -9,6 +9,7 @@ use ipnet::Ipv4Net;
 
 use super::names;
 use super::realize::Netns;
+use super::rollout::{Rollout, StatusUpdate};
 use crate::calico::install::Calico;
 use crate::model::DeviceId;
 
@@ -48,6 +49,13 @@ pub struct Cluster {
     /// Pods each controller has created so far (their name suffixes).
     created: BTreeMap<String, u64>,
     sandboxes: u64,
+    /// The DaemonSet rolling update in progress, if any.
+    pub rollout: Option<Rollout>,
+    /// Every DaemonSet status update of the rollouts so far (`kubectl rollout status` reads it).
+    pub rollout_log: Vec<StatusUpdate>,
+    /// How long a replaced DaemonSet pod takes from creation to its containers running (image
+    /// present, init containers done): a scenario setting (`timing: {pod_start: …}`).
+    pub pod_start_ms: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -149,6 +157,9 @@ impl Cluster {
             used_pins: Vec::new(),
             created: BTreeMap::new(),
             sandboxes: 0,
+            rollout: None,
+            rollout_log: Vec::new(),
+            pod_start_ms: 0,
         }
     }
 
@@ -311,6 +322,22 @@ impl Cluster {
         true
     }
 
+    /// The DaemonSet controller replaces its pod on `node` (a rolling update): the old pod is
+    /// deleted at once (no grace period for host-network system pods) and a new one, with a
+    /// new name, takes its place.
+    pub fn replace_daemon_pod(&mut self, namespace: &str, daemonset: &str, node: &str, now: u64) {
+        let owner = Owner::DaemonSet(daemonset.to_string());
+        let Some(old) = self
+            .pods
+            .iter()
+            .find(|p| p.namespace == namespace && p.owner == owner && p.node.as_deref() == Some(node))
+            .map(|p| p.name.clone())
+        else {
+            return;
+        };
+        self.delete_pod(namespace, &old, now);
+    }
+
     /// A Deployment's template changed (`kubectl patch deployment`): a new revision, and with
     /// the `Recreate` strategy the old pods go before the new ones are created. Returns false
     /// when the Deployment has no pods (fabsim knows Deployments by their pods).
@@ -388,7 +415,9 @@ impl Cluster {
     /// pods gets a new sandbox (old address released, a new one assigned when it starts).
     pub fn reboot_nodes(&mut self, nodes: &[String]) {
         if let Some(calico) = self.calico.as_mut() {
-            calico.started.retain(|(n, _)| !nodes.contains(n));
+            for n in nodes {
+                calico.stop_node(n);
+            }
         }
         for i in 0..self.pods.len() {
             let on_node = self.pods[i].node.as_ref().is_some_and(|n| nodes.contains(n));

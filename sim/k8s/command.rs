@@ -13,6 +13,7 @@ use ipnet::Ipv4Net;
 
 use super::calico_datastore;
 use super::cluster::{Cluster, Owner, Pin, PodSpec, Template};
+use super::rollout;
 use crate::calico::autodetect::{HostFacts, HostIface};
 use crate::calico::install::Calico;
 use crate::dataplane::probe_source;
@@ -25,6 +26,18 @@ use crate::views::pipe::shell_words;
 pub struct CommandOutcome {
     pub output: String,
     pub status: i32,
+    /// The command keeps running while virtual time passes (`kubectl rollout status`):
+    /// the caller lets time run until the rollout ends, then appends its status updates.
+    pub follow: Option<Follow>,
+}
+
+/// A `kubectl rollout status` still watching a DaemonSet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Follow {
+    pub namespace: String,
+    pub daemonset: String,
+    /// The first status update (index into the cluster's log) it has not printed yet.
+    pub since: usize,
 }
 
 impl CommandOutcome {
@@ -32,12 +45,14 @@ impl CommandOutcome {
         CommandOutcome {
             output: output.into(),
             status: 0,
+            follow: None,
         }
     }
     pub(super) fn failed(output: impl Into<String>) -> Self {
         CommandOutcome {
             output: output.into(),
             status: 1,
+            follow: None,
         }
     }
 }
@@ -59,6 +74,8 @@ pub fn is_change(line: &str) -> bool {
             | ["sysctl", "-w", ..]
             | ["modprobe", ..]
             | ["kubectl", "apply" | "create" | "run" | "delete" | "patch", ..]
+            | ["kubectl", "rollout", "restart" | "status", ..]
+            | ["kubectl", "set", "env", ..]
             | ["calicoctl", "apply" | "create" | "replace" | "delete" | "patch", ..]
     )
 }
@@ -381,6 +398,30 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
             calico_datastore::kubectl_delete(net, kind, rest)
         }
         ["run", name, rest @ ..] => kubectl_run(net, name, namespace, rest, now),
+        ["rollout", "restart", rest @ ..] => {
+            let ds = daemonset_arg(rest)?;
+            if rollout::start(net, st, namespace, ds, now)? {
+                Ok(CommandOutcome::ok(format!("daemonset.apps/{ds} restarted\n")))
+            } else {
+                Ok(daemonset_not_found(ds))
+            }
+        }
+        ["rollout", "status", rest @ ..] => {
+            let ds = daemonset_arg(rest)?;
+            let cluster = net.cluster.as_deref().ok_or("no cluster")?;
+            if !has_daemonset(cluster, namespace, ds) {
+                return Ok(daemonset_not_found(ds));
+            }
+            Ok(CommandOutcome {
+                follow: Some(Follow {
+                    namespace: namespace.to_string(),
+                    daemonset: ds.to_string(),
+                    since: cluster.rollout_log.len(),
+                }),
+                ..CommandOutcome::ok(rollout::current_status(cluster, namespace, ds))
+            })
+        }
+        ["set", "env", rest @ ..] => set_env(net, st, namespace, rest, now),
         ["delete", "pod" | "pods" | "po", name, ..] => {
             let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
             if cluster.delete_pod(namespace, name, now) {
@@ -393,10 +434,83 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         }
         _ => Err(format!(
             "`kubectl {}`: fabsim changes the cluster with kubectl apply|create -f, run, patch ippool, \
-             delete pod|ippool|blockaffinities",
+             delete pod|ippool|blockaffinities, rollout restart|status, set env",
             args.join(" ")
         )),
     }
+}
+
+/// The DaemonSet a `rollout`/`set env` names: `daemonset/NAME` (or `ds/NAME`), or the two
+/// words `daemonset NAME`.
+fn daemonset_arg<'a>(rest: &[&'a str]) -> Result<&'a str, String> {
+    let words: Vec<&str> = rest.iter().copied().filter(|w| !w.starts_with('-')).collect();
+    let kinds = ["daemonset", "daemonsets", "ds", "daemonset.apps"];
+    let name = match words.as_slice() {
+        [target, ..] if target.contains('/') => {
+            let (kind, name) = target.split_once('/').unwrap_or_default();
+            kinds.contains(&kind).then_some(name)
+        }
+        [kind, name, ..] if kinds.contains(kind) => Some(*name),
+        _ => None,
+    };
+    name.filter(|n| !n.is_empty())
+        .ok_or_else(|| format!("`{}`: fabsim rolls out DaemonSets: give daemonset/NAME", rest.join(" ")))
+}
+
+fn has_daemonset(cluster: &Cluster, namespace: &str, name: &str) -> bool {
+    let owner = Owner::DaemonSet(name.to_string());
+    cluster
+        .pods
+        .iter()
+        .any(|p| p.namespace == namespace && p.owner == owner)
+}
+
+fn daemonset_not_found(name: &str) -> CommandOutcome {
+    CommandOutcome::failed(format!(
+        "Error from server (NotFound): daemonsets.apps \"{name}\" not found\n"
+    ))
+}
+
+/// `kubectl set env daemonset/NAME KEY=VALUE… [KEY-…]`: the pod template's environment
+/// changes, so the DaemonSet rolls its pods. calico-node's environment is what its next
+/// start reads (`IP`, `IP_AUTODETECTION_METHOD`, …).
+fn set_env(net: &mut Network, st: &State, namespace: &str, rest: &[&str], now: u64) -> Result<CommandOutcome, String> {
+    let ds = daemonset_arg(rest)?;
+    let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
+    if !has_daemonset(cluster, namespace, ds) {
+        return Ok(daemonset_not_found(ds));
+    }
+    let mut changes = Vec::new();
+    for w in rest.iter().filter(|w| !w.starts_with('-') && !w.contains('/')) {
+        if let Some((k, v)) = w.split_once('=') {
+            changes.push((k.to_string(), Some(v.to_string())));
+        } else if let Some(k) = w.strip_suffix('-') {
+            changes.push((k.to_string(), None));
+        }
+    }
+    if changes.is_empty() {
+        return Err("kubectl set env: at least one environment variable must be provided".into());
+    }
+    let mut changed = false;
+    if let Some(calico) = cluster
+        .calico
+        .as_mut()
+        .filter(|_| ds == "calico-node" && namespace == "kube-system")
+    {
+        for (k, v) in changes {
+            changed |= match v {
+                Some(v) => calico.env.insert(k, v.clone()).as_ref() != Some(&v),
+                None => calico.env.remove(&k).is_some(),
+            };
+        }
+    } else {
+        // fabsim does not keep other DaemonSets' environments: any change rolls the pods.
+        changed = true;
+    }
+    if changed {
+        rollout::start(net, st, namespace, ds, now)?;
+    }
+    Ok(CommandOutcome::ok(format!("daemonset.apps/{ds} env updated\n")))
 }
 
 /// `kubectl patch deployment NAME -p JSON`: the pod template's `nodeSelector` (merged key by
@@ -608,7 +722,7 @@ pub fn hold_allocations(net: &mut Network, held: &[(String, String)], now: u64) 
 }
 
 /// calico-node starts on every node that has none running yet, in join order.
-fn start_calico_nodes(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
+pub(super) fn start_calico_nodes(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
     let Some(mut cluster) = net.cluster.take() else {
         return Ok(());
     };

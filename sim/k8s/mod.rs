@@ -7,6 +7,7 @@
 //! - `realize` keeps the network model in line with it: each pod becomes a network namespace
 //!   (a device) joined to its node by a `cali…` veth, each node gets `tunl0` and the BIRD
 //!   configuration confd renders for it;
+//! - `rollout` runs a DaemonSet's rolling update over virtual time;
 //! - `names` generates the names controllers give pods.
 
 mod calico_datastore;
@@ -14,8 +15,12 @@ mod cluster;
 mod command;
 mod names;
 mod realize;
+mod rollout;
 
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
-pub use command::{hold_allocations, is_change, restart_nodes, run_line, CommandOutcome, Context};
+pub use command::{hold_allocations, is_change, restart_nodes, run_line, CommandOutcome, Context, Follow};
 pub use names::{netns_name, veth_name};
 pub use realize::{realize, Netns};
+pub use rollout::{
+    in_progress as rollout_in_progress, next_due, run_due, status_lines, stuck as rollout_stuck, StatusUpdate,
+};

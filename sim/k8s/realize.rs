@@ -9,7 +9,8 @@
 //! - felix's natOutgoing MASQUERADE rule (`Calico::nat_outgoing`) on every node;
 //! - each node runs the BIRD configuration confd renders from the datastore (`bird.cfg`,
 //!   `bird_aggr.cfg`, `bird_ipam.cfg`), through the same parser and BGP engine as a
-//!   hand-written one; BIRD reconfigures only when the rendered text changes.
+//!   hand-written one; BIRD reconfigures only when the rendered text changes, and runs only
+//!   while calico-node does.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -53,6 +54,13 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
         .filter(|n| calico.is_started(&n.name))
         .map(|n| (n.name.clone(), n.device))
         .collect();
+    // Where calico-node is not running, neither is its BIRD (felix's routes and the tunnel
+    // device stay in the kernel).
+    for n in cluster.nodes.iter().filter(|n| !calico.is_started(&n.name)) {
+        let d = &mut net.devices[n.device.idx()];
+        d.bird = None;
+        d.bgp = None;
+    }
     for (node, dev) in &nodes {
         let tunnel_addr = calico.datastore.nodes.get(node).and_then(|n| n.ipv4_ipip_tunnel_addr);
         if ipip {

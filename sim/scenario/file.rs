@@ -1,5 +1,5 @@
 //! The scenario file: a topology and a list of runbook steps, each with an id, one change,
-//! and expectations checked before and after it.
+//! and expectations checked before, during (watched pings) and after it.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -23,7 +23,19 @@ struct RawScenario {
     #[serde(default)]
     pinned: RawPinned,
     #[serde(default)]
+    timing: RawTiming,
+    #[serde(default)]
     steps: Vec<RawStep>,
+}
+
+/// Durations the references do not fix, set per scenario (FIDELITY.md lists the defaults).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTiming {
+    /// A replaced DaemonSet pod's creation to its containers running (default 0s).
+    pod_start: Option<Spanned<String>>,
+    /// Between two probes of a watched ping (`expect: during:`; default 1s, ping's own).
+    ping_interval: Option<Spanned<String>>,
 }
 
 /// Facts the references show but fabsim cannot derive (clarifications.md "Scripted facts").
@@ -115,6 +127,24 @@ struct RawExpect {
     before: Vec<Spanned<RawCheck>>,
     #[serde(default)]
     after: Vec<Spanned<RawCheck>>,
+    /// Pings left running while the step runs, and what they must see.
+    #[serde(default)]
+    during: Vec<Spanned<RawFlowCheck>>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+enum RawFlowCheck {
+    /// No probe is lost while the step runs.
+    Reach { from: String, to: String },
+    /// The longest run of lost probes (lost probes × interval) is within bounds, and the flow
+    /// recovers before the step ends.
+    Outage {
+        from: String,
+        to: String,
+        at_least: Option<Spanned<String>>,
+        at_most: Option<Spanned<String>>,
+    },
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -248,6 +278,32 @@ pub enum Check {
     },
 }
 
+/// A ping FROM → TO left running during a step, and what it must see.
+#[derive(Clone, Debug)]
+pub struct FlowExpectation {
+    pub from: String,
+    pub to: String,
+    pub check: FlowCheck,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum FlowCheck {
+    Reach,
+    /// Bounds on the longest outage, in ms.
+    Outage {
+        at_least: Option<u64>,
+        at_most: Option<u64>,
+    },
+}
+
+/// Scenario-wide durations (see `RawTiming`).
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub pod_start_ms: u64,
+    pub ping_interval_ms: u64,
+}
+
 #[derive(Clone, Debug)]
 pub struct Expectation {
     pub check: Check,
@@ -262,6 +318,7 @@ pub struct Step {
     pub action: Action,
     pub before: Vec<Expectation>,
     pub after: Vec<Expectation>,
+    pub during: Vec<FlowExpectation>,
     pub span: Span,
 }
 
@@ -277,6 +334,7 @@ pub struct Scenario {
     /// The directory the scenario's relative file names (`kubectl apply -f FILE`) start from.
     pub base: PathBuf,
     pub pinned_pods: Vec<crate::k8s::Pin>,
+    pub timing: Timing,
     pub steps: Vec<Step>,
 }
 
@@ -358,6 +416,25 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
             )),
         }
     }
+    let mut duration = |d: &Option<Spanned<String>>, default: u64| match d {
+        None => default,
+        Some(d) => duration_of(file, d).unwrap_or_else(|e| {
+            errors.push(e);
+            default
+        }),
+    };
+    let timing = Timing {
+        pod_start_ms: duration(&raw.timing.pod_start, 0),
+        ping_interval_ms: duration(&raw.timing.ping_interval, 1000),
+    };
+    if timing.ping_interval_ms == 0 {
+        if let Some(i) = &raw.timing.ping_interval {
+            errors.push(Diagnostic::error(
+                span_of(file, i),
+                "ping_interval must be longer than 0s",
+            ));
+        }
+    }
     if !errors.is_empty() {
         return Err(InputError(errors));
     }
@@ -370,7 +447,17 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
         path_limit: raw.limits.paths_per_prefix,
         base: base.to_path_buf(),
         pinned_pods,
+        timing,
         steps,
+    })
+}
+
+fn duration_of(file: &str, d: &Spanned<String>) -> Result<u64, Diagnostic> {
+    parse_duration(&d.value).ok_or_else(|| {
+        Diagnostic::error(
+            span_of(file, d),
+            format!("expected a duration like 40s, 500ms or 2m, found '{}'", d.value),
+        )
     })
 }
 
@@ -432,13 +519,9 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
             includes,
         }
     } else if let Some(w) = &rs.wait {
-        let ms = parse_duration(&w.value).ok_or_else(|| {
-            Diagnostic::error(
-                span_of(file, w),
-                format!("expected a duration like 40s, 500ms or 2m, found '{}'", w.value),
-            )
-        })?;
-        Action::Wait { ms }
+        Action::Wait {
+            ms: duration_of(file, w)?,
+        }
     } else if let Some(i) = &rs.inject {
         Action::Inject {
             ipam: i
@@ -498,6 +581,27 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
             })
             .collect()
     };
+    let mut during = Vec::new();
+    for c in rs.expect.during {
+        let span = span_of(file, &c);
+        let (from, to, check) = match c.value {
+            RawFlowCheck::Reach { from, to } => (from, to, FlowCheck::Reach),
+            RawFlowCheck::Outage {
+                from,
+                to,
+                at_least,
+                at_most,
+            } => {
+                let bound = |b: &Option<Spanned<String>>| b.as_ref().map(|b| duration_of(file, b)).transpose();
+                let check = FlowCheck::Outage {
+                    at_least: bound(&at_least)?,
+                    at_most: bound(&at_most)?,
+                };
+                (from, to, check)
+            }
+        };
+        during.push(FlowExpectation { from, to, check, span });
+    }
     Ok(Step {
         id: rs.id.value,
         name: rs.name,
@@ -505,6 +609,7 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
         action,
         before: conv(rs.expect.before),
         after: conv(rs.expect.after),
+        during,
         span,
     })
 }

@@ -2,8 +2,13 @@
 //! engine, the network evolves until quiet, and the step's expectations are checked before and
 //! after. Also opens a plain topology (a scenario with no steps) for the query commands.
 
+mod clock;
 pub mod file;
 mod run;
 
-pub use file::{is_scenario, load_scenario, parse_duration, Action, Check, Expectation, Scenario, Step};
+pub use clock::{describe as describe_outage, FlowReport, Outage};
+pub use file::{
+    is_scenario, load_scenario, parse_duration, Action, Check, Expectation, FlowCheck, FlowExpectation, Scenario, Step,
+    Timing,
+};
 pub use run::*;

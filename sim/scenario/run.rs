@@ -4,6 +4,7 @@
 use std::net::Ipv4Addr;
 use std::path::Path;
 
+use super::clock::{evaluate_during, pass_time, FlowReport, Until, Watch};
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
@@ -58,6 +59,8 @@ pub fn open(path: &Path) -> Result<Opened, InputError> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum When {
     Before,
+    /// Over the step, from the pings it watched.
+    During,
     After,
 }
 
@@ -86,6 +89,8 @@ pub struct StepReport {
     pub checks: Vec<CheckResult>,
     /// What each runbook command of the step printed.
     pub commands: Vec<CommandRecord>,
+    /// The pings the step watched while it ran (`expect: during:`).
+    pub flows: Vec<FlowReport>,
 }
 
 /// One runbook command as typed, its output and exit status.
@@ -130,6 +135,7 @@ pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
         warnings: opened.warnings.clone(),
         checks: Vec::new(),
         commands: Vec::new(),
+        flows: Vec::new(),
     };
     let mut run = Run {
         engine,
@@ -168,17 +174,21 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepRepo
     }
     let before = engine.state().clone();
     let start_ms = engine.now_ms();
-    let (change, warnings, commands) = apply(engine, step, scn)?;
-    let (settled_ms, quiet, mut findings) = match step.action {
-        Action::Wait { ms } => {
-            engine.advance(ms);
-            (engine.now_ms(), true, Vec::new())
-        }
-        _ => {
-            let c = engine.run_until_quiet();
-            (c.routes_changed_ms.max(start_ms), c.quiet, c.findings)
-        }
+    engine.begin_run();
+    let mut watch = Watch::new(engine, &step.during, scn.timing.ping_interval_ms)?;
+    // The watched pings were already running: their first probe sees the state before the change.
+    watch.sample(engine);
+    let (change, warnings, commands) = apply(engine, step, scn, &mut watch)?;
+    let until = match step.action {
+        Action::Wait { ms } => Until::Time(start_ms + ms),
+        _ => Until::Quiet,
     };
+    let converged = pass_time(engine, &mut watch, until, &step.span)?;
+    let (settled_ms, quiet, mut findings) = match converged {
+        Some(c) => (c.routes_changed_ms.max(start_ms), c.quiet, c.findings),
+        None => (engine.now_ms(), true, Vec::new()),
+    };
+    findings.append(&mut watch.findings);
     for c in commands.iter().filter(|c| c.status != 0) {
         findings.push(format!(
             "`{}` on {} failed (exit status {})",
@@ -186,6 +196,10 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepRepo
         ));
     }
     let route_changes = route_diff(engine.network(), &before, engine.state());
+    let flows = watch.reports();
+    for e in &step.during {
+        checks.push(evaluate_during(e, &flows));
+    }
     for e in &step.after {
         checks.push(evaluate(engine, e, When::After)?);
     }
@@ -201,6 +215,7 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepRepo
         warnings,
         checks,
         commands,
+        flows,
     })
 }
 
@@ -211,6 +226,8 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepRepo
 /// directory.
 struct Session<'a> {
     pins: &'a [Pin],
+    /// `timing: pod_start` (the cluster's controllers read it when they replace a pod).
+    pod_start_ms: u64,
     stdin: Option<&'a str>,
     files: &'a std::collections::BTreeMap<String, String>,
     base: &'a Path,
@@ -222,6 +239,7 @@ fn run_commands(
     lines: &[(String, Span)],
     session: &Session<'_>,
     step_span: &Span,
+    watch: &mut Watch,
 ) -> Result<Applied, InputError> {
     let dev = device_of(engine.network(), device, step_span)?;
     if engine.network().device(dev).kind != DeviceKind::Linux {
@@ -243,12 +261,29 @@ fn run_commands(
                 files: session.files,
                 base: session.base,
             };
-            let outcome = engine.reconfigure(|net| -> Result<k8s::CommandOutcome, InputError> {
+            let mut outcome = engine.reconfigure(|net| -> Result<k8s::CommandOutcome, InputError> {
+                if let Some(c) = net.cluster.as_deref_mut() {
+                    c.pod_start_ms = session.pod_start_ms;
+                }
                 let outcome =
                     k8s::run_line(net, &st, dev, line, &ctx).map_err(|e| Diagnostic::error(span.clone(), e))?;
                 warnings.extend(k8s::realize(net)?);
                 Ok(outcome)
             })?;
+            if let Some(f) = outcome.follow.take() {
+                // `kubectl rollout status` returns when the rollout does: time passes meanwhile.
+                let until = Until::RolloutDone {
+                    namespace: &f.namespace,
+                    daemonset: &f.daemonset,
+                };
+                pass_time(engine, watch, until, span)?;
+                let net = engine.network();
+                outcome.output += &k8s::status_lines(net, &f.namespace, &f.daemonset, None, f.since);
+                if k8s::rollout_in_progress(net, &f.namespace, &f.daemonset) {
+                    outcome.output += "(fabsim: still waiting after an hour of virtual time; see the findings)\n";
+                    outcome.status = 1;
+                }
+            }
             (outcome.output, outcome.status)
         } else {
             let out = views::run_command(engine.network(), engine.state(), dev, line)
@@ -269,7 +304,7 @@ fn run_commands(
     Ok((change, warnings, records))
 }
 
-fn device_of(net: &Network, name: &str, span: &Span) -> Result<DeviceId, Diagnostic> {
+pub(super) fn device_of(net: &Network, name: &str, span: &Span) -> Result<DeviceId, Diagnostic> {
     net.device_by_name(name).ok_or_else(|| {
         let known: Vec<&str> = net.devices.iter().map(|d| d.name.as_str()).collect();
         Diagnostic::error(span.clone(), format!("unknown device '{name}'"))
@@ -280,7 +315,7 @@ fn device_of(net: &Network, name: &str, span: &Span) -> Result<DeviceId, Diagnos
 /// Apply a step's change to the engine's model. Returns a one-line description and warnings.
 /// Apply a step's change: a one-line description, warnings, and the transcript of its
 /// runbook commands (if it has any).
-fn apply(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<Applied, InputError> {
+fn apply(engine: &mut Engine, step: &Step, scn: &Scenario, watch: &mut Watch) -> Result<Applied, InputError> {
     if let Action::Run {
         device,
         lines,
@@ -290,11 +325,12 @@ fn apply(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<Applied, In
     {
         let session = Session {
             pins: &scn.pinned_pods,
+            pod_start_ms: scn.timing.pod_start_ms,
             stdin: stdin.as_deref(),
             files,
             base: &scn.base,
         };
-        return run_commands(engine, device, lines, &session, &step.span);
+        return run_commands(engine, device, lines, &session, &step.span, watch);
     }
     let (change, warnings) = apply_config(engine, step)?;
     Ok((change, warnings, Vec::new()))
@@ -470,7 +506,7 @@ pub fn resolve_target(net: &Network, st: &State, to: &str) -> Option<Ipv4Addr> {
 }
 
 /// A check's ping target, or an error at the check.
-fn target_of(net: &Network, st: &State, to: &str, span: &Span) -> Result<Ipv4Addr, Diagnostic> {
+pub(super) fn target_of(net: &Network, st: &State, to: &str, span: &Span) -> Result<Ipv4Addr, Diagnostic> {
     resolve_target(net, st, to).ok_or_else(|| {
         Diagnostic::error(
             span.clone(),

@@ -101,7 +101,7 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
         }
         _ => Err(CommandError::new(
             "fabsim's kubectl reads get nodes|pods|ippools|blockaffinities, describe node and exec, \
-             and changes the cluster with apply|create|run|patch|delete",
+             and changes the cluster with apply|create|run|patch|delete, rollout restart|status and set env",
         )),
     }
 }

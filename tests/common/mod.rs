@@ -63,6 +63,18 @@ pub fn command_output(step: &str, command: &str) -> String {
         .unwrap_or_else(|| panic!("step {step} ran no `{command}`"))
 }
 
+/// What the ping from `from` to `to` that `step` watched (`expect: during:`) printed.
+pub fn watched_ping(step: &str, from: &str, to: &str) -> String {
+    let run = run_to(step);
+    let report = run.steps.last().unwrap_or_else(|| panic!("no step {step}"));
+    report
+        .flows
+        .iter()
+        .find(|f| f.from == from && f.to == to)
+        .map(|f| f.transcript.clone())
+        .unwrap_or_else(|| panic!("step {step} watched no ping {from} -> {to}"))
+}
+
 /// What `tcpdump -n -i IFACE` on `device` shows after `step` while `from` pings `to` once.
 pub fn capture(step: &str, from: &str, to: &str, device: &str, iface: &str) -> String {
     capture_in(&run_to(step), from, to, device, iface)

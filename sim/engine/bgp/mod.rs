@@ -17,10 +17,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ipnet::Ipv4Net;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use super::bgp_state::{BgpView, PathAttrs};
 use super::state::{Route, State};
-use crate::model::{DeviceId, Network};
+use crate::model::{BgpFlavor, DeviceId, Network};
 
 pub(crate) use session::SessionId;
 
@@ -64,7 +66,37 @@ pub(crate) struct Bgp {
     pub(crate) path_limit: usize,
     /// Problems found while converging, for the run's report (each reported once).
     pub(crate) findings: Vec<String>,
+    /// The speakers' timer randomisation, drawn from the run's seed.
+    pub(crate) jitter: Jitter,
 }
+
+/// Timer randomisation, deterministic for a seed. BIRD 1.6 starts its BGP timers with
+/// `bgp_start_timer` (proto/bgp/bgp.c): a value of V whole seconds fires after
+/// `V - V/4 + random() % (V/4 + 1)` seconds (RFC 1771 §9.2.3.3 jitter). EOS and FRR timers
+/// are taken as configured (their jitter is not documented in the material fabsim has).
+#[derive(Clone, Debug)]
+pub(crate) struct Jitter(ChaCha8Rng);
+
+impl Jitter {
+    pub(crate) fn new(seed: u64) -> Self {
+        Jitter(ChaCha8Rng::seed_from_u64(seed))
+    }
+
+    /// When a timer of `secs` seconds that `flavor` starts fires, in ms.
+    pub(crate) fn timer_ms(&mut self, flavor: BgpFlavor, secs: u64) -> u64 {
+        let fired = match flavor {
+            BgpFlavor::Bird if secs >= 4 => {
+                let spread = secs / 4;
+                secs - spread + self.0.next_u64() % (spread + 1)
+            }
+            _ => secs,
+        };
+        fired * 1000
+    }
+}
+
+/// The seed a run uses unless told otherwise (`fabsim run --seed`).
+pub const DEFAULT_SEED: u64 = 1;
 
 /// Default path-explosion guard (clarifications.md: 10,000 paths per prefix per device).
 pub(crate) const DEFAULT_PATH_LIMIT: usize = 10_000;
@@ -78,6 +110,7 @@ impl Default for Bgp {
             next_src: 0,
             path_limit: DEFAULT_PATH_LIMIT,
             findings: Vec::new(),
+            jitter: Jitter::new(DEFAULT_SEED),
         }
     }
 }

@@ -273,14 +273,11 @@ fn start(bgp: &mut Bgp, now: u64, sid: SessionId, out: &mut Out) {
     }
     s.state = BgpState::Active;
     if !s.cfg.passive {
-        let delay = u64::from(s.cfg.timers.connect_delay.unwrap_or(defaults(s.flavor).connect_delay)).max(1) * 1000;
-        out.push((
-            now + delay,
-            Event::Connect {
-                session: sid,
-                gen: s.gen,
-            },
-        ));
+        // BIRD's `bgp_active`: MAX(1, connect delay time), started with `bgp_start_timer`.
+        let secs = u64::from(s.cfg.timers.connect_delay.unwrap_or(defaults(s.flavor).connect_delay)).max(1);
+        let (flavor, gen) = (s.flavor, s.gen);
+        let delay = bgp.jitter.timer_ms(flavor, secs);
+        out.push((now + delay, Event::Connect { session: sid, gen }));
     }
 }
 

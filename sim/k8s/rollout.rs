@@ -1,0 +1,285 @@
+//! A DaemonSet's rolling update over virtual time (`kubectl rollout restart daemonset/NAME`,
+//! or a pod-template change such as `kubectl set env`), and what `kubectl rollout status`
+//! prints while it runs.
+//!
+//! The DaemonSet controller's `RollingUpdate` with `maxUnavailable: 1`, `maxSurge: 0` (the
+//! calico-node and kube-proxy manifests): it deletes one node's old pod, creates the new one,
+//! and moves to the next node when the new pod is Ready (`minReadySeconds: 0`). calico-node
+//! has `terminationGracePeriodSeconds: 0` ("minimize downtime during a rolling upgrade"): the
+//! old container — felix, confd and BIRD — is killed at once, and BIRD's sessions close with a
+//! Cease. Its readiness probe, `calico-node -felix-ready -bird-ready` every 10 s, passes once
+//! every BGP peer of the node's BIRD is Established (`node/pkg/health`).
+//!
+//! The controller picks the next node by walking a Go map (random order); fabsim takes join
+//! order, which a scenario can see in `kubectl get pods` and the report.
+
+use super::cluster::{Cluster, Owner};
+use crate::engine::{BgpState, State};
+use crate::model::Network;
+
+/// calico-node's `readinessProbe.periodSeconds` (calico.yaml v3.25).
+const READINESS_PERIOD_MS: u64 = 10_000;
+
+/// A rolling update in progress.
+#[derive(Clone, Debug)]
+pub struct Rollout {
+    pub namespace: String,
+    pub daemonset: String,
+    /// Nodes running a pod of the DaemonSet, in update order.
+    order: Vec<String>,
+    /// The node being updated (index into `order`).
+    current: usize,
+    stage: Stage,
+    due_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Delete the node's old pod and create its replacement.
+    Replace,
+    /// The new pod's containers start.
+    Start,
+    /// kubelet runs the readiness probe.
+    Probe,
+}
+
+/// What one DaemonSet status update said, as `kubectl rollout status` prints it, and when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusUpdate {
+    pub at_ms: u64,
+    pub namespace: String,
+    pub daemonset: String,
+    pub text: String,
+}
+
+impl Rollout {
+    /// `kubectl rollout status`'s message for the DaemonSet's current status
+    /// (`DaemonSetStatusViewer`): updated pods first, then available ones.
+    fn status(&self) -> String {
+        let desired = self.order.len();
+        let updated = self.current + usize::from(self.stage != Stage::Replace);
+        let available = desired - usize::from(self.stage != Stage::Replace);
+        status_text(&self.daemonset, desired, updated, available)
+    }
+}
+
+fn status_text(name: &str, desired: usize, updated: usize, available: usize) -> String {
+    if updated < desired {
+        format!(
+            "Waiting for daemon set \"{name}\" rollout to finish: {updated} out of {desired} new pods have been updated...\n"
+        )
+    } else if available < desired {
+        format!("Waiting for daemon set \"{name}\" rollout to finish: {available} of {desired} updated pods are available...\n")
+    } else {
+        format!("daemon set \"{name}\" successfully rolled out\n")
+    }
+}
+
+/// The DaemonSet's pods must be replaced: the controller starts on the first node now.
+/// Returns false if the DaemonSet has no pods (fabsim knows DaemonSets by their pods).
+pub(super) fn start(net: &mut Network, st: &State, namespace: &str, daemonset: &str, now: u64) -> Result<bool, String> {
+    let Some(cluster) = net.cluster.as_deref_mut() else {
+        return Ok(false);
+    };
+    let owner = Owner::DaemonSet(daemonset.to_string());
+    let order: Vec<String> = cluster
+        .nodes
+        .iter()
+        .filter(|n| {
+            cluster
+                .pods
+                .iter()
+                .any(|p| p.namespace == namespace && p.owner == owner && p.node.as_deref() == Some(&n.name))
+        })
+        .map(|n| n.name.clone())
+        .collect();
+    if order.is_empty() {
+        return Ok(false);
+    }
+    // A change during a rollout starts it again from the first node: every pod must now run
+    // the newest template.
+    cluster.rollout = Some(Rollout {
+        namespace: namespace.to_string(),
+        daemonset: daemonset.to_string(),
+        order,
+        current: 0,
+        stage: Stage::Replace,
+        due_ms: now,
+    });
+    run_due(net, st, now)?;
+    Ok(true)
+}
+
+/// When the controller (or kubelet, for the rollout's pod) acts next.
+pub fn next_due(net: &Network) -> Option<u64> {
+    net.cluster.as_deref()?.rollout.as_ref().map(|r| r.due_ms)
+}
+
+/// Whether a rollout of `namespace/daemonset` is still running.
+pub fn in_progress(net: &Network, namespace: &str, daemonset: &str) -> bool {
+    net.cluster
+        .as_deref()
+        .and_then(|c| c.rollout.as_ref())
+        .is_some_and(|r| r.namespace == namespace && r.daemonset == daemonset)
+}
+
+/// The next action, if it is due at `now`: a pod replaced, containers started, or a probe
+/// run. One at a time: the caller realizes the network and lets it react before the next
+/// (BIRD's sessions close before the new pod starts it again; a probe sees the network as it
+/// is then). `st` is the network's state at `now`.
+pub fn run_due(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
+    let Some(r) = net
+        .cluster
+        .as_deref()
+        .and_then(|c| c.rollout.clone())
+        .filter(|r| r.due_ms <= now)
+    else {
+        return Ok(());
+    };
+    let node = r.order[r.current].clone();
+    let calico_node = r.daemonset == "calico-node" && r.namespace == "kube-system";
+    if r.stage == Stage::Start && calico_node {
+        super::command::start_calico_nodes(net, st, now)?;
+    }
+    let ready = r.stage == Stage::Probe && (!calico_node || bird_ready(net, st, &node));
+    let Some(cluster) = net.cluster.as_deref_mut() else {
+        return Ok(());
+    };
+    match r.stage {
+        Stage::Replace => {
+            cluster.replace_daemon_pod(&r.namespace, &r.daemonset, &node, now);
+            if calico_node {
+                // The old container is gone: BIRD stops (realize takes its configuration away).
+                if let Some(c) = cluster.calico.as_mut() {
+                    c.stop_node(&node);
+                }
+            }
+            let pod_start = cluster.pod_start_ms;
+            advance(cluster, Stage::Start, now + pod_start, now);
+        }
+        // The first probe runs as the container starts (no initialDelaySeconds).
+        Stage::Start => advance(cluster, Stage::Probe, now, now),
+        Stage::Probe if !ready => {
+            if let Some(rr) = cluster.rollout.as_mut() {
+                rr.due_ms = now + READINESS_PERIOD_MS;
+            }
+        }
+        Stage::Probe => {
+            let desired = r.order.len();
+            if r.current + 1 == desired {
+                log(cluster, &r, status_text(&r.daemonset, desired, desired, desired), now);
+                cluster.rollout = None;
+            } else {
+                // The pod became available: a status update before the next node's.
+                log(
+                    cluster,
+                    &r,
+                    status_text(&r.daemonset, desired, r.current + 1, desired),
+                    now,
+                );
+                if let Some(rr) = cluster.rollout.as_mut() {
+                    rr.current += 1;
+                    rr.stage = Stage::Replace;
+                    rr.due_ms = now;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Move the rollout to `stage` at `due`; a replacement is a status update (one more pod
+/// updated, one fewer available).
+fn advance(cluster: &mut Cluster, stage: Stage, due: u64, now: u64) {
+    let Some(r) = cluster.rollout.as_mut() else { return };
+    let replaced = r.stage == Stage::Replace;
+    r.stage = stage;
+    r.due_ms = due;
+    if replaced {
+        let r = r.clone();
+        log(cluster, &r, r.status(), now);
+    }
+}
+
+fn log(cluster: &mut Cluster, r: &Rollout, text: String, now: u64) {
+    cluster.rollout_log.push(StatusUpdate {
+        at_ms: now,
+        namespace: r.namespace.clone(),
+        daemonset: r.daemonset.clone(),
+        text,
+    });
+}
+
+/// `calico-node -bird-ready`: BIRD runs and every one of its BGP peers is Established.
+fn bird_ready(net: &Network, st: &State, node: &str) -> bool {
+    let Some(dev) = net.cluster.as_deref().and_then(|c| c.node(node)).map(|n| n.device) else {
+        return false;
+    };
+    if net.device(dev).bird.is_none() {
+        return false;
+    }
+    st.devices
+        .get(dev.idx())
+        .and_then(|d| d.bgp.as_ref())
+        .is_some_and(|b| b.sessions.iter().all(|s| s.state == BgpState::Established))
+}
+
+/// What `kubectl rollout status daemonset/NAME` prints: the status when it starts, then
+/// every update from `since` (an index into the cluster's status log) on.
+pub fn status_lines(net: &Network, namespace: &str, daemonset: &str, first: Option<String>, since: usize) -> String {
+    let Some(cluster) = net.cluster.as_deref() else {
+        return String::new();
+    };
+    let mut out = first.unwrap_or_default();
+    for u in cluster.rollout_log.iter().skip(since) {
+        if u.namespace == namespace && u.daemonset == daemonset {
+            out.push_str(&u.text);
+        }
+    }
+    out
+}
+
+/// The status `kubectl rollout status` prints first: the rollout's, or done when none runs.
+pub(super) fn current_status(cluster: &Cluster, namespace: &str, daemonset: &str) -> String {
+    match cluster.rollout.as_ref() {
+        Some(r) if r.namespace == namespace && r.daemonset == daemonset => r.status(),
+        _ => format!("daemon set \"{daemonset}\" successfully rolled out\n"),
+    }
+}
+
+/// Why a rollout is still running (for a step that gave up waiting on it).
+pub fn stuck(net: &Network, st: &State) -> Option<String> {
+    let r = net.cluster.as_deref()?.rollout.as_ref()?;
+    let node = &r.order[r.current];
+    let why = match r.stage {
+        Stage::Probe => {
+            let waiting: Vec<String> = net
+                .cluster
+                .as_deref()
+                .and_then(|c| c.node(node))
+                .and_then(|n| st.devices.get(n.device.idx()))
+                .and_then(|d| d.bgp.as_ref())
+                .map(|b| {
+                    b.sessions
+                        .iter()
+                        .filter(|s| s.state != BgpState::Established)
+                        .map(|s| s.neighbor.to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if waiting.is_empty() {
+                "its new pod is not Ready (calico-node -bird-ready: BIRD is not running)".to_string()
+            } else {
+                format!(
+                    "its new pod is not Ready (calico-node -bird-ready: BGP not established with {})",
+                    waiting.join(", ")
+                )
+            }
+        }
+        Stage::Replace | Stage::Start => "its new pod has not started".to_string(),
+    };
+    Some(format!(
+        "the rollout of daemonset/{} is stuck on {node}: {why}; `kubectl rollout status` would wait forever",
+        r.daemonset
+    ))
+}
