@@ -2,8 +2,14 @@
 //! engine, the network evolves until quiet, and the step's expectations are checked before and
 //! after. Also opens a plain topology (a scenario with no steps) for the query commands.
 
+mod checks;
+mod explain;
 pub mod file;
+pub mod junit;
+pub mod report;
 mod run;
 
+pub use checks::RouteProtocol;
+pub use explain::explain_probe;
 pub use file::{is_scenario, load_scenario, parse_duration, Action, Check, Expectation, Scenario, Step};
 pub use run::*;

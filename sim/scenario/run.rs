@@ -4,6 +4,10 @@
 use std::net::Ipv4Addr;
 use std::path::Path;
 
+use serde::Serialize;
+
+use super::checks;
+use super::explain::explain_probe;
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
@@ -55,13 +59,14 @@ pub fn open(path: &Path) -> Result<Opened, InputError> {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum When {
     Before,
     After,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct CheckResult {
     pub when: When,
     pub what: String,
@@ -70,7 +75,7 @@ pub struct CheckResult {
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct StepReport {
     pub id: String,
     pub name: Option<String>,
@@ -89,7 +94,7 @@ pub struct StepReport {
 }
 
 /// One runbook command as typed, its output and exit status.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct CommandRecord {
     pub device: String,
     pub command: String,
@@ -493,7 +498,8 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             let src = device_of(net, from, &e.span)?;
             let dst = target_of(net, st, to, &e.span)?;
             let p = probe(net, st, src, dst, net.device(src).profile.ttl, ProbeKind::Echo, 1);
-            let seen = describe_probe(net, &p);
+            // What happened, then why: the hop-by-hop decisions of the walk.
+            let seen = explain_probe(net, &p, dst).join("\n");
             Ok(match &e.check {
                 Check::Reach { .. } => result(
                     format!("{from} reaches {to}"),
@@ -516,21 +522,53 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
                 _ => unreachable!("matched above"),
             })
         }
-        Check::Route { on, prefix, present } => {
+        Check::Route {
+            on,
+            prefix,
+            present,
+            protocol,
+            via,
+        } => {
             let dev = device_of(net, on, &e.span)?;
-            let found = st.devices[dev.idx()].fib.iter().any(|r| r.prefix == *prefix);
-            let what = format!("{on} has {} route for {prefix}", if *present { "a" } else { "no" });
-            Ok(result(
-                what,
-                found == *present,
-                if found { "present".into() } else { "absent".into() },
-            ))
+            let (ok, detail) = checks::route(net, st, dev, *prefix, *present, *protocol, via.as_deref());
+            let mut what = format!("{on} has {} route for {prefix}", if *present { "a" } else { "no" });
+            if let Some(p) = protocol {
+                what.push_str(&format!(" from {}", checks::serde_name(*p)));
+            }
+            if let Some(v) = via {
+                let v: Vec<String> = v.iter().map(|a| a.to_string()).collect();
+                what.push_str(&format!(" via {}", v.join(", ")));
+            }
+            Ok(result(what, ok, detail))
+        }
+        Check::Session { on, peer, state } => {
+            let dev = device_of(net, on, &e.span)?;
+            let (ok, detail) = checks::session_state(net, st, dev, *peer, *state);
+            let what = format!("{on}'s BGP session with {peer} is {}", views::bgp_state_name(*state));
+            Ok(result(what, ok, detail))
+        }
+        Check::Prefixes {
+            on,
+            neighbor,
+            received,
+            accepted,
+        } => {
+            let dev = device_of(net, on, &e.span)?;
+            let (ok, detail) = checks::prefix_counts(net, st, dev, *neighbor, *received, *accepted);
+            let counts: Vec<String> = [("received", received), ("accepted", accepted)]
+                .iter()
+                .filter_map(|(k, v)| v.map(|n| format!("{k} {n}")))
+                .collect();
+            let what = format!("{on} has {} prefixes from {neighbor}", counts.join(", "));
+            Ok(result(what, ok, detail))
         }
         Check::Output {
             on,
             run,
             contains,
             absent,
+            lines,
+            matches,
         } => {
             let dev = device_of(net, on, &e.span)?;
             let out = views::run_command(net, st, dev, run).map_err(|err| {
@@ -539,7 +577,7 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
                     format!("command '{run}' on {on} failed: {}", err.message),
                 )
             })?;
-            let (ok, detail) = match_lines(&out, contains, absent);
+            let (ok, detail) = checks::match_output(&out, contains, absent, lines, matches);
             Ok(result(format!("{on}# {run}"), ok, detail))
         }
         Check::Capture {
@@ -560,7 +598,7 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             let out = views::tcpdump::PingCapture::new(net, st, src, dst, *count)
                 .on(net, dev, iface)
                 .map_err(|err| Diagnostic::error(e.span.clone(), err.message))?;
-            let (ok, detail) = match_lines(&out, contains, absent);
+            let (ok, detail) = checks::match_output(&out, contains, absent, &[], &[]);
             Ok(result(
                 format!("{on}# tcpdump -n -i {interface} during ping {from} -> {to}"),
                 ok,
@@ -568,26 +606,6 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             ))
         }
     }
-}
-
-/// Whether `out` has every `contains` line and none of the `absent` ones ([`has_line`]), and
-/// the failure detail: the lines that did not match, then the whole output.
-fn match_lines(out: &str, contains: &[String], absent: &[String]) -> (bool, String) {
-    let missing: Vec<&String> = contains.iter().filter(|c| !has_line(out, c)).collect();
-    let present: Vec<&String> = absent.iter().filter(|c| has_line(out, c)).collect();
-    let ok = missing.is_empty() && present.is_empty();
-    let mut detail = String::new();
-    for m in missing {
-        detail.push_str(&format!("missing line: {m}\n"));
-    }
-    for p in present {
-        detail.push_str(&format!("unexpected line: {p}\n"));
-    }
-    if !ok {
-        detail.push_str("output was:\n");
-        detail.push_str(out);
-    }
-    (ok, detail)
 }
 
 /// Does some line of `output` contain `pattern`, comparing whitespace-insensitively? `...` in
