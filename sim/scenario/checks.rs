@@ -116,10 +116,10 @@ pub fn route(
         .iter()
         .any(|r| protocol.is_none_or(|p| p.matches(r)) && same_gateways(r));
     let detail = if for_prefix.is_empty() {
-        format!("no route for {prefix}")
+        format!("found: no route for {prefix}")
     } else {
         let lines: Vec<String> = for_prefix.iter().map(|r| views::route_line(net, st, dev, r)).collect();
-        format!("found: {}", lines.join("\n"))
+        format!("found: {}", lines.join("\nfound: "))
     };
     (found == present, detail)
 }
@@ -156,7 +156,7 @@ fn state_detail(s: &BgpSessionView) -> String {
 /// `session`: the BGP state the engine holds for `dev`'s session with `peer`.
 pub fn session_state(net: &Network, st: &State, dev: DeviceId, peer: Ipv4Addr, want: BgpState) -> (bool, String) {
     match session(net, st, dev, peer) {
-        Ok(s) => (s.state == want, state_detail(s)),
+        Ok(s) => (s.state == want, format!("found: {}", state_detail(s))),
         Err(why) => (false, why),
     }
 }
@@ -178,7 +178,12 @@ pub fn prefix_counts(
     let ok = received.is_none_or(|n| n == s.pfx_rcvd) && accepted.is_none_or(|n| n == s.pfx_acc);
     (
         ok,
-        format!("received {}, accepted {}; {}", s.pfx_rcvd, s.pfx_acc, state_detail(s)),
+        format!(
+            "found: received {}, accepted {}; {}",
+            s.pfx_rcvd,
+            s.pfx_acc,
+            state_detail(s)
+        ),
     )
 }
 

@@ -9,9 +9,16 @@ use crate::model::Network;
 
 use super::describe_probe;
 
-/// One line per hop of the request, then one line for the answer. `dst` is the address the
-/// probe was sent to.
-pub fn explain_probe(net: &Network, p: &Probe, dst: Ipv4Addr) -> Vec<String> {
+/// A probe's fate in words.
+pub struct Explanation {
+    /// One line per hop of the request, numbered, ending with where it ended.
+    pub hops: Vec<String>,
+    /// What came back (`describe_probe`) and the devices the answer crossed.
+    pub result: String,
+}
+
+/// Explain probe `p`, sent to `dst`.
+pub fn explain_probe(net: &Network, p: &Probe, dst: Ipv4Addr) -> Explanation {
     let mut lines = Vec::new();
     if p.forward.is_empty() {
         if let ProbeOutcome::LocalNoRoute = p.outcome {
@@ -39,12 +46,11 @@ pub fn explain_probe(net: &Network, p: &Probe, dst: Ipv4Addr) -> Vec<String> {
         lines.push(line);
     }
     let back: Vec<&str> = p.back.iter().map(|h| net.device(h.device).name.as_str()).collect();
-    let mut result = format!("result: {}", describe_probe(net, p));
+    let mut result = describe_probe(net, p);
     if !back.is_empty() {
         result.push_str(&format!(" (answer back via {})", back.join(" → ")));
     }
-    lines.push(result);
-    lines
+    Explanation { hops: lines, result }
 }
 
 /// `DEVICE` or `DEVICE in INTERFACE`.

@@ -10,6 +10,6 @@ pub mod report;
 mod run;
 
 pub use checks::RouteProtocol;
-pub use explain::explain_probe;
+pub use explain::{explain_probe, Explanation};
 pub use file::{is_scenario, load_scenario, parse_duration, Action, Check, Expectation, Scenario, Step};
 pub use run::*;

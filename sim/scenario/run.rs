@@ -499,7 +499,8 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             let dst = target_of(net, st, to, &e.span)?;
             let p = probe(net, st, src, dst, net.device(src).profile.ttl, ProbeKind::Echo, 1);
             // What happened, then why: the hop-by-hop decisions of the walk.
-            let seen = explain_probe(net, &p, dst).join("\n");
+            let why = explain_probe(net, &p, dst);
+            let seen = format!("got: {}\n{}", why.result, why.hops.join("\n"));
             Ok(match &e.check {
                 Check::Reach { .. } => result(
                     format!("{from} reaches {to}"),
