@@ -3,22 +3,17 @@
 //! codes 0/1/2, the JSON document (keys, order, determinism), JUnit XML (well-formed, the
 //! schema's required elements, escaping) and the hop-by-hop explanation of a flow.
 
-use std::process::{Command, Output};
+mod common;
 
+use std::process::Output;
+
+use common::fabsim;
 use quick_xml::events::Event;
 use quick_xml::Reader;
 use serde_json::Value;
 
 const PASS: &str = "tests/data/report/checks-pass.yaml";
 const FAIL: &str = "tests/data/report/checks-fail.yaml";
-
-fn fabsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabsim"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run fabsim")
-}
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -456,4 +451,26 @@ fn explain_bad_input_exits_2() {
     ] {
         assert_eq!(fabsim(&args).status.code(), Some(2), "{args:?}");
     }
+}
+
+/// The spine's NAT overload shows as a rewrite of the source on the hop that does it.
+#[test]
+fn explain_shows_source_nat() {
+    let o = fabsim(&[
+        "explain",
+        "scenarios/seed-lab.yaml",
+        "--step",
+        "s0b-nat",
+        "k-w1",
+        "8.8.8.8",
+    ]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("  3. Spine-1 in Ethernet1: 8.8.8.8 matches 0.0.0.0/0 (static)")
+                && l.ends_with("; source NAT 10.1.11.1 → 10.0.137.189")
+        ),
+        "{text}"
+    );
 }
