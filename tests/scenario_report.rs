@@ -474,3 +474,25 @@ fn explain_shows_source_nat() {
         "{text}"
     );
 }
+
+/// Every bundled scenario's JSON report is the same bytes on a second run.
+#[test]
+fn bundled_scenarios_give_byte_identical_json() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("scenarios/")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".yaml"))
+        .map(|n| format!("scenarios/{n}"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for f in &files {
+        let a = fabsim(&["run", f, "--format", "json"]);
+        let b = fabsim(&["run", f, "--format", "json"]);
+        assert_eq!(a.status.code(), Some(0), "{f}: {}", String::from_utf8_lossy(&a.stderr));
+        assert_eq!(a.stdout, b.stdout, "{f}: JSON differs between runs");
+        let doc: Value = serde_json::from_slice(&a.stdout).expect("one JSON document");
+        assert_eq!(doc["summary"]["failed"], 0, "{f}");
+    }
+}

@@ -85,6 +85,9 @@ pub fn compile_pattern(pattern: &str) -> Result<Regex, String> {
         .map_err(|e| format!("`matches:` pattern is not a valid regular expression: {e}"))
 }
 
+/// An expectation in words, whether it held, and what was found.
+type Verdict = (String, bool, String);
+
 /// `route`: the routes for `prefix` on `dev` that also come from `protocol` and go through
 /// exactly the `via` gateways (in any order); the expectation holds when some exist and
 /// `present`, or none exist and not `present`. The detail prints the device's routes for the
@@ -97,7 +100,19 @@ pub fn route(
     present: bool,
     protocol: Option<RouteProtocol>,
     via: Option<&[Ipv4Addr]>,
-) -> (bool, String) {
+) -> Verdict {
+    let mut what = format!(
+        "{} has {} route for {prefix}",
+        net.device(dev).name,
+        if present { "a" } else { "no" }
+    );
+    if let Some(p) = protocol {
+        what.push_str(&format!(" from {}", serde_name(p)));
+    }
+    if let Some(v) = via {
+        let v: Vec<String> = v.iter().map(|a| a.to_string()).collect();
+        what.push_str(&format!(" via {}", v.join(", ")));
+    }
     let for_prefix: Vec<&Route> = st.devices[dev.idx()]
         .fib
         .iter()
@@ -121,7 +136,7 @@ pub fn route(
         let lines: Vec<String> = for_prefix.iter().map(|r| views::route_line(net, st, dev, r)).collect();
         format!("found: {}", lines.join("\nfound: "))
     };
-    (found == present, detail)
+    (what, found == present, detail)
 }
 
 /// The session `dev` holds with `peer`, or why there is none.
@@ -154,11 +169,17 @@ fn state_detail(s: &BgpSessionView) -> String {
 }
 
 /// `session`: the BGP state the engine holds for `dev`'s session with `peer`.
-pub fn session_state(net: &Network, st: &State, dev: DeviceId, peer: Ipv4Addr, want: BgpState) -> (bool, String) {
-    match session(net, st, dev, peer) {
+pub fn session_state(net: &Network, st: &State, dev: DeviceId, peer: Ipv4Addr, want: BgpState) -> Verdict {
+    let what = format!(
+        "{}'s BGP session with {peer} is {}",
+        net.device(dev).name,
+        views::bgp_state_name(want)
+    );
+    let (ok, detail) = match session(net, st, dev, peer) {
         Ok(s) => (s.state == want, format!("found: {}", state_detail(s))),
         Err(why) => (false, why),
-    }
+    };
+    (what, ok, detail)
 }
 
 /// `prefixes`: the session's received/accepted counts, the numbers `show ip bgp summary`
@@ -170,21 +191,28 @@ pub fn prefix_counts(
     peer: Ipv4Addr,
     received: Option<u32>,
     accepted: Option<u32>,
-) -> (bool, String) {
+) -> Verdict {
+    let counts: Vec<String> = [("received", received), ("accepted", accepted)]
+        .iter()
+        .filter_map(|(k, v)| v.map(|n| format!("{k} {n}")))
+        .collect();
+    let what = format!(
+        "{} has {} prefixes from {peer}",
+        net.device(dev).name,
+        counts.join(", ")
+    );
     let s = match session(net, st, dev, peer) {
         Ok(s) => s,
-        Err(why) => return (false, why),
+        Err(why) => return (what, false, why),
     };
     let ok = received.is_none_or(|n| n == s.pfx_rcvd) && accepted.is_none_or(|n| n == s.pfx_acc);
-    (
-        ok,
-        format!(
-            "found: received {}, accepted {}; {}",
-            s.pfx_rcvd,
-            s.pfx_acc,
-            state_detail(s)
-        ),
-    )
+    let detail = format!(
+        "found: received {}, accepted {}; {}",
+        s.pfx_rcvd,
+        s.pfx_acc,
+        state_detail(s)
+    );
+    (what, ok, detail)
 }
 
 /// Whether `out` has every `contains` line and none of the `absent` ones ([`super::has_line`]),

@@ -531,21 +531,12 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             via,
         } => {
             let dev = device_of(net, on, &e.span)?;
-            let (ok, detail) = checks::route(net, st, dev, *prefix, *present, *protocol, via.as_deref());
-            let mut what = format!("{on} has {} route for {prefix}", if *present { "a" } else { "no" });
-            if let Some(p) = protocol {
-                what.push_str(&format!(" from {}", checks::serde_name(*p)));
-            }
-            if let Some(v) = via {
-                let v: Vec<String> = v.iter().map(|a| a.to_string()).collect();
-                what.push_str(&format!(" via {}", v.join(", ")));
-            }
+            let (what, ok, detail) = checks::route(net, st, dev, *prefix, *present, *protocol, via.as_deref());
             Ok(result(what, ok, detail))
         }
         Check::Session { on, peer, state } => {
             let dev = device_of(net, on, &e.span)?;
-            let (ok, detail) = checks::session_state(net, st, dev, *peer, *state);
-            let what = format!("{on}'s BGP session with {peer} is {}", views::bgp_state_name(*state));
+            let (what, ok, detail) = checks::session_state(net, st, dev, *peer, *state);
             Ok(result(what, ok, detail))
         }
         Check::Prefixes {
@@ -555,12 +546,7 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             accepted,
         } => {
             let dev = device_of(net, on, &e.span)?;
-            let (ok, detail) = checks::prefix_counts(net, st, dev, *neighbor, *received, *accepted);
-            let counts: Vec<String> = [("received", received), ("accepted", accepted)]
-                .iter()
-                .filter_map(|(k, v)| v.map(|n| format!("{k} {n}")))
-                .collect();
-            let what = format!("{on} has {} prefixes from {neighbor}", counts.join(", "));
+            let (what, ok, detail) = checks::prefix_counts(net, st, dev, *neighbor, *received, *accepted);
             Ok(result(what, ok, detail))
         }
         Check::Output {
