@@ -22,9 +22,7 @@ pub fn explain_probe(net: &Network, p: &Probe, dst: Ipv4Addr) -> Explanation {
     let mut lines = Vec::new();
     if p.forward.is_empty() {
         if let ProbeOutcome::LocalNoRoute = p.outcome {
-            lines.push(format!(
-                "no route to {dst} on the source: connect: Network is unreachable"
-            ));
+            lines.push(format!("the source has no route to {dst}"));
         } else {
             lines.push(format!("{dst} is the source's own address"));
         }
