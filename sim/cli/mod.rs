@@ -1,16 +1,20 @@
 //! The `fabsim` command line (clap): a thin layer over the library. Renders diagnostics and
 //! maps outcomes to exit codes: 0 success, 1 a failed expectation, 2 bad input.
 
-use std::io::Write;
+mod explain;
+
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{ColorChoice, Parser, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use crate::dataplane::{probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError};
 use crate::model::{DeviceKind, Network};
-use crate::scenario::{self, describe_probe, fmt_ms, resolve_target, Opened, Run, StepReport, When};
+use crate::scenario::junit::junit_xml;
+use crate::scenario::report::{RunReport, DEFAULT_SEED};
+use crate::scenario::{self, describe_probe, resolve_target, Opened, Run};
 use crate::views;
 
 #[derive(Parser, Debug)]
@@ -91,11 +95,40 @@ enum Command {
         format: Format,
     },
     /// Replay a scenario step by step: changes, convergence, route changes, expectations.
+    ///
+    /// Exit status: 0 every expectation held, 1 some failed, 2 bad input.
     Run {
         scenario: PathBuf,
         /// Stop after this step.
+        #[arg(long, visible_alias = "step", value_name = "STEP")]
+        until: Option<String>,
+        /// `text`: the readable report; `json`: the whole run as one JSON document
+        /// (docs/report-schema.md).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Also write the expectations as JUnit XML to FILE (one testcase per expectation).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Seed for the run's random choices (BIRD's timer jitter), printed in the report. The
+        /// same seed gives the same run, byte for byte.
+        #[arg(long, default_value_t = DEFAULT_SEED)]
+        seed: u64,
+        /// Colour the text report: `auto` when stdout is a terminal.
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
+    },
+    /// Explain one flow hop by hop: each device's forwarding decision (matched prefix,
+    /// protocol, next hop, interface), encapsulation and NAT, and where the packet ends.
+    ///
+    /// FROM is a device or a pod (NAMESPACE/NAME); TO an address or a device. Exit status 0
+    /// when the flow is answered, 1 when it is not, 2 on bad input.
+    Explain {
+        file: PathBuf,
+        /// Use the state after this scenario step (default: the end of the scenario).
         #[arg(long)]
         step: Option<String>,
+        from: String,
+        to: String,
     },
     /// Calico IPAM as Calico computes it.
     Ipam {
@@ -170,8 +203,12 @@ pub fn main() -> i32 {
 
 /// Open a file and replay it to the requested step; warnings go to stderr.
 fn state_at(file: &std::path::Path, step: Option<&str>) -> Result<(Opened, Run), Failure> {
+    seeded_state_at(file, step, DEFAULT_SEED)
+}
+
+fn seeded_state_at(file: &std::path::Path, step: Option<&str>, seed: u64) -> Result<(Opened, Run), Failure> {
     let opened = scenario::open(file)?;
-    let run = scenario::run(&opened, step)?;
+    let run = scenario::run_seeded(&opened, step, seed)?;
     for w in run
         .start
         .warnings
@@ -297,26 +334,42 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             }
             Ok(0)
         }
-        Command::Run { scenario: path, step } => {
-            let (opened, run) = state_at(&path, step.as_deref())?;
+        Command::Run {
+            scenario: path,
+            until,
+            format,
+            junit,
+            seed,
+            color,
+        } => {
+            let (opened, run) = seeded_state_at(&path, until.as_deref(), seed)?;
             let Some(scn) = &opened.scenario else {
                 return Err(Failure::Usage(format!(
                     "{} is a topology, not a scenario",
                     path.display()
                 )));
             };
-            out.push_str(&format!(
-                "scenario {} ({}) on topology {}\n",
-                scn.name, scn.file, opened.topology_name
-            ));
-            print_step(&run.start, out);
-            for s in &run.steps {
-                print_step(s, out);
+            let report = RunReport::new(scn, &opened.topology_name, &run, seed, until.as_deref());
+            if let Some(file) = &junit {
+                std::fs::write(file, junit_xml(&report))
+                    .map_err(|e| Failure::Usage(format!("--junit {}: {e}", file.display())))?;
             }
-            let checks: usize = run.steps.iter().map(|s| s.checks.len()).sum();
-            let failed: usize = run.steps.iter().map(StepReport::failed).sum();
-            out.push_str(&format!("\n{} passed, {} failed\n", checks - failed, failed));
-            Ok(if failed > 0 { 1 } else { 0 })
+            match format {
+                Format::Json => out.push_str(&report.json()),
+                Format::Text => {
+                    let color = match color {
+                        ColorChoice::Always => true,
+                        ColorChoice::Never => false,
+                        ColorChoice::Auto => std::io::stdout().is_terminal(),
+                    };
+                    out.push_str(&report.text(color));
+                }
+            }
+            Ok(report.summary.exit_code)
+        }
+        Command::Explain { file, step, from, to } => {
+            let (_, run) = state_at(&file, step.as_deref())?;
+            explain::explain(&run, &from, &to, step.as_deref(), out)
         }
         Command::Ipam {
             command:
@@ -359,73 +412,6 @@ fn ipam_blocks(pool: &str, block_size: u8, nodes: &[String], out: &mut String) -
 fn target(run: &Run, to: &str) -> Result<std::net::Ipv4Addr, Failure> {
     resolve_target(run.engine.network(), run.engine.state(), to)
         .ok_or_else(|| Failure::Usage(format!("'{to}' is neither an IPv4 address nor an addressed device")))
-}
-
-fn print_step(s: &StepReport, out: &mut String) {
-    let name = s.name.as_deref().map(|n| format!(" — {n}")).unwrap_or_default();
-    out.push_str(&format!("\n[{}]{name}\n", s.id));
-    out.push_str(&format!("  change: {}\n", s.change));
-    // The runbook's own transcript: each command as typed and what it printed.
-    for c in &s.commands {
-        out.push_str(&format!("  {}$ {}\n", c.device, c.command));
-        for l in c.output.lines() {
-            out.push_str(&format!("    {l}\n"));
-        }
-    }
-    let quiet = if s.quiet {
-        ""
-    } else {
-        " (NOT quiet: still changing at the run limit)"
-    };
-    let settle = if s.settled_ms > s.start_ms || !s.route_changes.is_empty() {
-        format!(
-            "routes settled after {}",
-            fmt_ms(s.settled_ms.saturating_sub(s.start_ms))
-        )
-    } else {
-        "no route changed".to_string()
-    };
-    out.push_str(&format!("  at t={}, {settle}{quiet}\n", fmt_ms(s.start_ms)));
-    for w in &s.warnings {
-        out.push_str(&format!("  {w}\n"));
-    }
-    for f in &s.findings {
-        out.push_str(&format!("  FINDING {f}\n"));
-    }
-    for f in &s.flows {
-        let verdict = match f.outages.as_slice() {
-            [] => "no probe lost".to_string(),
-            os => os
-                .iter()
-                .map(|o| scenario::describe_outage(o, f.interval_ms))
-                .collect::<Vec<_>>()
-                .join("; "),
-        };
-        out.push_str(&format!("  ping {} -> {}: {verdict}\n", f.from, f.to));
-    }
-    if s.route_changes.is_empty() {
-        out.push_str("  routes: no change\n");
-    } else {
-        out.push_str(&format!("  routes: {} changes\n", s.route_changes.len()));
-        for c in &s.route_changes {
-            out.push_str(&format!("    {c}\n"));
-        }
-    }
-    for c in &s.checks {
-        let when = match c.when {
-            When::Before => "before",
-            When::During => "during",
-            When::After => "after ",
-        };
-        let verdict = if c.ok { "ok  " } else { "FAIL" };
-        out.push_str(&format!("  {verdict} {when} {}\n", c.what));
-        if !c.ok {
-            out.push_str(&format!("       at {}\n", c.span));
-            for l in c.detail.lines() {
-                out.push_str(&format!("       {l}\n"));
-            }
-        }
-    }
 }
 
 #[derive(Serialize)]

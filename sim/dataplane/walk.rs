@@ -2,9 +2,10 @@
 
 use std::net::Ipv4Addr;
 
+use ipnet::Ipv4Net;
 use serde::Serialize;
 
-use crate::engine::state::NextHop;
+use crate::engine::state::{NextHop, Proto};
 use crate::engine::{local_iface, State};
 use crate::model::{AclAction, DeviceId, DeviceKind, IfId, Network, Responder, Tunnel};
 
@@ -36,6 +37,21 @@ pub struct Hop {
     /// Virtual time (µs after the probe left its source) at which the packet reached this
     /// device; it leaves at the same instant (forwarding takes no virtual time).
     pub at_us: u64,
+    /// The FIB entry this device forwarded the packet by (before any encapsulation), kept so
+    /// that `fabsim explain` and failed checks can show each decision without walking again.
+    pub route: Option<Lookup>,
+}
+
+/// One forwarding decision: the route that matched and the next hop the flow hash chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Lookup {
+    pub prefix: Ipv4Net,
+    pub proto: Proto,
+    /// The chosen next hop's gateway (`None`: on-link, or a blackhole route).
+    pub via: Option<Ipv4Addr>,
+    /// How many equal-cost next hops the route had.
+    pub ecmp: usize,
+    pub blackhole: bool,
 }
 
 /// A packet's headers as a capture prints them.
@@ -476,6 +492,7 @@ impl Walk<'_> {
                 received: ingress.map(|_| headers(&pkt, inner.as_ref())),
                 sent: None,
                 at_us: self.delay_us,
+                route: None,
             };
             if let Some(mut inif) = ingress {
                 if !forward && inner.is_none() {
@@ -553,12 +570,22 @@ impl Walk<'_> {
                 }
                 return self.icmp_error(cur, inif, IcmpError::NetUnreachable, pkt, hops);
             };
+            let mut lookup = Lookup {
+                prefix: route.prefix,
+                proto: route.proto,
+                via: None,
+                ecmp: route.nexthops.len(),
+                blackhole: route.blackhole,
+            };
             if route.blackhole || route.nexthops.is_empty() {
+                hop.route = Some(lookup);
                 hops.push(hop);
                 let reason = format!("{} drops it: blackhole route {}", dev.name, route.prefix);
                 return (End::Dropped { reason }, hops);
             }
             let mut nh = &route.nexthops[(pkt.flow_hash(cur) % route.nexthops.len() as u64) as usize];
+            lookup.via = nh.via;
+            hop.route = Some(lookup);
             if net.iface(nh.iface).tunnel == Some(Tunnel::Ipip) && inner.is_none() {
                 match encapsulate(net, st, cur, pkt, nh.via) {
                     Ok((outer, wire_nh)) => {

@@ -6,12 +6,12 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use ipnet::Ipv4Net;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::state::NextHop;
 
-/// RFC 4271 §8 session states.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+/// RFC 4271 §8 session states. Deserialized by name for scenario `session:` expectations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum BgpState {
     Idle,
     Connect,

@@ -8,7 +8,7 @@
 
 mod bgp;
 pub mod bgp_state;
-pub use bgp::filter;
+pub use bgp::{filter, DEFAULT_SEED};
 mod ospf;
 mod rib;
 pub mod state;
@@ -127,6 +127,11 @@ impl Engine {
             e.schedule(at, Event::TimedConfig(i));
         }
         e
+    }
+
+    /// Seed the run's random choices (BIRD's timer jitter); before anything has run.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.bgp.jitter = bgp::Jitter::new(seed);
     }
 
     /// The most paths one BGP speaker keeps for one prefix before fabsim reports a path

@@ -6,10 +6,13 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 use ipnet::Ipv4Net;
+use regex::Regex;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use super::checks::RouteProtocol;
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
+use crate::engine::BgpState;
 use crate::input::topology::yaml::{self, OrderedMap};
 
 #[derive(Debug, Deserialize)]
@@ -159,14 +162,20 @@ enum RawCheck {
         #[serde(default)]
         icmp_from: Option<Ipv4Addr>,
     },
-    /// A route is (or is not) in a device's forwarding table.
+    /// A route is (or is not) in a device's forwarding table, optionally from a protocol and
+    /// through exactly these next hops.
     Route {
         on: String,
         prefix: Ipv4Net,
         #[serde(default = "yes")]
         present: bool,
+        #[serde(default)]
+        protocol: Option<RouteProtocol>,
+        #[serde(default)]
+        via: Option<Vec<Ipv4Addr>>,
     },
-    /// A command's output contains these lines (whitespace-normalised) and not those.
+    /// A command's output contains these lines (whitespace-normalised) and not those; has
+    /// these exact lines in this order; matches these regular expressions.
     Output {
         on: String,
         run: String,
@@ -174,6 +183,25 @@ enum RawCheck {
         contains: Vec<String>,
         #[serde(default)]
         absent: Vec<String>,
+        #[serde(default)]
+        lines: Vec<String>,
+        #[serde(default)]
+        matches: Vec<Spanned<String>>,
+    },
+    /// A BGP session is in this state, as the speaker holds it.
+    Session {
+        on: String,
+        peer: Ipv4Addr,
+        state: BgpState,
+    },
+    /// A BGP session's prefix counts (`show ip bgp summary` PfxRcd / PfxAcc).
+    Prefixes {
+        on: String,
+        neighbor: Ipv4Addr,
+        #[serde(default)]
+        received: Option<u32>,
+        #[serde(default)]
+        accepted: Option<u32>,
     },
     /// During a ping FROM → TO, `tcpdump -n -i INTERFACE` on ON shows these lines and not those.
     Capture {
@@ -260,12 +288,27 @@ pub enum Check {
         on: String,
         prefix: Ipv4Net,
         present: bool,
+        protocol: Option<RouteProtocol>,
+        via: Option<Vec<Ipv4Addr>>,
     },
     Output {
         on: String,
         run: String,
         contains: Vec<String>,
         absent: Vec<String>,
+        lines: Vec<String>,
+        matches: Vec<Regex>,
+    },
+    Session {
+        on: String,
+        peer: Ipv4Addr,
+        state: BgpState,
+    },
+    Prefixes {
+        on: String,
+        neighbor: Ipv4Addr,
+        received: Option<u32>,
+        accepted: Option<u32>,
     },
     Capture {
         from: String,
@@ -573,11 +616,14 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
         }
         Action::Checkpoint
     };
-    let conv = |v: Vec<Spanned<RawCheck>>| {
+    let conv = |v: Vec<Spanned<RawCheck>>| -> Result<Vec<Expectation>, Diagnostic> {
         v.into_iter()
-            .map(|c| Expectation {
-                span: span_of(file, &c),
-                check: convert_check(c.value),
+            .map(|c| {
+                let span = span_of(file, &c);
+                Ok(Expectation {
+                    check: convert_check(c.value, file, &span)?,
+                    span,
+                })
             })
             .collect()
     };
@@ -607,29 +653,68 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
         name: rs.name,
         note: rs.note,
         action,
-        before: conv(rs.expect.before),
-        after: conv(rs.expect.after),
+        before: conv(rs.expect.before)?,
+        after: conv(rs.expect.after)?,
         during,
         span,
     })
 }
 
-fn convert_check(c: RawCheck) -> Check {
-    match c {
+fn convert_check(c: RawCheck, file: &str, span: &Span) -> Result<Check, Diagnostic> {
+    Ok(match c {
         RawCheck::Reach { from, to } => Check::Reach { from, to },
         RawCheck::Unreachable { from, to, icmp_from } => Check::Unreachable { from, to, icmp_from },
-        RawCheck::Route { on, prefix, present } => Check::Route { on, prefix, present },
+        RawCheck::Route {
+            on,
+            prefix,
+            present,
+            protocol,
+            via,
+        } => Check::Route {
+            on,
+            prefix,
+            present,
+            protocol,
+            via,
+        },
         RawCheck::Output {
             on,
             run,
             contains,
             absent,
+            lines,
+            matches,
         } => Check::Output {
             on,
             run,
             contains,
             absent,
+            lines,
+            matches: matches
+                .iter()
+                .map(|m| super::checks::compile_pattern(&m.value).map_err(|e| Diagnostic::error(span_of(file, m), e)))
+                .collect::<Result<_, _>>()?,
         },
+        RawCheck::Session { on, peer, state } => Check::Session { on, peer, state },
+        RawCheck::Prefixes {
+            on,
+            neighbor,
+            received,
+            accepted,
+        } => {
+            if received.is_none() && accepted.is_none() {
+                return Err(Diagnostic::error(
+                    span.clone(),
+                    format!("`prefixes` on {on} for {neighbor} needs `received: N`, `accepted: N` or both"),
+                ));
+            }
+            Check::Prefixes {
+                on,
+                neighbor,
+                received,
+                accepted,
+            }
+        }
         RawCheck::Capture {
             from,
             to,
@@ -647,5 +732,5 @@ fn convert_check(c: RawCheck) -> Check {
             contains,
             absent,
         },
-    }
+    })
 }

@@ -2,11 +2,17 @@
 //! engine, the network evolves until quiet, and the step's expectations are checked before and
 //! after. Also opens a plain topology (a scenario with no steps) for the query commands.
 
+mod checks;
 mod clock;
+mod explain;
 pub mod file;
+pub mod junit;
+pub mod report;
 mod run;
 
+pub use checks::RouteProtocol;
 pub use clock::{describe as describe_outage, FlowReport, Outage};
+pub use explain::{explain_probe, Explanation};
 pub use file::{
     is_scenario, load_scenario, parse_duration, Action, Check, Expectation, FlowCheck, FlowExpectation, Scenario, Step,
     Timing,

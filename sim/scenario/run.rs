@@ -4,7 +4,11 @@
 use std::net::Ipv4Addr;
 use std::path::Path;
 
+use serde::Serialize;
+
+use super::checks;
 use super::clock::{evaluate_during, pass_time, FlowReport, Until, Watch};
+use super::explain::explain_probe;
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
@@ -56,7 +60,8 @@ pub fn open(path: &Path) -> Result<Opened, InputError> {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum When {
     Before,
     /// Over the step, from the pings it watched.
@@ -64,7 +69,7 @@ pub enum When {
     After,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct CheckResult {
     pub when: When,
     pub what: String,
@@ -73,7 +78,7 @@ pub struct CheckResult {
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct StepReport {
     pub id: String,
     pub name: Option<String>,
@@ -94,7 +99,7 @@ pub struct StepReport {
 }
 
 /// One runbook command as typed, its output and exit status.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct CommandRecord {
     pub device: String,
     pub command: String,
@@ -118,7 +123,13 @@ pub struct Run {
 /// Converge the topology, then run the scenario's steps up to and including `until` (all
 /// steps if `None`).
 pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
+    run_seeded(opened, until, crate::engine::DEFAULT_SEED)
+}
+
+/// [`run`] with the seed of the run's random choices (BIRD's timer jitter).
+pub fn run_seeded(opened: &Opened, until: Option<&str>, seed: u64) -> Result<Run, InputError> {
     let mut engine = Engine::new(opened.net.clone());
+    engine.set_seed(seed);
     if let Some(limit) = opened.scenario.as_ref().and_then(|s| s.path_limit) {
         engine.set_path_limit(limit);
     }
@@ -529,7 +540,9 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             let src = device_of(net, from, &e.span)?;
             let dst = target_of(net, st, to, &e.span)?;
             let p = probe(net, st, src, dst, net.device(src).profile.ttl, ProbeKind::Echo, 1);
-            let seen = describe_probe(net, &p);
+            // What happened, then why: the hop-by-hop decisions of the walk.
+            let why = explain_probe(net, &p, dst);
+            let seen = format!("got: {}\n{}", why.result, why.hops.join("\n"));
             Ok(match &e.check {
                 Check::Reach { .. } => result(
                     format!("{from} reaches {to}"),
@@ -552,21 +565,39 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
                 _ => unreachable!("matched above"),
             })
         }
-        Check::Route { on, prefix, present } => {
+        Check::Route {
+            on,
+            prefix,
+            present,
+            protocol,
+            via,
+        } => {
             let dev = device_of(net, on, &e.span)?;
-            let found = st.devices[dev.idx()].fib.iter().any(|r| r.prefix == *prefix);
-            let what = format!("{on} has {} route for {prefix}", if *present { "a" } else { "no" });
-            Ok(result(
-                what,
-                found == *present,
-                if found { "present".into() } else { "absent".into() },
-            ))
+            let (what, ok, detail) = checks::route(net, st, dev, *prefix, *present, *protocol, via.as_deref());
+            Ok(result(what, ok, detail))
+        }
+        Check::Session { on, peer, state } => {
+            let dev = device_of(net, on, &e.span)?;
+            let (what, ok, detail) = checks::session_state(net, st, dev, *peer, *state);
+            Ok(result(what, ok, detail))
+        }
+        Check::Prefixes {
+            on,
+            neighbor,
+            received,
+            accepted,
+        } => {
+            let dev = device_of(net, on, &e.span)?;
+            let (what, ok, detail) = checks::prefix_counts(net, st, dev, *neighbor, *received, *accepted);
+            Ok(result(what, ok, detail))
         }
         Check::Output {
             on,
             run,
             contains,
             absent,
+            lines,
+            matches,
         } => {
             let dev = device_of(net, on, &e.span)?;
             let out = views::run_command(net, st, dev, run).map_err(|err| {
@@ -575,7 +606,7 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
                     format!("command '{run}' on {on} failed: {}", err.message),
                 )
             })?;
-            let (ok, detail) = match_lines(&out, contains, absent);
+            let (ok, detail) = checks::match_output(&out, contains, absent, lines, matches);
             Ok(result(format!("{on}# {run}"), ok, detail))
         }
         Check::Capture {
@@ -596,7 +627,7 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             let out = views::tcpdump::PingCapture::new(net, st, src, dst, *count)
                 .on(net, dev, iface)
                 .map_err(|err| Diagnostic::error(e.span.clone(), err.message))?;
-            let (ok, detail) = match_lines(&out, contains, absent);
+            let (ok, detail) = checks::match_output(&out, contains, absent, &[], &[]);
             Ok(result(
                 format!("{on}# tcpdump -n -i {interface} during ping {from} -> {to}"),
                 ok,
@@ -604,26 +635,6 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             ))
         }
     }
-}
-
-/// Whether `out` has every `contains` line and none of the `absent` ones ([`has_line`]), and
-/// the failure detail: the lines that did not match, then the whole output.
-fn match_lines(out: &str, contains: &[String], absent: &[String]) -> (bool, String) {
-    let missing: Vec<&String> = contains.iter().filter(|c| !has_line(out, c)).collect();
-    let present: Vec<&String> = absent.iter().filter(|c| has_line(out, c)).collect();
-    let ok = missing.is_empty() && present.is_empty();
-    let mut detail = String::new();
-    for m in missing {
-        detail.push_str(&format!("missing line: {m}\n"));
-    }
-    for p in present {
-        detail.push_str(&format!("unexpected line: {p}\n"));
-    }
-    if !ok {
-        detail.push_str("output was:\n");
-        detail.push_str(out);
-    }
-    (ok, detail)
 }
 
 /// Does some line of `output` contain `pattern`, comparing whitespace-insensitively? `...` in

@@ -96,7 +96,7 @@ fn origin_char(o: crate::engine::BgpOrigin) -> char {
 }
 
 /// The RFC 4271 state name, as BIRD (`bgp_state_dsc`) and FRR (`bgp_status_msg`) print it.
-fn bgp_state_name(s: crate::engine::BgpState) -> &'static str {
+pub fn bgp_state_name(s: crate::engine::BgpState) -> &'static str {
     use crate::engine::BgpState;
     match s {
         BgpState::Idle => "Idle",

@@ -149,6 +149,7 @@ mod tests {
             received: None,
             sent: None,
             at_us,
+            route: None,
         }
     }
 

@@ -29,6 +29,15 @@ pub fn run_file(file: &str, step: &str) -> Run {
     scenario::run(&opened, Some(step)).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The `fabsim` binary run with `args` from the crate's root.
+pub fn fabsim(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_fabsim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run fabsim")
+}
+
 /// The output of `command` on `device` after `step`.
 pub fn out(step: &str, device: &str, command: &str) -> String {
     out_in(&run_to(step), device, command)

@@ -1,0 +1,136 @@
+//! The decision chain of one probe, hop by hop, read from the walk's own record (each `Hop`
+//! keeps the FIB entry it forwarded by): `fabsim explain` prints it, and failed `reach` /
+//! `unreachable` expectations include it as their "why".
+
+use std::net::Ipv4Addr;
+
+use crate::dataplane::{Headers, Hop, IcmpError, Lookup, Probe, ProbeOutcome};
+use crate::model::Network;
+
+use super::describe_probe;
+
+/// A probe's fate in words.
+pub struct Explanation {
+    /// One line per hop of the request, numbered, ending with where it ended.
+    pub hops: Vec<String>,
+    /// What came back (`describe_probe`) and the devices the answer crossed.
+    pub result: String,
+}
+
+/// Explain probe `p`, sent to `dst`.
+pub fn explain_probe(net: &Network, p: &Probe, dst: Ipv4Addr) -> Explanation {
+    let mut lines = Vec::new();
+    if p.forward.is_empty() {
+        if let ProbeOutcome::LocalNoRoute = p.outcome {
+            lines.push(format!("the source has no route to {dst}"));
+        } else {
+            lines.push(format!("{dst} is the source's own address"));
+        }
+    }
+    let last = p.forward.len().saturating_sub(1);
+    for (i, hop) in p.forward.iter().enumerate() {
+        let mut line = format!("{}. {}", i + 1, where_(net, hop));
+        let routed = routed_dst(hop).unwrap_or(dst);
+        match &hop.route {
+            Some(l) => line.push_str(&format!(": {}", decision(net, hop, l, routed))),
+            None if i < last => line.push_str(": forwarded"),
+            None => {}
+        }
+        if i == last {
+            let sep = if hop.route.is_some() { " → " } else { ": " };
+            line.push_str(sep);
+            line.push_str(&ending(hop, p, routed));
+        }
+        lines.push(line);
+    }
+    let back: Vec<&str> = p.back.iter().map(|h| net.device(h.device).name.as_str()).collect();
+    let mut result = describe_probe(net, p);
+    if !back.is_empty() {
+        result.push_str(&format!(" (answer back via {})", back.join(" → ")));
+    }
+    Explanation { hops: lines, result }
+}
+
+/// `DEVICE` or `DEVICE in INTERFACE`.
+fn where_(net: &Network, hop: &Hop) -> String {
+    let name = &net.device(hop.device).name;
+    match hop.ingress {
+        Some(i) => format!("{name} in {}", net.iface(i).name),
+        None => name.clone(),
+    }
+}
+
+/// The destination this hop routed on: the inner one where it encapsulates, the outer one
+/// inside a tunnel, the inner one again where it decapsulates.
+fn routed_dst(hop: &Hop) -> Option<Ipv4Addr> {
+    match (&hop.received, &hop.sent) {
+        (r, Some(s)) if encapsulates(r.as_ref(), s) => s.inner.map(|(_, d)| d),
+        (_, Some(s)) => Some(s.dst),
+        (Some(r), None) => Some(r.inner.map_or(r.dst, |(_, d)| d)),
+        (None, None) => None,
+    }
+}
+
+fn encapsulates(received: Option<&Headers>, sent: &Headers) -> bool {
+    sent.inner.is_some() && received.is_none_or(|r| r.inner.is_none())
+}
+
+/// The FIB decision, then encapsulation and NAT as the headers show them.
+fn decision(net: &Network, hop: &Hop, l: &Lookup, dst: Ipv4Addr) -> String {
+    let proto = super::checks::serde_name(l.proto);
+    if l.blackhole {
+        return format!("{dst} matches blackhole route {} ({proto})", l.prefix);
+    }
+    let mut s = format!("{dst} matches {} ({proto})", l.prefix);
+    match l.via {
+        Some(gw) => s.push_str(&format!(" via {gw}")),
+        None => s.push_str(" directly connected"),
+    }
+    if let Some(e) = hop.egress {
+        s.push_str(&format!(", out {}", net.iface(e).name));
+    }
+    if l.ecmp > 1 {
+        s.push_str(&format!(" (1 of {} equal-cost next hops, by flow hash)", l.ecmp));
+    }
+    if let Some(sent) = &hop.sent {
+        if encapsulates(hop.received.as_ref(), sent) {
+            s.push_str(&format!("; IP-in-IP encapsulated {} > {}", sent.src, sent.dst));
+        }
+        if let Some(r) = &hop.received {
+            if r.inner.is_some() && sent.inner.is_none() {
+                s.push_str(&format!("; IP-in-IP decapsulated (outer {} > {})", r.src, r.dst));
+            }
+            if r.inner.is_none() && sent.inner.is_none() && r.src != sent.src {
+                s.push_str(&format!("; source NAT {} → {}", r.src, sent.src));
+            }
+        }
+    }
+    s
+}
+
+/// Where the request's walk ended, said from the last device's side.
+fn ending(hop: &Hop, p: &Probe, dst: Ipv4Addr) -> String {
+    match &p.outcome {
+        ProbeOutcome::Error { from, error, .. } => {
+            let why = match error {
+                IcmpError::NetUnreachable => format!("no route to {dst}"),
+                IcmpError::HostUnreachable => {
+                    let gw = hop.route.and_then(|l| l.via).unwrap_or(dst);
+                    format!("next hop {gw} does not answer ARP")
+                }
+                IcmpError::TtlExceeded => "the TTL expired".to_string(),
+            };
+            let icmp = match error {
+                IcmpError::NetUnreachable => "net unreachable",
+                IcmpError::HostUnreachable => "host unreachable",
+                IcmpError::TtlExceeded => "time exceeded",
+            };
+            format!("{why} → ICMP {icmp} from {from}")
+        }
+        ProbeOutcome::Reply { from, .. } => format!("delivered, {from} answers"),
+        // An answer was sent: the request arrived, the result line says how the answer fared.
+        ProbeOutcome::Lost { .. } if !p.back.is_empty() => "delivered, answered".into(),
+        ProbeOutcome::Lost { reason } => format!("lost: {reason}"),
+        ProbeOutcome::LocalNoRoute => "no route".into(),
+    }
+}
