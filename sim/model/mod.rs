@@ -138,8 +138,8 @@ pub struct Interface {
     pub proxy_arp: bool,
     /// Kernel interface index (Linux; `ip addr` numbering). Loopback is 1.
     pub ifindex: u32,
-    /// A tunnel device (`tunl0`): packets routed out of it are encapsulated towards the
-    /// route's gateway instead of being sent on a wire.
+    /// A tunnel device (`tunl0`, `vxlan.calico`): packets routed out of it are encapsulated
+    /// towards the tunnel's remote end for the route's gateway instead of being sent on a wire.
     pub tunnel: Option<Tunnel>,
     pub span: Span,
 }
