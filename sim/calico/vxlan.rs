@@ -72,7 +72,7 @@ impl Calico {
             .collect()
     }
 
-    /// The routes felix's VXLAN manager programs on `node`, in block order.
+    /// The routes felix's VXLAN manager programs on `node`, in block (address) order.
     pub fn vxlan_routes(&self, node: &str) -> Vec<FelixRoute> {
         let Some(ipam) = &self.ipam else { return Vec::new() };
         let local = self.vtep(node);
@@ -112,9 +112,6 @@ impl Calico {
                 }
             });
         }
-        out.sort_by_key(|r| match r {
-            FelixRoute::Blackhole(b) | FelixRoute::Vxlan { block: b, .. } | FelixRoute::NoEncap { block: b, .. } => *b,
-        });
         out
     }
 }

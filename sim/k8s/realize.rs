@@ -80,14 +80,17 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
         net.devices[dev.idx()]
             .statics
             .retain(|s| !s.origin.is_felix() && !s.dev.as_deref().is_some_and(|d| d.starts_with("cali")));
-        match calico.vtep(node).filter(|_| vxlan) {
+        let parent = match calico.vtep(node).filter(|_| vxlan) {
             Some(local) => vxlan_device(net, calico, *dev, &local),
             // felix's VXLAN manager needs the pool and the node's VTEP (`configureVXLANDevice`);
             // without a pool it deletes the device (fabsim leaves it down and unaddressed).
-            None => unconfigure(net, *dev, vxlan::DEVICE),
-        }
+            None => {
+                unconfigure(net, *dev, vxlan::DEVICE);
+                None
+            }
+        };
         if vxlan {
-            felix_vxlan_routes(net, calico, *dev, node);
+            felix_vxlan_routes(net, calico, *dev, node, parent);
         }
     }
     // Host sides of pods that are gone: the CNI deleted the veth.
@@ -265,7 +268,8 @@ fn unconfigure(net: &mut Network, dev: DeviceId, name: &str) {
 /// felix's `vxlan.calico` on `dev` for the node's VTEP `local`: VNI, port, `local` address and
 /// parent device (the interface holding the node address), the VTEP MAC, MTU host - 50, the
 /// tunnel address as a /32, up, and the ARP/FDB entries of every other VTEP (`SetL2Routes`).
-fn vxlan_device(net: &mut Network, calico: &Calico, dev: DeviceId, local: &Vtep) {
+/// Returns the parent's name, if fabsim knows it.
+fn vxlan_device(net: &mut Network, calico: &Calico, dev: DeviceId, local: &Vtep) -> Option<String> {
     let parent = net
         .device(dev)
         .ifaces
@@ -288,25 +292,20 @@ fn vxlan_device(net: &mut Network, calico: &Calico, dev: DeviceId, local: &Vtep)
         vni: vxlan::VNI,
         port: vxlan::PORT,
         local: local.node_addr.addr(),
-        parent,
+        parent: parent.clone(),
         mac: local.mac,
         remotes,
     }));
     ifc.mtu = tunnel_mtu(TunnelKind::Vxlan, HOST_MTU);
     ifc.admin_up = true;
     ifc.addr = AddrConfig::Static(Ipv4Net::from(local.tunnel_addr));
+    parent
 }
 
 /// The routes of felix's VXLAN manager on `dev` (`Calico::vxlan_routes`). The no-encap ones go
-/// out of the VXLAN device's parent; without one known (a node address fabsim sees only as a
+/// out of the VXLAN device's `parent`; without one known (a node address fabsim sees only as a
 /// DHCP lease) they are left to resolve through the connected subnet.
-fn felix_vxlan_routes(net: &mut Network, calico: &Calico, dev: DeviceId, node: &str) {
-    let parent = net
-        .iface_by_name(dev, vxlan::DEVICE)
-        .and_then(|i| match &net.iface(i).tunnel {
-            Some(Tunnel::Vxlan(v)) => v.parent.clone(),
-            _ => None,
-        });
+fn felix_vxlan_routes(net: &mut Network, calico: &Calico, dev: DeviceId, node: &str, parent: Option<String>) {
     for r in calico.vxlan_routes(node) {
         let route = match r {
             FelixRoute::Blackhole(block) => StaticRoute {
