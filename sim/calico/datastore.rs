@@ -142,6 +142,9 @@ pub struct Node {
     pub as_number: Option<u32>,
     pub ipv4_ipip_tunnel_addr: Option<Ipv4Addr>,
     pub ipv4_vxlan_tunnel_addr: Option<Ipv4Addr>,
+    /// `vxlanTunnelMACAddr`: set by hand (or by Calico for Windows); felix derives the MAC
+    /// when it is absent (`Calico::vtep_mac`).
+    pub vxlan_tunnel_mac: Option<[u8; 6]>,
     pub route_reflector_cluster_id: Option<String>,
     pub pod_cidrs: Vec<IpNet>,
     pub span: Span,
@@ -1086,6 +1089,34 @@ fn set_as(node: &mut Node, s: &str, at: Span, ctx: &mut Ctx) {
     }
 }
 
+/// A 6-byte MAC in Go's `net.ParseMAC` colon or hyphen form (the validator's `mac` rule;
+/// the 8- and 20-byte forms it also takes are no VXLAN MAC).
+fn set_mac(node: &mut Node, s: &str, at: Span, ctx: &mut Ctx) {
+    match parse_mac(s) {
+        Some(m) => node.vxlan_tunnel_mac = Some(m),
+        None => ctx.error(
+            at,
+            format!("Node {:?}: vxlanTunnelMACAddr {s:?} is not a MAC address", node.name),
+        ),
+    }
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let sep = if s.contains('-') { '-' } else { ':' };
+    let parts: Vec<&str> = s.split(sep).collect();
+    let mut mac = [0u8; 6];
+    if parts.len() != 6 {
+        return None;
+    }
+    for (b, p) in mac.iter_mut().zip(&parts) {
+        if p.len() != 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    Some(mac)
+}
+
 fn set_tunnel(slot: &mut Option<Ipv4Addr>, s: &str, at: Span, ctx: &mut Ctx) {
     match s.parse::<Ipv4Addr>() {
         Ok(a) => *slot = Some(a),
@@ -1104,6 +1135,7 @@ fn calico_node(node: &mut Node, spec: Option<Obj>, ctx: &mut Ctx) {
     node.route_reflector_cluster_id = None;
     node.ipv4_ipip_tunnel_addr = None;
     node.ipv4_vxlan_tunnel_addr = None;
+    node.vxlan_tunnel_mac = None;
     let Some(mut s) = spec else {
         return;
     };
@@ -1125,13 +1157,10 @@ fn calico_node(node: &mut Node, spec: Option<Obj>, ctx: &mut Ctx) {
     if let Some((v, at)) = s.opt_string("ipv4VXLANTunnelAddr", ctx) {
         set_tunnel(&mut node.ipv4_vxlan_tunnel_addr, &v, at, ctx);
     }
-    s.skip(&[
-        "orchRefs",
-        "addresses",
-        "vxlanTunnelMACAddr",
-        "wireguard",
-        "interfaceName",
-    ]);
+    if let Some((v, at)) = s.opt_string("vxlanTunnelMACAddr", ctx) {
+        set_mac(node, &v, at, ctx);
+    }
+    s.skip(&["orchRefs", "addresses", "wireguard", "interfaceName"]);
     s.finish(ctx);
 }
 
@@ -1149,6 +1178,7 @@ fn k8s_node(node: &mut Node, annotations: &BTreeMap<String, String>, spec: Optio
             "RouteReflectorClusterID" => node.route_reflector_cluster_id = Some(v.clone()),
             "IPv4IPIPTunnelAddr" => set_tunnel(&mut node.ipv4_ipip_tunnel_addr, v, at.clone(), ctx),
             "IPv4VXLANTunnelAddr" => set_tunnel(&mut node.ipv4_vxlan_tunnel_addr, v, at.clone(), ctx),
+            "VXLANTunnelMACAddr" => set_mac(node, v, at.clone(), ctx),
             _ => {}
         }
     }

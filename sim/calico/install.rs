@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
 use ipnet::{IpNet, Ipv4Net};
+use sha1::{Digest as _, Sha1};
 
 use super::autodetect::{self, HostFacts};
 use super::confd::{self, RenderedBird};
 use super::datastore::{ApiGroup, BlockAffinity, Datastore, EncapMode, IpPool, Node};
-use super::ipam::{self, BlockAllocator, IpamError, Pool};
+use super::ipam::{self, BlockAllocator, IpamError, Pool, TunnelKind};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::model::Masquerade;
 
@@ -142,7 +143,11 @@ impl Calico {
         if !self.is_started(node) {
             self.started.push((node.to_string(), now));
         }
-        self.allocate_tunnel_addr(node, now).map_err(|e| e.to_string())
+        for kind in TunnelKind::ALL {
+            self.reconcile_tunnel_addr(node, kind, false, now)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     /// `configureIPPools`: create the default IPv4 pool from the environment when there is no
@@ -248,6 +253,7 @@ impl Calico {
         for a in applied.iter().filter(|a| a.outcome == "created") {
             self.created.insert(format!("{}/{}", a.kind, a.name), now);
         }
+        self.reconcile_vxlan_addrs(now);
         Ok((warnings, applied))
     }
 
@@ -317,6 +323,7 @@ impl Calico {
         self.created.remove(&format!("IPPool/{name}"));
         // The pool set only shrinks, which cannot make a pool invalid.
         let _ = self.rebuild_ipam();
+        self.reconcile_vxlan_addrs(0);
         true
     }
 
@@ -342,22 +349,49 @@ impl Calico {
         names
     }
 
-    /// `allocate-tunnel-addrs`: an IPIP tunnel address when an enabled IPIP pool exists.
-    fn allocate_tunnel_addr(&mut self, node: &str, now: u64) -> Result<(), IpamError> {
-        let wants_ipip = self
+    /// `allocate-tunnel-addrs` for one encapsulation: an address (handle
+    /// `<kind>-tunnel-addr-<node>`) when an enabled IPv4 pool uses the encapsulation and the
+    /// node has none; with `release`, also give the address back when no such pool remains
+    /// (`removeHostTunnelAddr`).
+    fn reconcile_tunnel_addr(
+        &mut self,
+        node: &str,
+        kind: TunnelKind,
+        release: bool,
+        now: u64,
+    ) -> Result<(), IpamError> {
+        let wanted = self
             .datastore
             .ip_pools
             .values()
-            .any(|p| !p.disabled && p.ipip_mode != EncapMode::Never && matches!(p.cidr, IpNet::V4(_)));
-        let has = self.datastore.nodes.get(node).and_then(|n| n.ipv4_ipip_tunnel_addr);
-        if !wants_ipip || has.is_some() {
+            .any(|p| !p.disabled && kind.mode(p) != EncapMode::Never && matches!(p.cidr, IpNet::V4(_)));
+        let Some(has) = self.datastore.nodes.get(node).map(|n| kind.addr(n)) else {
             return Ok(());
-        }
-        let addr = self.assign(node, &ipam::ipip_tunnel_handle(node), now)?;
+        };
+        let addr = match (wanted, has) {
+            (true, None) => Some(self.assign(node, &kind.handle(node), now)?),
+            (false, Some(old)) if release => {
+                // An address IPAM no longer holds (released by hand) leaves only the Node field.
+                let _ = self.release(old);
+                None
+            }
+            _ => return Ok(()),
+        };
         if let Some(n) = self.datastore.nodes.get_mut(node) {
-            n.ipv4_ipip_tunnel_addr = Some(addr);
+            *kind.addr_mut(n) = addr;
         }
         Ok(())
+    }
+
+    /// allocateip also runs as a service and follows pool changes. fabsim reconciles VXLAN
+    /// addresses only: the seed lab needs its IPIP addresses kept as they were when calico-node
+    /// started (seed-lab.md, "Do not reconcile tunnel addresses until s3a"). A failure is
+    /// allocateip's own (it logs and restarts); the change that caused it stands.
+    fn reconcile_vxlan_addrs(&mut self, now: u64) {
+        let nodes: Vec<String> = self.started.iter().map(|(n, _)| n.clone()).collect();
+        for node in nodes {
+            let _ = self.reconcile_tunnel_addr(&node, TunnelKind::Vxlan, true, now);
+        }
     }
 
     /// The CNI plugin's `AutoAssign` of one IPv4 address for a pod (handle
@@ -423,12 +457,25 @@ impl Calico {
         confd::render(&self.datastore, node).ok()
     }
 
-    /// Does any enabled pool use IPIP (felix then creates `tunl0`)?
-    pub fn ipip_enabled(&self) -> bool {
+    /// Does any enabled pool use this encapsulation (felix then creates `tunl0` or
+    /// `vxlan.calico`)?
+    pub fn encap_enabled(&self, kind: TunnelKind) -> bool {
         self.datastore
             .ip_pools
             .values()
-            .any(|p| !p.disabled && p.ipip_mode != EncapMode::Never)
+            .any(|p| !p.disabled && kind.mode(p) != EncapMode::Never)
+    }
+
+    /// The MAC of `node`'s VXLAN device, as felix's VXLAN resolver gives it to the node itself
+    /// and to every other node's FDB (`felix/calc/vxlan_resolver.go` `vtepMACForHost`): the
+    /// Node's `vxlanTunnelMACAddr` when set, else `0x66` (`'f'`) followed by the first five
+    /// bytes of SHA-1(node name). Not random, and not written back to the Node.
+    pub fn vtep_mac(&self, node: &str) -> [u8; 6] {
+        if let Some(mac) = self.datastore.nodes.get(node).and_then(|n| n.vxlan_tunnel_mac) {
+            return mac;
+        }
+        let sha = Sha1::digest(node.as_bytes());
+        [b'f', sha[0], sha[1], sha[2], sha[3], sha[4]]
     }
 
     /// felix's natOutgoing rule (`felix/dataplane/linux/masq_mgr.go`): sources in any pool with
@@ -448,17 +495,24 @@ impl Calico {
         })
     }
 
-    /// The MTU felix gives workloads: 1500 less the largest enabled encapsulation overhead
-    /// (IPIP 20, VXLAN 50; calico-reference.md §5, host MTU 1500).
+    /// The MTU felix gives workloads: the host's less the largest enabled encapsulation
+    /// overhead (calico-reference.md §5).
     pub fn pod_mtu(&self, host_mtu: u32) -> u32 {
-        let pools = || self.datastore.ip_pools.values().filter(|p| !p.disabled);
-        if pools().any(|p| p.vxlan_mode != EncapMode::Never) {
-            host_mtu - 50
-        } else if pools().any(|p| p.ipip_mode != EncapMode::Never) {
-            host_mtu - 20
-        } else {
-            host_mtu
-        }
+        TunnelKind::ALL
+            .into_iter()
+            .filter(|k| self.encap_enabled(*k))
+            .map(|k| tunnel_mtu(k, host_mtu))
+            .min()
+            .unwrap_or(host_mtu)
+    }
+}
+
+/// The MTU felix gives a tunnel device on a host with `host_mtu` (`int_dataplane.go`
+/// `ConfigureDefaultMTUs`: IPIP 20 bytes of overhead, VXLAN 50).
+pub fn tunnel_mtu(kind: TunnelKind, host_mtu: u32) -> u32 {
+    match kind {
+        TunnelKind::Ipip => host_mtu.saturating_sub(20),
+        TunnelKind::Vxlan => host_mtu.saturating_sub(50),
     }
 }
 
@@ -484,5 +538,18 @@ mod tests {
             "a disabled pool is still a pool"
         );
         assert!(!m.matches(ip("10.77.0.1"), ip("8.8.8.8")), "b has no natOutgoing");
+    }
+
+    #[test]
+    fn vtep_mac_is_derived_from_the_node_name_unless_pinned() {
+        let mut c = Calico::new("v3.25.0", BTreeMap::new());
+        // 'f' then SHA-1("n1")[0..5] = 40 b3 ea b6 3f.
+        assert_eq!(c.vtep_mac("n1"), [0x66, 0x40, 0xb3, 0xea, 0xb6, 0x3f]);
+        let node = "apiVersion: projectcalico.org/v3\nkind: Node\nmetadata: {name: n1}\n\
+                    spec: {vxlanTunnelMACAddr: 'aa:bb:cc:dd:ee:0f'}\n";
+        c.apply_yaml(node, "node.yaml", 0).expect("valid node");
+        assert_eq!(c.vtep_mac("n1"), [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0x0f]);
+        let bad = node.replace("aa:bb:cc:dd:ee:0f", "aa:bb");
+        assert!(c.apply_yaml(&bad, "node.yaml", 0).is_err());
     }
 }

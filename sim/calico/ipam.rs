@@ -18,6 +18,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::IpNet;
 
+use super::datastore::{EncapMode, IpPool, Node};
 use super::gorand::Rand;
 
 /// `maxBlocksPerHost` when `IPAMConfig` leaves it unset (0): `autoAssign` uses 20.
@@ -520,14 +521,61 @@ impl BlockAllocator {
     }
 }
 
-/// The calico-node handle of a node's IPIP tunnel address (`allocateip.go`).
-pub fn ipip_tunnel_handle(node: &str) -> String {
-    format!("ipip-tunnel-addr-{node}")
+/// The encapsulations calico-node's `allocateip` gives a node a tunnel address for
+/// (`node/pkg/allocateip/allocateip.go`; WireGuard and IPv6 are not modelled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TunnelKind {
+    Ipip,
+    Vxlan,
 }
 
-/// The calico-node handle of a node's VXLAN tunnel address (`allocateip.go`).
-pub fn vxlan_tunnel_handle(node: &str) -> String {
-    format!("vxlan-tunnel-addr-{node}")
+impl TunnelKind {
+    pub const ALL: [TunnelKind; 2] = [TunnelKind::Ipip, TunnelKind::Vxlan];
+
+    /// The IPAM handle of `node`'s address (`generateHandleAndAttributes`).
+    pub fn handle(self, node: &str) -> String {
+        match self {
+            TunnelKind::Ipip => format!("ipip-tunnel-addr-{node}"),
+            TunnelKind::Vxlan => format!("vxlan-tunnel-addr-{node}"),
+        }
+    }
+
+    /// The kind whose handle `handle` is, for `node`.
+    pub fn of_handle(handle: &str, node: &str) -> Option<TunnelKind> {
+        TunnelKind::ALL.into_iter().find(|k| k.handle(node) == handle)
+    }
+
+    /// The allocation's `type` attribute (`ipam.AttributeTypeIPIP` / `AttributeTypeVXLAN`).
+    pub fn attr_type(self) -> &'static str {
+        match self {
+            TunnelKind::Ipip => "ipipTunnelAddress",
+            TunnelKind::Vxlan => "vxlanTunnelAddress",
+        }
+    }
+
+    /// The pool's mode for this encapsulation.
+    pub fn mode(self, pool: &IpPool) -> EncapMode {
+        match self {
+            TunnelKind::Ipip => pool.ipip_mode,
+            TunnelKind::Vxlan => pool.vxlan_mode,
+        }
+    }
+
+    /// Where the Node keeps the address (`spec.bgp.ipv4IPIPTunnelAddr`,
+    /// `spec.ipv4VXLANTunnelAddr`).
+    pub fn addr(self, node: &Node) -> Option<Ipv4Addr> {
+        match self {
+            TunnelKind::Ipip => node.ipv4_ipip_tunnel_addr,
+            TunnelKind::Vxlan => node.ipv4_vxlan_tunnel_addr,
+        }
+    }
+
+    pub fn addr_mut(self, node: &mut Node) -> &mut Option<Ipv4Addr> {
+        match self {
+            TunnelKind::Ipip => &mut node.ipv4_ipip_tunnel_addr,
+            TunnelKind::Vxlan => &mut node.ipv4_vxlan_tunnel_addr,
+        }
+    }
 }
 
 fn low_bits(n: u32) -> u128 {
@@ -611,7 +659,7 @@ mod tests {
     #[test]
     fn k_w1_tunnel_then_pods() {
         let mut a = BlockAllocator::new(vec![pool("10.66.0.0/16", 26)]);
-        let tunnel = a.auto_assign("k-w1", &ipip_tunnel_handle("k-w1")).expect("tunnel");
+        let tunnel = a.auto_assign("k-w1", &TunnelKind::Ipip.handle("k-w1")).expect("tunnel");
         assert_eq!(tunnel.to_string(), "10.66.207.64");
         let pods: Vec<String> = ["coredns-a", "kube-controllers", "coredns-b"]
             .iter()

@@ -9,6 +9,11 @@ use crate::engine::state::{NextHop, Proto};
 use crate::engine::{local_iface, State};
 use crate::model::{AclAction, DeviceId, DeviceKind, IfId, Network, Responder, Tunnel};
 
+/// The ephemeral range Linux takes a VXLAN source port from when the device has no
+/// `srcport` range (`srcport 0 0`: `inet_get_local_port_range`, net.ipv4.ip_local_port_range
+/// default 32768 60999).
+const EPHEMERAL_PORTS: (u32, u32) = (32768, 60999);
+
 /// Why a packet went no further.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -30,8 +35,8 @@ pub struct Hop {
     /// TTL of the packet as it arrived.
     pub ttl_in: u8,
     /// The packet as it arrived on `ingress` and as it left on `egress` (what a capture on
-    /// those interfaces shows; an IPIP packet carries its inner addresses). `sent` is None when
-    /// the packet never left: no next hop answered ARP.
+    /// those interfaces shows; an encapsulated packet carries its inner addresses). `sent` is
+    /// None when the packet never left: no next hop answered ARP.
     pub received: Option<Headers>,
     pub sent: Option<Headers>,
     /// Virtual time (µs after the probe left its source) at which the packet reached this
@@ -60,9 +65,27 @@ pub struct Headers {
     pub src: Ipv4Addr,
     pub dst: Ipv4Addr,
     pub ttl: u8,
-    /// The encapsulated packet's source and destination (IP-in-IP).
-    pub inner: Option<(Ipv4Addr, Ipv4Addr)>,
+    /// The encapsulation and the encapsulated packet's source and destination.
+    pub inner: Option<Inner>,
     pub payload: Payload,
+}
+
+/// The packet inside an encapsulated one, as a capture shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Inner {
+    pub encap: Encap,
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+}
+
+/// How a packet is encapsulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Encap {
+    /// IP protocol 4.
+    Ipip,
+    /// UDP to `dst_port` carrying a VXLAN header with `vni` and an Ethernet frame.
+    Vxlan { src_port: u16, dst_port: u16, vni: u32 },
 }
 
 /// The fate of one probe (echo request, or traceroute/tracepath probe with a given TTL).
@@ -322,59 +345,108 @@ fn probe_with(
     p
 }
 
-/// The outer packet that carries `pkt` from `dev` to the tunnel's remote end `gw`, and the
-/// next hop it leaves by (which must not be a tunnel again).
+/// The outer packet that carries `pkt` out of `dev`'s tunnel device `tunnel` towards the
+/// route's gateway `gw`, and the next hop it leaves by (which must not be a tunnel again).
+///
+/// IPIP: the outer destination is the gateway and the source the one routing picks for it.
+/// VXLAN: the gateway is the remote VTEP's tunnel address; its FDB entry names the remote node,
+/// the outer destination; the source is the device's `local` address; the UDP source port is
+/// Linux's `udp_flow_src_port` over the inner flow's hash (the kernel's hash has a per-boot
+/// random seed, so fabsim uses the walk's own FNV flow hash: deterministic, still one port per
+/// flow and direction).
 fn encapsulate<'a>(
     net: &'a Network,
     st: &'a State,
     dev: DeviceId,
+    tunnel: IfId,
     pkt: Packet,
     gw: Option<Ipv4Addr>,
-) -> Result<(Packet, &'a NextHop), String> {
+) -> Result<(Packet, Encap, &'a NextHop), String> {
     let name = &net.device(dev).name;
-    let gw = gw.ok_or_else(|| format!("{name}: a route into the IPIP tunnel has no remote end (no gateway)"))?;
+    let tunl = net.iface(tunnel);
+    let gw = gw.ok_or_else(|| {
+        format!(
+            "{name}: a route into the tunnel {} has no remote end (no gateway)",
+            tunl.name
+        )
+    })?;
+    let (remote, local, encap) = match &tunl.tunnel {
+        Some(Tunnel::Vxlan(v)) => {
+            let remote = v.remote_for(gw).ok_or_else(|| {
+                format!(
+                    "{name}: {} has no FDB entry for {gw} (no learning): the frame is dropped",
+                    tunl.name
+                )
+            })?;
+            let encap = Encap::Vxlan {
+                src_port: vxlan_src_port(pkt.flow_hash(dev)),
+                dst_port: v.port,
+                vni: v.vni,
+            };
+            (remote, Some(v.local), encap)
+        }
+        _ => (gw, None, Encap::Ipip),
+    };
     let route = st.devices[dev.idx()]
         .fib
-        .lookup(gw)
+        .lookup(remote)
         .filter(|r| !r.blackhole && !r.nexthops.is_empty())
-        .ok_or_else(|| format!("{name} has no route to the tunnel's remote end {gw}"))?;
+        .ok_or_else(|| format!("{name} has no route to the tunnel's remote end {remote}"))?;
     let nh = &route.nexthops[0];
     if net.iface(nh.iface).tunnel.is_some() {
         return Err(format!(
-            "{name} routes the tunnel's remote end {gw} into a tunnel again"
+            "{name} routes the tunnel's remote end {remote} into a tunnel again"
         ));
     }
-    let src = route
-        .src
+    let src = local
+        .or(route.src)
         .or_else(|| source_for(net, st, dev, nh.iface))
-        .ok_or_else(|| format!("{name} has no address to send IP-in-IP from"))?;
+        .ok_or_else(|| format!("{name} has no address to send the encapsulated packet from"))?;
     let outer = Packet {
         src,
-        dst: gw,
+        dst: remote,
         ttl: net.device(dev).profile.ttl,
         kind: pkt.kind,
     };
-    Ok((outer, nh))
+    Ok((outer, encap, nh))
+}
+
+/// Linux `udp_flow_src_port` with the default range: fold the hash's low half into its high
+/// half and scale it into the ephemeral ports.
+fn vxlan_src_port(flow_hash: u64) -> u16 {
+    let mut h = flow_hash as u32;
+    h ^= h << 16;
+    let (min, max) = EPHEMERAL_PORTS;
+    let port = ((u64::from(h) * u64::from(max - min)) >> 32) as u32 + min;
+    u16::try_from(port).unwrap_or(u16::MAX)
 }
 
 /// The headers a capture shows for `pkt` (carrying `inner`, if encapsulated).
-fn headers(pkt: &Packet, inner: Option<&Packet>) -> Headers {
+fn headers(pkt: &Packet, inner: Option<&(Encap, Packet)>) -> Headers {
     Headers {
         src: pkt.src,
         dst: pkt.dst,
         ttl: pkt.ttl,
-        inner: inner.map(|i| (i.src, i.dst)),
-        payload: inner.map_or(pkt.kind, |i| i.kind),
+        inner: inner.map(|(encap, i)| Inner {
+            encap: *encap,
+            src: i.src,
+            dst: i.dst,
+        }),
+        payload: inner.map_or(pkt.kind, |(_, i)| i.kind),
     }
 }
 
-/// `dev`'s IPIP tunnel device, if it is up (it receives protocol-4 packets for the host).
-fn tunnel_device(net: &Network, st: &State, dev: DeviceId) -> Option<IfId> {
-    net.device(dev)
-        .ifaces
-        .iter()
-        .copied()
-        .find(|i| net.iface(*i).tunnel == Some(Tunnel::Ipip) && st.ifaces[i.idx()].up)
+/// The up tunnel device of `dev` that receives packets encapsulated as `encap`: the `ipip`
+/// device for protocol 4, the `vxlan` device listening on the UDP port with that VNI.
+fn tunnel_device(net: &Network, st: &State, dev: DeviceId, encap: Encap) -> Option<IfId> {
+    net.device(dev).ifaces.iter().copied().find(|i| {
+        st.ifaces[i.idx()].up
+            && match (&net.iface(*i).tunnel, encap) {
+                (Some(Tunnel::Ipip), Encap::Ipip) => true,
+                (Some(Tunnel::Vxlan(v)), Encap::Vxlan { dst_port, vni, .. }) => v.port == dst_port && v.vni == vni,
+                _ => false,
+            }
+    })
 }
 
 fn error_text(e: &IcmpError) -> &'static str {
@@ -417,15 +489,32 @@ impl Packet {
                 1 << 16
             }
         };
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for word in [u32::from(self.src), u32::from(self.dst), proto_port, at.0] {
-            for b in word.to_be_bytes() {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0100_0000_01b3);
+        fnv(&[u32::from(self.src), u32::from(self.dst), proto_port, at.0])
+    }
+
+    /// The flow hash of an encapsulating packet: a VXLAN packet is UDP with both ports (its
+    /// source port is the entropy routers spread it by); an IPIP one hashes as its payload.
+    fn outer_flow_hash(&self, at: DeviceId, encap: Encap) -> u64 {
+        match encap {
+            Encap::Ipip => self.flow_hash(at),
+            Encap::Vxlan { src_port, dst_port, .. } => {
+                let ports = u32::from(src_port) << 16 | u32::from(dst_port);
+                fnv(&[u32::from(self.src), u32::from(self.dst), 17 << 16, ports, at.0])
             }
         }
-        h
     }
+}
+
+/// 64-bit FNV-1a over the words' big-endian bytes.
+fn fnv(words: &[u32]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for word in words {
+        for b in word.to_be_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
 }
 
 enum End {
@@ -471,17 +560,17 @@ impl Walk<'_> {
     /// Walk `pkt` from `origin` (which sends it: no TTL decrement there) until it is delivered,
     /// answered by a responder, makes some router send an ICMP error, or is dropped.
     ///
-    /// A route out of an IPIP tunnel device encapsulates: the packet travels inside an outer
-    /// header from this device's address to the route's gateway, routers on the way see and
-    /// decrement only the outer header, and the gateway's tunnel device hands the inner packet
-    /// back to routing there (Linux `ipip`: inner TTL decremented by the two tunnel ends only).
+    /// A route out of a tunnel device encapsulates: the packet travels inside an outer header
+    /// (IPIP, or UDP/VXLAN) to the tunnel's remote end (`encapsulate`), routers on the way see
+    /// and decrement only the outer header, and the remote end's tunnel device hands the inner
+    /// packet back to routing there (inner TTL decremented by the two tunnel ends only).
     fn walk(&mut self, origin: DeviceId, mut pkt: Packet, forward: bool) -> (End, Vec<Hop>) {
         let (net, st) = (self.net, self.st);
         let mut hops = Vec::new();
         let mut cur = origin;
         let mut ingress: Option<IfId> = None;
         // While encapsulated, `pkt` is the outer packet and this is the one inside it.
-        let mut inner: Option<Packet> = None;
+        let mut inner: Option<(Encap, Packet)> = None;
         for _ in 0..MAX_STEPS {
             let dev = net.device(cur);
             let mut hop = Hop {
@@ -498,13 +587,16 @@ impl Walk<'_> {
                 if !forward && inner.is_none() {
                     self.undo_nat(inif, &mut pkt);
                 }
-                if let Some(carried) = inner.filter(|_| local_iface(net, st, cur, pkt.dst).is_some()) {
-                    let Some(tunl) = tunnel_device(net, st, cur) else {
+                if let Some((encap, carried)) = inner.filter(|_| local_iface(net, st, cur, pkt.dst).is_some()) {
+                    let Some(tunl) = tunnel_device(net, st, cur, encap) else {
                         hops.push(hop);
-                        let reason = format!(
-                            "{} has no IPIP tunnel device up: the IP-in-IP packet is dropped",
-                            dev.name
-                        );
+                        let what = match encap {
+                            Encap::Ipip => "no IPIP tunnel device up: the IP-in-IP packet".to_string(),
+                            Encap::Vxlan { dst_port, vni, .. } => {
+                                format!("no VXLAN device up for VNI {vni} on UDP port {dst_port}: the VXLAN packet")
+                            }
+                        };
+                        let reason = format!("{} has {what} is dropped", dev.name);
                         return (End::Dropped { reason }, hops);
                     };
                     inner = None;
@@ -583,13 +675,17 @@ impl Walk<'_> {
                 let reason = format!("{} drops it: blackhole route {}", dev.name, route.prefix);
                 return (End::Dropped { reason }, hops);
             }
-            let mut nh = &route.nexthops[(pkt.flow_hash(cur) % route.nexthops.len() as u64) as usize];
+            let hash = match &inner {
+                Some((encap, _)) => pkt.outer_flow_hash(cur, *encap),
+                None => pkt.flow_hash(cur),
+            };
+            let mut nh = &route.nexthops[(hash % route.nexthops.len() as u64) as usize];
             lookup.via = nh.via;
             hop.route = Some(lookup);
-            if net.iface(nh.iface).tunnel == Some(Tunnel::Ipip) && inner.is_none() {
-                match encapsulate(net, st, cur, pkt, nh.via) {
-                    Ok((outer, wire_nh)) => {
-                        inner = Some(pkt);
+            if net.iface(nh.iface).tunnel.is_some() && inner.is_none() {
+                match encapsulate(net, st, cur, nh.iface, pkt, nh.via) {
+                    Ok((outer, encap, wire_nh)) => {
+                        inner = Some((encap, pkt));
                         pkt = outer;
                         nh = wire_nh;
                     }

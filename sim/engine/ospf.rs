@@ -869,6 +869,7 @@ fn mk_route(
         blackhole: false,
         linux_proto: Some("ospf"),
         scope_link: false,
+        onlink: false,
     }
 }
 

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::state::*;
-use crate::model::{AddrConfig, Device, DeviceId, DeviceKind, IfId, Network, RouteOrigin, StaticRoute};
+use crate::model::{AddrConfig, Device, DeviceId, DeviceKind, IfId, Network, StaticRoute};
 
 /// Metric networkd gives to routes it installs from a DHCP lease (and to the lease's prefix).
 const DHCP_ROUTE_METRIC: u32 = 100;
@@ -48,7 +48,8 @@ pub(super) fn interface_states(net: &Network, st: &State) -> Vec<IfState> {
         .map(|(idx, ifc)| {
             let id = IfId(idx as u32);
             let up = physically_up(id) && ifc.routed;
-            let line_up = if is_virtual(&ifc.name) {
+            // Loopbacks and tunnels have carrier whenever they are up (no wire to lose).
+            let line_up = if is_virtual(&ifc.name) || ifc.tunnel.is_some() {
                 up
             } else {
                 physically_up(id) && net.l2_peers(id).any(physically_up)
@@ -147,14 +148,21 @@ pub(super) fn local_routes(net: &Network, st: &State, id: DeviceId, dev: &Device
             blackhole: false,
             linux_proto: Some("kernel"),
             scope_link: true,
+            onlink: false,
         });
         if s.dhcp && dev.kind == DeviceKind::Linux {
             out.extend(dhcp_routes(net, st, i, addr));
         }
     }
-    let connected = out.clone();
+    // A gateway resolves through a link-scope route: a connected prefix or, on Linux, a
+    // device route installed before it (a pod's `default via 169.254.1.1` goes through
+    // `169.254.1.1 dev eth0 scope link`; fib_check_nh).
+    let mut on_link = out.clone();
     for sr in &dev.statics {
-        if let Some(r) = resolve_static(net, st, id, dev, sr, &connected) {
+        if let Some(r) = resolve_static(net, st, id, dev, sr, &on_link) {
+            if r.scope_link {
+                on_link.push(r.clone());
+            }
             out.push(r);
         }
     }
@@ -181,20 +189,21 @@ fn dhcp_routes(net: &Network, st: &State, ifid: IfId, addr: Ipv4Net) -> Vec<Rout
         blackhole: false,
         linux_proto: Some("dhcp"),
         scope_link,
+        onlink: false,
     };
     let default = Ipv4Net::new(Ipv4Addr::UNSPECIFIED, 0).unwrap_or_default();
     vec![mk(default, Some(gw), false), mk(Ipv4Net::from(gw), None, true)]
 }
 
-/// A static route is installed only while its next hop is on a connected subnet of an up
-/// interface (the interface named by `dev`, if given).
+/// A static route is installed only while its next hop is on a link-scope route of an up
+/// interface (the interface named by `dev`, if given), or is declared `onlink`.
 fn resolve_static(
     net: &Network,
     st: &State,
     id: DeviceId,
     dev: &Device,
     sr: &StaticRoute,
-    connected: &[Route],
+    on_link: &[Route],
 ) -> Option<Route> {
     let linux = dev.kind == DeviceKind::Linux;
     let named_if = match &sr.dev {
@@ -209,7 +218,7 @@ fn resolve_static(
             // `onlink`: the kernel takes the gateway on the interface's word.
             (Some(gw), Some(iface)) if sr.onlink => usable(iface).then_some(NextHop { via: Some(gw), iface }),
             (Some(gw), _) => {
-                let c = connected
+                let c = on_link
                     .iter()
                     .filter(|c| c.prefix.contains(&gw))
                     .find(|c| named_if.is_none_or(|n| c.nexthops[0].iface == n))?;
@@ -223,7 +232,7 @@ fn resolve_static(
             // EOS wants the interface to be a connected one.
             (None, Some(iface)) if linux => usable(iface).then_some(NextHop { via: None, iface }),
             (None, Some(iface)) => {
-                connected.iter().find(|c| c.nexthops[0].iface == iface)?;
+                on_link.iter().find(|c| c.nexthops[0].iface == iface)?;
                 Some(NextHop { via: None, iface })
             }
             (None, None) => None,
@@ -244,11 +253,9 @@ fn resolve_static(
         nexthops: nexthop.into_iter().collect(),
         src: None,
         blackhole: sr.blackhole,
-        linux_proto: match sr.origin {
-            RouteOrigin::Netplan => Some("static"),
-            RouteOrigin::Manual => None,
-        },
+        linux_proto: sr.origin.linux_proto(),
         scope_link: linux && sr.via.is_none() && !sr.blackhole,
+        onlink: linux && sr.onlink && sr.via.is_some(),
     })
 }
 

@@ -78,6 +78,8 @@ pub struct Route {
     pub linux_proto: Option<&'static str>,
     /// Linux `scope link`.
     pub scope_link: bool,
+    /// Installed with `onlink` (RTNH_F_ONLINK): `ip route` prints it.
+    pub onlink: bool,
 }
 
 /// A device's forwarding table. Keyed by (prefix, metric) so a Linux table can hold the same

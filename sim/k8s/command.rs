@@ -712,9 +712,9 @@ pub fn hold_allocations(net: &mut Network, held: &[(String, String)], now: u64) 
         let addr = calico
             .assign(node, handle, now)
             .map_err(|e| format!("inject ipam {handle} on {node}: {e}"))?;
-        if *handle == crate::calico::ipam::ipip_tunnel_handle(node) {
+        if let Some(kind) = crate::calico::ipam::TunnelKind::of_handle(handle, node) {
             if let Some(n) = calico.datastore.nodes.get_mut(node) {
-                n.ipv4_ipip_tunnel_addr = Some(addr);
+                *kind.addr_mut(n) = Some(addr);
             }
         }
     }

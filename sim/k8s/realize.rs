@@ -6,6 +6,10 @@
 //!   (calico-reference.md §5);
 //! - a node with an IPIP pool gets `tunl0` (MTU 1480 on a 1500 host) holding its tunnel
 //!   address as a /32;
+//! - a node with a VXLAN pool and a VTEP gets `vxlan.calico` (MTU 1450) holding its VXLAN
+//!   tunnel address as a /32, with the other nodes' VTEPs as its FDB, and felix's VXLAN routes
+//!   (`calico::vxlan`): blackholes for its blocks, other nodes' blocks through the tunnel or,
+//!   CrossSubnet within the subnet, natively;
 //! - felix's natOutgoing MASQUERADE rule (`Calico::nat_outgoing`) on every node;
 //! - each node runs the BIRD configuration confd renders from the datastore (`bird.cfg`,
 //!   `bird_aggr.cfg`, `bird_ipam.cfg`), through the same parser and BGP engine as a
@@ -19,11 +23,14 @@ use ipnet::Ipv4Net;
 
 use super::cluster::{Cluster, PodPhase};
 use super::names::veth_name;
+use crate::calico::install::{tunnel_mtu, Calico};
+use crate::calico::ipam::TunnelKind;
+use crate::calico::vxlan::{self, FelixRoute, Vtep};
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
 use crate::input::bird::apply_bird;
 use crate::model::{
     AddrConfig, Device, DeviceId, DeviceKind, IfId, L2Domain, L2Id, Network, RouteOrigin, StaticRoute, Tunnel,
-    VendorProfile,
+    VendorProfile, Vxlan, VxlanRemote,
 };
 
 /// The MTU of the hosts' NICs (felix derives the pod MTU from it).
@@ -47,7 +54,8 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
         return Ok(Vec::new());
     };
     let pod_mtu = calico.pod_mtu(HOST_MTU);
-    let ipip = calico.ipip_enabled();
+    let ipip = calico.encap_enabled(TunnelKind::Ipip);
+    let vxlan = calico.encap_enabled(TunnelKind::Vxlan);
     let nodes: Vec<(String, DeviceId)> = cluster
         .nodes
         .iter()
@@ -67,19 +75,31 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
             let tunl0 = ensure_iface(net, *dev, "tunl0");
             let t = &mut net.interfaces[tunl0.idx()];
             t.tunnel = Some(Tunnel::Ipip);
-            t.mtu = HOST_MTU - 20;
+            t.mtu = tunnel_mtu(TunnelKind::Ipip, HOST_MTU);
             t.admin_up = true;
             t.addr = tunnel_addr.map_or(AddrConfig::None, |a| AddrConfig::Static(Ipv4Net::from(a)));
-        } else if let Some(tunl0) = net.iface_by_name(*dev, "tunl0") {
+        } else {
             // No IPIP pool: felix's IPIP manager does not run, and nothing configures tunl0.
-            net.interfaces[tunl0.idx()].admin_up = false;
-            net.interfaces[tunl0.idx()].addr = AddrConfig::None;
+            unconfigure(net, *dev, "tunl0");
         }
         net.devices[dev.idx()].masquerade = calico.nat_outgoing();
-        // felix owns every route through a cali* device (RemoveExternalRoutes).
+        // felix owns every route through a cali* device (RemoveExternalRoutes) and every route
+        // it programmed; it reprograms them below.
         net.devices[dev.idx()]
             .statics
-            .retain(|s| !s.dev.as_deref().is_some_and(|d| d.starts_with("cali")));
+            .retain(|s| !s.origin.is_felix() && !s.dev.as_deref().is_some_and(|d| d.starts_with("cali")));
+        let parent = match calico.vtep(node).filter(|_| vxlan) {
+            Some(local) => vxlan_device(net, calico, *dev, &local),
+            // felix's VXLAN manager needs the pool and the node's VTEP (`configureVXLANDevice`);
+            // without a pool it deletes the device (fabsim leaves it down and unaddressed).
+            None => {
+                unconfigure(net, *dev, vxlan::DEVICE);
+                None
+            }
+        };
+        if vxlan {
+            felix_vxlan_routes(net, calico, *dev, node, parent);
+        }
     }
     // Host sides of pods that are gone: the CNI deleted the veth.
     for (_, netns) in cluster.netns.iter() {
@@ -133,17 +153,9 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
         if let Some(n) = cluster.netns.get_mut(&key) {
             n.host = Some(host_if);
         }
-        net.devices[host_dev.idx()].statics.push(StaticRoute {
-            prefix: Ipv4Net::from(ip),
-            via: None,
-            dev: Some(veth),
-            distance: None,
-            metric: 0,
-            blackhole: false,
-            onlink: false,
-            origin: RouteOrigin::Manual,
-            span: Span::new("felix", 1, 1),
-        });
+        net.devices[host_dev.idx()]
+            .statics
+            .push(felix_route(Ipv4Net::from(ip), None, Some(veth)));
     }
     let mut warnings = Vec::new();
     let Some(calico) = cluster.calico.as_mut() else {
@@ -220,7 +232,7 @@ fn new_netns(net: &mut Network, ns: &str, name: &str, image: &str, ipip: bool) -
         let t = ensure_iface(net, device, "tunl0");
         net.interfaces[t.idx()].admin_up = false;
         net.interfaces[t.idx()].tunnel = Some(Tunnel::Ipip);
-        net.interfaces[t.idx()].mtu = HOST_MTU - 20;
+        net.interfaces[t.idx()].mtu = tunnel_mtu(TunnelKind::Ipip, HOST_MTU);
     }
     let eth0 = ensure_iface(net, device, "eth0");
     let statics = &mut net.devices[device.idx()].statics;
@@ -242,7 +254,7 @@ fn new_netns(net: &mut Network, ns: &str, name: &str, image: &str, ipip: bool) -
         distance: None,
         metric: 0,
         blackhole: false,
-        onlink: true,
+        onlink: false,
         origin: RouteOrigin::Manual,
         span,
     });
@@ -250,6 +262,91 @@ fn new_netns(net: &mut Network, ns: &str, name: &str, image: &str, ipip: bool) -
         device,
         eth0,
         host: None,
+    }
+}
+
+/// `dev`'s interface `name`, if it exists, down and without an address.
+fn unconfigure(net: &mut Network, dev: DeviceId, name: &str) {
+    if let Some(i) = net.iface_by_name(dev, name) {
+        net.interfaces[i.idx()].admin_up = false;
+        net.interfaces[i.idx()].addr = AddrConfig::None;
+    }
+}
+
+/// felix's `vxlan.calico` on `dev` for the node's VTEP `local`: VNI, port, `local` address and
+/// parent device (the interface holding the node address), the VTEP MAC, MTU host - 50, the
+/// tunnel address as a /32, up, and the ARP/FDB entries of every other VTEP (`SetL2Routes`).
+/// Returns the parent's name, if fabsim knows it.
+fn vxlan_device(net: &mut Network, calico: &Calico, dev: DeviceId, local: &Vtep) -> Option<String> {
+    let parent = net
+        .device(dev)
+        .ifaces
+        .iter()
+        .map(|i| net.iface(*i))
+        .find(|i| matches!(i.addr, AddrConfig::Static(a) if a.addr() == local.node_addr.addr()))
+        .map(|i| i.name.clone());
+    let remotes = calico
+        .remote_vteps(&local.node)
+        .into_iter()
+        .map(|r| VxlanRemote {
+            tunnel_addr: r.tunnel_addr,
+            mac: r.mac,
+            node_addr: r.node_addr.addr(),
+        })
+        .collect();
+    let id = ensure_iface(net, dev, vxlan::DEVICE);
+    let ifc = &mut net.interfaces[id.idx()];
+    ifc.tunnel = Some(Tunnel::Vxlan(Vxlan {
+        vni: vxlan::VNI,
+        port: vxlan::PORT,
+        local: local.node_addr.addr(),
+        parent: parent.clone(),
+        mac: local.mac,
+        remotes,
+    }));
+    ifc.mtu = tunnel_mtu(TunnelKind::Vxlan, HOST_MTU);
+    ifc.admin_up = true;
+    ifc.addr = AddrConfig::Static(Ipv4Net::from(local.tunnel_addr));
+    parent
+}
+
+/// The routes of felix's VXLAN manager on `dev` (`Calico::vxlan_routes`). The no-encap ones go
+/// out of the VXLAN device's `parent`; without one known (a node address fabsim sees only as a
+/// DHCP lease) they are left to resolve through the connected subnet.
+fn felix_vxlan_routes(net: &mut Network, calico: &Calico, dev: DeviceId, node: &str, parent: Option<String>) {
+    for r in calico.vxlan_routes(node) {
+        let route = match r {
+            FelixRoute::Blackhole(block) => StaticRoute {
+                blackhole: true,
+                origin: RouteOrigin::FelixVxlan,
+                ..felix_route(block, None, None)
+            },
+            FelixRoute::Vxlan { block, gw } => StaticRoute {
+                onlink: true,
+                ..felix_route(block, Some(gw), Some(vxlan::DEVICE.to_string()))
+            },
+            FelixRoute::NoEncap { block, gw } => StaticRoute {
+                onlink: parent.is_some(),
+                origin: RouteOrigin::FelixVxlan,
+                ..felix_route(block, Some(gw), parent.clone())
+            },
+        };
+        net.devices[dev.idx()].statics.push(route);
+    }
+}
+
+/// A route felix programs with its default protocol (boot).
+fn felix_route(prefix: Ipv4Net, via: Option<Ipv4Addr>, dev: Option<String>) -> StaticRoute {
+    StaticRoute {
+        prefix,
+        via,
+        dev,
+        distance: None,
+        metric: 0,
+        blackhole: false,
+        onlink: false,
+        origin: RouteOrigin::Felix,
+        span: Span::new("felix", 1, 1),
     }
 }
 

@@ -138,18 +138,55 @@ pub struct Interface {
     pub proxy_arp: bool,
     /// Kernel interface index (Linux; `ip addr` numbering). Loopback is 1.
     pub ifindex: u32,
-    /// A tunnel device (`tunl0`): packets routed out of it are encapsulated towards the
-    /// route's gateway instead of being sent on a wire.
+    /// A tunnel device (`tunl0`, `vxlan.calico`): packets routed out of it are encapsulated
+    /// towards the tunnel's remote end for the route's gateway instead of being sent on a wire.
     pub tunnel: Option<Tunnel>,
     pub span: Span,
 }
 
 /// Encapsulation of a tunnel interface.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tunnel {
     /// IP-in-IP (protocol 4), Linux `ipip` mode: `tunl0`, MTU 20 below the wire's.
     Ipip,
+    /// A Linux `vxlan` device (Calico's `vxlan.calico`): Ethernet in UDP, MTU 50 below the
+    /// wire's.
+    Vxlan(Vxlan),
+}
+
+/// A Linux `vxlan` device as felix creates it (`ip link add … type vxlan id VNI local ADDR
+/// dev PARENT dstport PORT nolearning`) with the static neighbour and FDB entries felix
+/// programs for each remote VTEP: no learning, so only those remotes are reachable.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Vxlan {
+    pub vni: u32,
+    /// UDP destination port of the outer header (and the port the device listens on).
+    pub port: u16,
+    /// `local`: the outer header's source address.
+    pub local: Ipv4Addr,
+    /// The device the outer packets are meant to leave by (`dev`; shown by `ip -d link`).
+    pub parent: Option<String>,
+    pub mac: [u8; 6],
+    /// Remote VTEPs: a route's gateway (the remote tunnel address) resolves to its MAC (ARP
+    /// entry), which the FDB maps to the remote node's address (the outer destination).
+    pub remotes: Vec<VxlanRemote>,
+}
+
+/// One remote VTEP felix knows (`proto.VXLANTunnelEndpointUpdate`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct VxlanRemote {
+    pub tunnel_addr: Ipv4Addr,
+    pub mac: [u8; 6],
+    pub node_addr: Ipv4Addr,
+}
+
+impl Vxlan {
+    /// The outer destination for a packet routed to `gw` through this device: the node
+    /// behind the FDB entry of `gw`'s MAC. None without entries (no learning, no flooding).
+    pub fn remote_for(&self, gw: Ipv4Addr) -> Option<Ipv4Addr> {
+        self.remotes.iter().find(|r| r.tunnel_addr == gw).map(|r| r.node_addr)
+    }
 }
 
 impl Interface {
@@ -187,6 +224,28 @@ pub enum RouteOrigin {
     Manual,
     /// Linux netplan/networkd routes (`proto static`).
     Netplan,
+    /// Calico felix's routes with its `DeviceRouteProtocol` (default 3, boot: `ip route`
+    /// shows no `proto`): workload /32s on `cali…` devices, VXLAN routes on `vxlan.calico`.
+    Felix,
+    /// felix's VXLAN manager's blackholes for local blocks and its no-encap (CrossSubnet, same
+    /// subnet) routes: protocol 80 (`defaultVXLANProto`), which iproute2 prints as a number.
+    FelixVxlan,
+}
+
+impl RouteOrigin {
+    /// The `proto` word `ip route` prints (None: boot, not printed).
+    pub fn linux_proto(self) -> Option<&'static str> {
+        match self {
+            RouteOrigin::Manual | RouteOrigin::Felix => None,
+            RouteOrigin::Netplan => Some("static"),
+            RouteOrigin::FelixVxlan => Some("80"),
+        }
+    }
+
+    /// Routes felix owns: it replaces all of them whenever it syncs.
+    pub fn is_felix(self) -> bool {
+        matches!(self, RouteOrigin::Felix | RouteOrigin::FelixVxlan)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -199,8 +258,9 @@ pub struct StaticRoute {
     /// Linux route metric.
     pub metric: u32,
     pub blackhole: bool,
-    /// `onlink` (netplan `on-link: true`): the gateway is reachable on `dev` even though no
-    /// connected subnet covers it (Calico pods' `default via 169.254.1.1`).
+    /// `onlink` (netplan `on-link: true`, felix's VXLAN and no-encap routes): the gateway is
+    /// taken to be reachable on `dev` whatever covers it, and the kernel keeps the flag
+    /// (`ip route` prints it).
     pub onlink: bool,
     pub origin: RouteOrigin,
     pub span: Span,

@@ -133,7 +133,7 @@ pub fn route(
     let detail = if for_prefix.is_empty() {
         format!("found: no route for {prefix}")
     } else {
-        let lines: Vec<String> = for_prefix.iter().map(|r| views::route_line(net, st, dev, r)).collect();
+        let lines: Vec<String> = for_prefix.iter().map(|r| views::route_line(net, dev, r)).collect();
         format!("found: {}", lines.join("\nfound: "))
     };
     (what, found == present, detail)

@@ -64,9 +64,9 @@ fn where_(net: &Network, hop: &Hop) -> String {
 /// inside a tunnel, the inner one again where it decapsulates.
 fn routed_dst(hop: &Hop) -> Option<Ipv4Addr> {
     match (&hop.received, &hop.sent) {
-        (r, Some(s)) if encapsulates(r.as_ref(), s) => s.inner.map(|(_, d)| d),
+        (r, Some(s)) if encapsulates(r.as_ref(), s) => s.inner.map(|i| i.dst),
         (_, Some(s)) => Some(s.dst),
-        (Some(r), None) => Some(r.inner.map_or(r.dst, |(_, d)| d)),
+        (Some(r), None) => Some(r.inner.map_or(r.dst, |i| i.dst)),
         (None, None) => None,
     }
 }
@@ -93,12 +93,22 @@ fn decision(net: &Network, hop: &Hop, l: &Lookup, dst: Ipv4Addr) -> String {
         s.push_str(&format!(" (1 of {} equal-cost next hops, by flow hash)", l.ecmp));
     }
     if let Some(sent) = &hop.sent {
-        if encapsulates(hop.received.as_ref(), sent) {
-            s.push_str(&format!("; IP-in-IP encapsulated {} > {}", sent.src, sent.dst));
+        if let Some(i) = sent.inner.filter(|_| encapsulates(hop.received.as_ref(), sent)) {
+            s.push_str(&format!(
+                "; {} encapsulated {} > {}",
+                encap_name(i.encap),
+                sent.src,
+                sent.dst
+            ));
         }
         if let Some(r) = &hop.received {
-            if r.inner.is_some() && sent.inner.is_none() {
-                s.push_str(&format!("; IP-in-IP decapsulated (outer {} > {})", r.src, r.dst));
+            if let Some(i) = r.inner.filter(|_| sent.inner.is_none()) {
+                s.push_str(&format!(
+                    "; {} decapsulated (outer {} > {})",
+                    encap_name(i.encap),
+                    r.src,
+                    r.dst
+                ));
             }
             if r.inner.is_none() && sent.inner.is_none() && r.src != sent.src {
                 s.push_str(&format!("; source NAT {} → {}", r.src, sent.src));
@@ -106,6 +116,13 @@ fn decision(net: &Network, hop: &Hop, l: &Lookup, dst: Ipv4Addr) -> String {
         }
     }
     s
+}
+
+fn encap_name(e: crate::dataplane::Encap) -> String {
+    match e {
+        crate::dataplane::Encap::Ipip => "IP-in-IP".to_string(),
+        crate::dataplane::Encap::Vxlan { dst_port, vni, .. } => format!("VXLAN (UDP {dst_port}, VNI {vni})"),
+    }
 }
 
 /// Where the request's walk ended, said from the last device's side.

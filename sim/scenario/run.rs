@@ -488,7 +488,7 @@ pub fn route_diff(net: &Network, before: &State, after: &State) -> Vec<String> {
             st.devices.get(i).map_or_else(Vec::new, |d| {
                 d.fib
                     .iter()
-                    .map(|r| normalize(&views::route_line(net, st, id, r)))
+                    .map(|r| normalize(&views::route_line(net, id, r)))
                     .collect()
             })
         };

@@ -7,9 +7,11 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use super::clock::wall_clock;
+use super::linux::mac_text;
 use super::tables::{tablewriter, tabwriter};
 use super::CommandError;
 use crate::calico::install::Calico;
+use crate::calico::ipam::TunnelKind;
 use crate::engine::State;
 use crate::k8s::Cluster;
 use crate::model::{DeviceId, Network};
@@ -148,7 +150,9 @@ fn ipam_check(cluster: &Cluster, calico: &Calico, show_all: bool) -> String {
                         format!("namespace={},node={node},pod={},timestamp={ts}", p.namespace, p.name)
                     })
                     .unwrap_or_default(),
-                None => format!("node={node},type=ipipTunnelAddress"),
+                None => TunnelKind::of_handle(handle, node)
+                    .map(|k| format!("node={node},type={}", k.attr_type()))
+                    .unwrap_or_default(),
             };
             let _ = writeln!(out, "  {addr} allocated; attrs Main:{handle} Extra:{extra}");
         }
@@ -165,7 +169,11 @@ fn ipam_check(cluster: &Cluster, calico: &Calico, show_all: bool) -> String {
         .datastore
         .nodes
         .values()
-        .filter_map(|n| Some((n.name.as_str(), n.ipv4_ipip_tunnel_addr?)))
+        .flat_map(|n| {
+            TunnelKind::ALL
+                .into_iter()
+                .filter_map(|k| Some((n.name.as_str(), k.addr(n)?)))
+        })
         .collect();
     if show_all {
         for (n, a) in &tunnels {
@@ -281,7 +289,8 @@ fn get_bgpconfigs(calico: &Calico) -> String {
 
 /// `calicoctl get node NAME -o yaml`: the v3 Node as calicoctl shows it in the Kubernetes
 /// datastore (seed-lab.md s3a): the addresses (Calico's, then the Node's InternalIP), the BGP
-/// spec, the orchestrator reference and the podCIDRs.
+/// spec, the VXLAN tunnel address, the orchestrator reference, a pinned VXLAN MAC (felix's
+/// derived one is never written back) and the podCIDRs.
 fn node_yaml(cluster: &Cluster, calico: &Calico, name: &str) -> String {
     let Some(n) = calico.datastore.nodes.get(name) else {
         return format!(
@@ -307,7 +316,14 @@ fn node_yaml(cluster: &Cluster, calico: &Calico, name: &str) -> String {
     if let Some(t) = n.ipv4_ipip_tunnel_addr {
         out.push_str(&format!("    ipv4IPIPTunnelAddr: {t}\n"));
     }
+    // calicoctl prints the JSON through YAML, so the spec's keys come in name order.
+    if let Some(t) = n.ipv4_vxlan_tunnel_addr {
+        out.push_str(&format!("  ipv4VXLANTunnelAddr: {t}\n"));
+    }
     out.push_str(&format!("  orchRefs:\n  - nodeName: {name}\n    orchestrator: k8s\n"));
+    if let Some(m) = n.vxlan_tunnel_mac {
+        out.push_str(&format!("  vxlanTunnelMACAddr: {}\n", mac_text(&m)));
+    }
     match k8s.and_then(|k| k.pod_cidr) {
         Some(c) => out.push_str(&format!("status:\n  podCIDRs:\n  - {c}\n")),
         None => out.push_str("status: {}\n"),

@@ -77,11 +77,11 @@ pub fn run_command(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resu
 /// `show ip route` line (ECMP next hops on continuation lines joined by `\n`), on a Linux host
 /// the `ip route` line with iproute2's trailing blanks trimmed (multipath `\tnexthop` lines
 /// likewise). External networks have no table of their own; they get the Linux form.
-pub fn route_line(net: &Network, st: &State, dev: DeviceId, r: &Route) -> String {
+pub fn route_line(net: &Network, dev: DeviceId, r: &Route) -> String {
     let kind = net.devices.get(dev.idx()).map(|d| d.kind);
     let text = match kind {
         Some(DeviceKind::Eos) => eos::route_lines(net, r),
-        _ => linux::route_line(net, st, r),
+        _ => linux::route_line(net, r),
     };
     text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
 }
@@ -236,6 +236,7 @@ pub(crate) mod testnet {
             blackhole: false,
             linux_proto: None,
             scope_link: false,
+            onlink: false,
         }
     }
 
@@ -316,6 +317,7 @@ pub(crate) mod testnet {
             blackhole: false,
             linux_proto: Some(proto),
             scope_link: false,
+            onlink: false,
         };
         let routes = [
             Route {
@@ -636,12 +638,12 @@ mod tests {
         let et2 = lab.net.iface_by_name(leaf, "Ethernet2").unwrap();
         let e2 = eos_route("0.0.0.0/0", Proto::OspfE2, (110, 1), vec![hop(Some("10.11.99.0"), et1)]);
         assert_eq!(
-            route_line(&lab.net, &lab.st, leaf, &e2),
+            route_line(&lab.net, leaf, &e2),
             " O E2     0.0.0.0/0 [110/1] via 10.11.99.0, Ethernet1"
         );
         let conn = eos_route("10.3.33.0/31", Proto::Connected, (0, 0), vec![hop(None, et2)]);
         assert_eq!(
-            route_line(&lab.net, &lab.st, leaf, &conn),
+            route_line(&lab.net, leaf, &conn),
             " C        10.3.33.0/31 is directly connected, Ethernet2"
         );
         let ecmp = eos_route(
@@ -650,7 +652,7 @@ mod tests {
             (110, 30),
             vec![hop(Some("10.33.99.0"), et1), hop(Some("10.3.33.1"), et2)],
         );
-        let text = route_line(&lab.net, &lab.st, leaf, &ecmp);
+        let text = route_line(&lab.net, leaf, &ecmp);
         assert_eq!(
             text,
             " O        172.16.0.4/32 [110/30] via 10.33.99.0, Ethernet1\n                                 via 10.3.33.1, Ethernet2"
@@ -662,7 +664,7 @@ mod tests {
 
         let (mut lab, kw1) = kw1_s0c();
         let fib: Vec<Route> = lab.st.devices[kw1.idx()].fib.iter().cloned().collect();
-        let lines: Vec<String> = fib.iter().map(|r| route_line(&lab.net, &lab.st, kw1, r)).collect();
+        let lines: Vec<String> = fib.iter().map(|r| route_line(&lab.net, kw1, r)).collect();
         assert!(lines.contains(&"default via 10.0.137.1 dev ens5 proto dhcp src 10.0.137.132 metric 100".to_string()));
         assert!(lines.contains(&"10.1.11.0/31 dev ens3 proto kernel scope link src 10.1.11.1".to_string()));
         let ip_r = run_command(&lab.net, &lab.st, kw1, "ip r").unwrap();
@@ -681,13 +683,13 @@ mod tests {
             )
         };
         assert_eq!(
-            route_line(&lab.net, &lab.st, kw1, &multi),
+            route_line(&lab.net, kw1, &multi),
             "10.66.0.0/16 proto bird\n\tnexthop via 10.1.11.0 dev ens3 weight 1\n\tnexthop via 10.0.137.1 dev ens5 weight 1"
         );
         // An unknown device id does not panic; it gets the Linux form.
         let ext = lab.device("cloud", DeviceKind::External);
-        assert_eq!(route_line(&lab.net, &lab.st, ext, &fib[0]), lines[0]);
-        assert_eq!(route_line(&lab.net, &lab.st, DeviceId(99), &fib[0]), lines[0]);
+        assert_eq!(route_line(&lab.net, ext, &fib[0]), lines[0]);
+        assert_eq!(route_line(&lab.net, DeviceId(99), &fib[0]), lines[0]);
     }
 
     #[test]

@@ -2,16 +2,18 @@
 //! the interface, in either direction, in time order, as tcpdump prints it without `-v`.
 //!
 //! Formats from tcpdump's source: the two banner lines (tcpdump.c, printed before any
-//! packet), `IP SRC > DST: ` for each IP header, nested for IP-in-IP (print-ip.c), and the ICMP
-//! texts with `, length N` = the ICMP message length (print-icmp.c `icmp_print`). Checked
-//! against the seed's capture on k-w3 ens5 (seed-lab.md s1, "IPIP on the wire").
+//! packet), `IP SRC > DST: ` for each IP header, nested for IP-in-IP (print-ip.c), VXLAN's
+//! `SRC.PORT > DST.4789: VXLAN, flags [I] (0x08), vni N` line followed by the inner packet on
+//! its own line (print-udp.c, print-vxlan.c, tcpdump 4.99), and the ICMP texts with
+//! `, length N` = the ICMP message length (print-icmp.c `icmp_print`). IPIP checked against
+//! the seed's capture on k-w3 ens5 (seed-lab.md s1, "IPIP on the wire").
 
 use std::net::Ipv4Addr;
 
 use super::clock::wall_clock;
 use super::linux::{ping_send_times, run_pings, PingStyle};
 use super::CommandError;
-use crate::dataplane::{Headers, IcmpError, Payload, Probe, ProbeKind};
+use crate::dataplane::{Encap, Headers, IcmpError, Inner, Payload, Probe, ProbeKind};
 use crate::engine::State;
 use crate::model::{DeviceId, DeviceKind, IfId, Network};
 
@@ -116,8 +118,31 @@ impl PingCapture {
             }
             Payload::Request(ProbeKind::Udp { .. } | ProbeKind::Tcp { .. }) | Payload::PortUnreachable => return None,
         };
-        let inner = h.inner.map(|(s, d)| format!("IP {s} > {d}: ")).unwrap_or_default();
-        Some(format!("IP {} > {}: {inner}ICMP {payload}", h.src, h.dst))
+        let icmp = format!("ICMP {payload}");
+        Some(match h.inner {
+            None => format!("IP {} > {}: {icmp}", h.src, h.dst),
+            Some(Inner {
+                encap: Encap::Ipip,
+                src,
+                dst,
+            }) => format!("IP {} > {}: IP {src} > {dst}: {icmp}", h.src, h.dst),
+            // print-udp.c `udpipaddr_print` (`-n`: numeric ports), then print-vxlan.c, whose
+            // `vni %u\n` ends the line: the inner frame (Ethernet, printed from its IP header
+            // without `-e`) starts the next one, without a timestamp.
+            Some(Inner {
+                encap:
+                    Encap::Vxlan {
+                        src_port,
+                        dst_port,
+                        vni,
+                    },
+                src,
+                dst,
+            }) => format!(
+                "IP {}.{src_port} > {}.{dst_port}: VXLAN, flags [I] (0x08), vni {vni}\nIP {src} > {dst}: {icmp}",
+                h.src, h.dst
+            ),
+        })
     }
 }
 
@@ -135,7 +160,11 @@ mod tests {
             src: ip(src),
             dst: ip(dst),
             ttl: 64,
-            inner: inner.map(|(s, d)| (ip(s), ip(d))),
+            inner: inner.map(|(s, d)| Inner {
+                encap: Encap::Ipip,
+                src: ip(s),
+                dst: ip(d),
+            }),
             payload,
         })
     }
@@ -209,6 +238,33 @@ mod tests {
              18:00:00.484455 IP 10.0.137.15 > 10.0.137.142: IP 10.66.207.66 > 10.66.122.194: ICMP echo reply, id 1, seq 2, length 64\n"
         );
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn vxlan_echo_two_lines_per_packet() {
+        let (lab, kw3, ens5, mut cap) = ipip_ping(1);
+        let probe = &mut cap.probes[0];
+        for hop in probe.forward.iter_mut().chain(probe.back.iter_mut()) {
+            for h in [&mut hop.sent, &mut hop.received].into_iter().flatten() {
+                if let Some(i) = &mut h.inner {
+                    i.encap = Encap::Vxlan {
+                        src_port: 41234,
+                        dst_port: 4789,
+                        vni: 4096,
+                    };
+                }
+            }
+        }
+        let out = cap.on(&lab.net, kw3, ens5).unwrap();
+        assert!(
+            out.ends_with(
+                "17:59:59.484000 IP 10.0.137.142.41234 > 10.0.137.15.4789: VXLAN, flags [I] (0x08), vni 4096\n\
+                 IP 10.66.122.194 > 10.66.207.66: ICMP echo request, id 1, seq 1, length 64\n\
+                 17:59:59.484455 IP 10.0.137.15.41234 > 10.0.137.142.4789: VXLAN, flags [I] (0x08), vni 4096\n\
+                 IP 10.66.207.66 > 10.66.122.194: ICMP echo reply, id 1, seq 1, length 64\n"
+            ),
+            "{out}"
+        );
     }
 
     #[test]

@@ -686,11 +686,13 @@ fn fib_route(
                 Some(Value::Str(name)) => net.iface_by_name(dev, name),
                 _ => None,
             };
+            let mut onlink = false;
             if let (Some(tunl), TableDest::Via(_), Some(gw)) = (tunnel, &best.dest, exported.bgp_next_hop) {
                 nexthops = vec![NextHop {
                     via: Some(gw),
                     iface: tunl,
                 }];
+                onlink = true;
             }
             Some(Route {
                 prefix,
@@ -702,6 +704,7 @@ fn fib_route(
                 blackhole,
                 linux_proto: Some("bird"),
                 scope_link: false,
+                onlink,
             })
         }
         BgpFlavor::Eos | BgpFlavor::Frr => {
@@ -735,6 +738,7 @@ fn fib_route(
                 blackhole: false,
                 linux_proto: Some("bgp"),
                 scope_link: false,
+                onlink: false,
             })
         }
     }

@@ -7,7 +7,7 @@ use ipnet::Ipv4Net;
 
 use super::{if_state, iproute_match, not_modelled};
 use crate::engine::State;
-use crate::model::{DeviceId, IfId, Network, Tunnel};
+use crate::model::{DeviceId, IfId, Network, Tunnel, Vxlan};
 use crate::views::CommandError;
 
 const ADDR_CMDS: &[&str] = &[
@@ -26,6 +26,8 @@ enum Kind {
     Veth,
     /// `tunl0`: `link/ipip`, NOARP, always has carrier when up.
     Ipip,
+    /// A `vxlan` device (`vxlan.calico`): Ethernet, no operstate reported (UNKNOWN).
+    Vxlan,
 }
 
 /// `IFLA_LINK` of an interface: the device it is stacked on or paired with.
@@ -52,6 +54,8 @@ pub(super) struct Link {
     carrier: bool,
     pub(super) addr: Option<Ipv4Net>,
     dhcp: bool,
+    /// A VXLAN device's configuration (for `ip -d`).
+    vxlan: Option<Vxlan>,
 }
 
 /// A fake but stable MAC in the lab's PNETLAB style (`50:52:0b:00:6d:00`, k-w3 ens3 in
@@ -100,9 +104,10 @@ pub(super) fn links(net: &Network, st: &State, dev: DeviceId) -> Vec<Link> {
         .map(|(id, i)| {
             let s = if_state(st, id);
             let veth = veth_peer(net, id);
-            let (kind, parent, mac) = match (&veth, i.tunnel) {
+            let (kind, parent, mac) = match (&veth, &i.tunnel) {
                 _ if i.name == "lo" => (Kind::Loopback, None, [0; 6]),
                 (_, Some(Tunnel::Ipip)) => (Kind::Ipip, Some(Parent::None), [0; 6]),
+                (_, Some(Tunnel::Vxlan(v))) => (Kind::Vxlan, None, v.mac),
                 (Some((peer, netns)), None) => {
                     let index = net.interfaces.get(peer.idx()).map_or(0, |p| p.ifindex);
                     let mac = match netns {
@@ -122,11 +127,14 @@ pub(super) fn links(net: &Network, st: &State, dev: DeviceId) -> Vec<Link> {
                 kind,
                 parent,
                 mac,
-                // A tunnel has carrier whenever it is up.
                 up: s.up || loopback,
-                carrier: s.line_up || loopback || (kind == Kind::Ipip && s.up),
+                carrier: s.line_up || loopback,
                 addr: s.addr,
                 dhcp: s.dhcp,
+                vxlan: match &i.tunnel {
+                    Some(Tunnel::Vxlan(v)) => Some(v.clone()),
+                    _ => None,
+                },
             }
         })
         .collect();
@@ -142,13 +150,15 @@ pub(super) fn links(net: &Network, st: &State, dev: DeviceId) -> Vec<Link> {
             carrier: true,
             addr: "127.0.0.1/8".parse().ok(),
             dhcp: false,
+            vxlan: None,
         });
     }
     out.sort_by_key(|l| (l.index, l.name.clone()));
     out
 }
 
-fn mac_text(m: &[u8; 6]) -> String {
+/// `aa:bb:cc:dd:ee:ff`, as iproute2 and Calico print a MAC.
+pub(crate) fn mac_text(m: &[u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
@@ -163,7 +173,7 @@ impl Link {
         match self.kind {
             Kind::Loopback => f.push("LOOPBACK"),
             Kind::Ipip => f.push("NOARP"),
-            Kind::Ether | Kind::Veth => f.extend(["BROADCAST", "MULTICAST"]),
+            Kind::Ether | Kind::Veth | Kind::Vxlan => f.extend(["BROADCAST", "MULTICAST"]),
         }
         if self.up {
             f.push("UP");
@@ -173,10 +183,11 @@ impl Link {
         }
         f.join(",")
     }
-    /// RFC 2863 operstate: drivers that do not report it (loopback, ip tunnels) stay UNKNOWN.
+    /// RFC 2863 operstate: drivers that do not report it (loopback, ip tunnels, vxlan) stay
+    /// UNKNOWN.
     fn operstate(&self) -> &'static str {
         match (self.kind, self.up && self.carrier) {
-            (Kind::Loopback, _) | (Kind::Ipip, true) => "UNKNOWN",
+            (Kind::Loopback, _) | (Kind::Ipip | Kind::Vxlan, true) => "UNKNOWN",
             (_, true) => "UP",
             (_, false) => "DOWN",
         }
@@ -191,9 +202,11 @@ impl Link {
             (_, true) => "noqueue",
         }
     }
-    /// `tx_queue_len`: 0 for a veth (so no `qlen`), 1000 otherwise.
+    /// `tx_queue_len`: 0 for a veth and for felix's VXLAN device (created through
+    /// vishvananda/netlink with a zero `TxQLen`, which it sends as IFLA_TXQLEN), so no `qlen`;
+    /// 1000 otherwise.
     fn qlen(&self) -> Option<u32> {
-        (self.kind != Kind::Veth).then_some(1000)
+        (!matches!(self.kind, Kind::Veth | Kind::Vxlan)).then_some(1000)
     }
     /// systemd's predictable alternative name of a QEMU NIC in PCI slot N (`ens3` → `enp0s3`).
     fn altname(&self) -> Option<String> {
@@ -208,7 +221,7 @@ impl Link {
         match self.kind {
             Kind::Loopback => return Some(("::1/128".into(), "host")),
             Kind::Ipip => return None,
-            Kind::Ether | Kind::Veth => {}
+            Kind::Ether | Kind::Veth | Kind::Vxlan => {}
         }
         let m = self.mac;
         let g = |a: u8, b: u8| u16::from_be_bytes([a, b]);
@@ -231,8 +244,32 @@ impl Link {
         match self.kind {
             Kind::Loopback => "link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00".into(),
             Kind::Ipip => "link/ipip 0.0.0.0 brd 0.0.0.0".into(),
-            Kind::Ether | Kind::Veth => format!("link/ether {} brd ff:ff:ff:ff:ff:ff", mac_text(&self.mac)),
+            Kind::Ether | Kind::Veth | Kind::Vxlan => {
+                format!("link/ether {} brd ff:ff:ff:ff:ff:ff", mac_text(&self.mac))
+            }
         }
+    }
+
+    /// What `ip -d` adds after the link layer (iproute2 5.15 `print_linkinfo`, `vxlan_print_opt`
+    /// in ip/iplink_vxlan.c) for a VXLAN device as felix creates it: kernel 5.15's MTU bounds
+    /// (ETH_MIN_MTU, ETH_MAX_MTU), the attributes vxlan_fill_info reports (learning off,
+    /// TTL 0 = `auto`, default ageing 300, IPv4 UDP checksums on), then `addrgenmode` (only
+    /// `ip link`), one queue each way and the parent's GSO limits (virtio: 65536, 65535).
+    /// None for other kinds (not modelled).
+    fn details(&self, view: LinkView) -> Option<String> {
+        let v = self.vxlan.as_ref()?;
+        let dev = v.parent.as_ref().map(|p| format!("dev {p} ")).unwrap_or_default();
+        let addrgen = if view == LinkView::Link {
+            "addrgenmode eui64 "
+        } else {
+            ""
+        };
+        Some(format!(
+            " promiscuity 0 minmtu 68 maxmtu 65535 \n    vxlan id {} local {} {dev}srcport 0 0 dstport {} nolearning \
+             ttl auto ageing 300 udpcsum noudp6zerocsumtx noudp6zerocsumrx {addrgen}numtxqueues 1 numrxqueues 1 \
+             gso_max_size 65536 gso_max_segs 65535 ",
+            v.vni, v.local, v.port
+        ))
     }
 }
 
@@ -251,12 +288,19 @@ pub(super) enum LinkView {
     Link,
 }
 
+/// `ip` options that change how links print: `-br`, `-d`.
+#[derive(Clone, Copy, Default)]
+pub(super) struct IpOpts {
+    pub(super) brief: bool,
+    pub(super) details: bool,
+}
+
 pub(super) fn ip_links(
     net: &Network,
     st: &State,
     dev: DeviceId,
     args: &[String],
-    brief: bool,
+    opts: IpOpts,
     view: LinkView,
     flavor: IpFlavor,
 ) -> Result<String, CommandError> {
@@ -287,9 +331,16 @@ pub(super) fn ip_links(
     if let (Some(name), true) = (selector, shown.is_empty()) {
         return Err(CommandError::new(format!("Device \"{name}\" does not exist.")));
     }
+    let details = opts.details && !opts.brief;
+    if let Some(l) = shown.iter().find(|l| details && l.details(view).is_none()) {
+        return Err(not_modelled(&format!(
+            "ip -d {object} on {} (details are modelled for VXLAN devices)",
+            l.name
+        )));
+    }
     Ok(shown
         .iter()
-        .map(|l| match (brief, view) {
+        .map(|l| match (opts.brief, view) {
             (true, LinkView::Addr) => brief_addr(l),
             (true, LinkView::Link) => format!(
                 "{:<16} {:<14} {} <{}> \n",
@@ -298,7 +349,7 @@ pub(super) fn ip_links(
                 mac_text(&l.mac),
                 l.flags()
             ),
-            (false, _) => link_block(l, view, flavor, &all),
+            (false, _) => link_block(l, view, flavor, &all, details),
         })
         .collect())
 }
@@ -332,7 +383,7 @@ fn name_and_link(l: &Link, flavor: IpFlavor, all: &[Link]) -> (String, bool) {
 /// One interface as `ip addr` / `ip link` prints it (iproute2 `print_linkinfo` and
 /// `print_addrinfo`, eos-linux-formats.md §4.6; busybox's of the same names). Both print every
 /// field as `"%s "` except `qlen N`, so a line without a queue length ends in a space.
-fn link_block(l: &Link, view: LinkView, flavor: IpFlavor, all: &[Link]) -> String {
+fn link_block(l: &Link, view: LinkView, flavor: IpFlavor, all: &[Link], details: bool) -> String {
     let (name, m_down) = name_and_link(l, flavor, all);
     let m_down = if m_down { ",M-DOWN" } else { "" };
     let mut s = format!(
@@ -358,6 +409,9 @@ fn link_block(l: &Link, view: LinkView, flavor: IpFlavor, all: &[Link]) -> Strin
             Some(n) => s.push_str(&format!(" link-netns {n}")),
             None => s.push_str(" link-netnsid 0"),
         }
+    }
+    if let Some(d) = l.details(view).filter(|_| details) {
+        s.push_str(&d);
     }
     s.push('\n');
     if let (IpFlavor::Iproute2, Some(alt)) = (flavor, l.altname()) {
@@ -484,7 +538,7 @@ mod tests {
         let host = lab.device("k-w3", crate::model::DeviceKind::Linux);
         lab.iface(host, "ens3", Some("10.3.33.1/31"));
         let tunl = lab.iface(host, "tunl0", Some("10.66.122.192/32"));
-        lab.st.ifaces[tunl.idx()].line_up = false; // no wire: the engine gives it no carrier
+        lab.st.ifaces[tunl.idx()].line_up = true; // a tunnel has carrier when up (rib.rs)
         let cali = lab.iface(host, "cali7fba7a35b74", None);
         let pod = lab.device("test-pod", crate::model::DeviceKind::Linux);
         lab.net.devices[pod.idx()].image = Some("alpine".into());

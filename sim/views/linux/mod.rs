@@ -12,6 +12,7 @@ mod trace;
 
 use std::net::Ipv4Addr;
 
+pub(crate) use addr::mac_text;
 pub(crate) use ping::{ping_send_times, ping_text, run_pings, PingStyle};
 pub(crate) use route::route_line;
 pub(crate) use trace::run_traceroute;
@@ -158,11 +159,12 @@ fn not_modelled(what: &str) -> CommandError {
 }
 
 fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String], uid: u32) -> Result<String, CommandError> {
-    let mut brief = false;
+    let mut opts = addr::IpOpts::default();
     let mut rest = args;
     while let Some((opt, tail)) = rest.split_first().filter(|(a, _)| a.starts_with('-')) {
         match opt.as_str() {
-            "-br" | "-brief" => brief = true,
+            "-br" | "-brief" => opts.brief = true,
+            "-d" | "-details" => opts.details = true,
             "-4" => {}
             _ => {
                 return Err(CommandError::new(format!(
@@ -182,8 +184,8 @@ fn ip_cmd(net: &Network, st: &State, dev: DeviceId, args: &[String], uid: u32) -
     };
     match iproute_match(obj, IP_OBJECTS) {
         Some("route") => route::ip_route(net, st, dev, rest, uid),
-        Some("address") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Addr, flavor),
-        Some("link") => addr::ip_links(net, st, dev, rest, brief, addr::LinkView::Link, flavor),
+        Some("address") => addr::ip_links(net, st, dev, rest, opts, addr::LinkView::Addr, flavor),
+        Some("link") => addr::ip_links(net, st, dev, rest, opts, addr::LinkView::Link, flavor),
         Some(other) => Err(not_modelled(&format!("ip {other}"))),
         None => Err(CommandError::new(format!(
             "Object \"{obj}\" is unknown, try \"ip help\"."

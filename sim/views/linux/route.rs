@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::addr::links;
-use super::{fib, if_name, if_state, iproute_match, not_modelled};
+use super::{fib, if_name, iproute_match, not_modelled};
 use crate::dataplane;
 use crate::engine::state::{NextHop, Route};
 use crate::engine::State;
@@ -56,7 +56,7 @@ fn route_table(net: &Network, st: &State, dev: DeviceId) -> String {
     };
     let mut routes: Vec<&Route> = fib.iter().collect();
     routes.sort_by_key(|r| (r.prefix.network(), Reverse(r.prefix.prefix_len()), r.metric));
-    routes.iter().map(|r| route_line(net, st, r)).collect()
+    routes.iter().map(|r| route_line(net, r)).collect()
 }
 
 /// iproute2 prints a host route's destination bare and the default route as `default`.
@@ -68,24 +68,6 @@ fn route_dst(p: Ipv4Net) -> String {
     }
 }
 
-/// A gateway the kernel cannot reach through a link-scope route of the egress interface
-/// can only have been installed with `onlink` (fib_check_nh refuses it otherwise), as
-/// Calico's IPIP routes are. One that such a route covers — the interface's own subnet, or a
-/// device route like a pod's `169.254.1.1 dev eth0 scope link` — was not. The State carries
-/// no flag for it, so it is inferred.
-fn onlink(net: &Network, st: &State, nh: &NextHop) -> bool {
-    let Some(gw) = nh.via else {
-        return false;
-    };
-    let on_subnet = if_state(st, nh.iface).addr.is_some_and(|a| a.contains(&gw));
-    let dev = net.interfaces.get(nh.iface.idx()).map(|i| i.device);
-    let device_route = dev
-        .and_then(|d| fib(st, d))
-        .and_then(|f| f.lookup(gw))
-        .is_some_and(|r| r.nexthops.iter().any(|h| h.via.is_none() && h.iface == nh.iface));
-    !on_subnet && !device_route
-}
-
 fn nexthop_fields(net: &Network, nh: &NextHop) -> String {
     let via = nh.via.map(|v| format!("via {v} ")).unwrap_or_default();
     format!("{via}dev {} ", if_name(net, nh.iface))
@@ -94,7 +76,7 @@ fn nexthop_fields(net: &Network, nh: &NextHop) -> String {
 /// One route as iproute2's `print_route` prints it: every field followed by a space, so the
 /// line ends in one (eos-linux-formats.md §4.5). Several next hops print iproute2's multipath
 /// form, one `\tnexthop … weight 1 ` line each.
-pub(crate) fn route_line(net: &Network, st: &State, r: &Route) -> String {
+pub(crate) fn route_line(net: &Network, r: &Route) -> String {
     let mut s = String::new();
     if r.blackhole {
         s.push_str("blackhole ");
@@ -120,12 +102,14 @@ pub(crate) fn route_line(net: &Network, st: &State, r: &Route) -> String {
     if r.metric != 0 {
         s.push_str(&format!("metric {} ", r.metric));
     }
-    let flag = |nh: &NextHop| if onlink(net, st, nh) { "onlink " } else { "" };
+    // RTNH_F_ONLINK is a next hop's flag; fabsim's onlink routes have one next hop, so the
+    // route's flag stands for each.
+    let flag = if r.onlink { "onlink " } else { "" };
     match single {
-        Some(nh) => s.push_str(flag(nh)),
+        Some(_) => s.push_str(flag),
         None if !r.blackhole => {
             for nh in &r.nexthops {
-                s.push_str(&format!("\n\tnexthop {}weight 1 {}", nexthop_fields(net, nh), flag(nh)));
+                s.push_str(&format!("\n\tnexthop {}weight 1 {flag}", nexthop_fields(net, nh)));
             }
         }
         None => {}
@@ -196,7 +180,13 @@ mod tests {
             ..eos_route(prefix, crate::engine::state::Proto::Static, (0, 0), nhs)
         };
         lab.route(d, mk("10.66.52.0/24", vec![], true));
-        lab.route(d, mk("10.66.207.64/26", vec![hop(Some("10.0.137.15"), ens3)], false));
+        lab.route(
+            d,
+            Route {
+                onlink: true,
+                ..mk("10.66.207.64/26", vec![hop(Some("10.0.137.15"), ens3)], false)
+            },
+        );
         lab.route(
             d,
             mk(
@@ -221,14 +211,16 @@ mod tests {
     }
 
     #[test]
-    fn no_onlink_through_a_device_route() {
+    fn onlink_is_the_route_flag() {
         // A pod (realize.rs): the gateway 169.254.1.1 is outside eth0's /32 but reachable by
-        // `169.254.1.1 dev eth0 scope link`, as Calico's CNI installs it.
+        // `169.254.1.1 dev eth0 scope link`, as Calico's CNI installs it, so no `onlink`; felix's
+        // no-encap route has the flag even though its gateway is on the subnet.
         let mut lab = Lab::default();
         let d = lab.device("test-pod", crate::model::DeviceKind::Linux);
         let eth0 = lab.iface(d, "eth0", Some("10.66.122.194/32"));
-        let mk = |prefix: &str, via: Option<&str>| Route {
+        let mk = |prefix: &str, via: Option<&str>, onlink: bool| Route {
             scope_link: via.is_none(),
+            onlink,
             ..eos_route(
                 prefix,
                 crate::engine::state::Proto::Static,
@@ -236,16 +228,17 @@ mod tests {
                 vec![hop(via, eth0)],
             )
         };
-        lab.route(d, mk("0.0.0.0/0", Some("169.254.1.1")));
-        assert_eq!(
-            lab.run(d, "ip r").unwrap(),
-            "default via 169.254.1.1 dev eth0 onlink \n"
-        );
-        lab.route(d, mk("169.254.1.1/32", None));
+        lab.route(d, mk("0.0.0.0/0", Some("169.254.1.1"), false));
+        lab.route(d, mk("169.254.1.1/32", None, false));
         assert_eq!(
             lab.run(d, "ip r").unwrap(),
             "default via 169.254.1.1 dev eth0 \n169.254.1.1 dev eth0 scope link \n"
         );
+        lab.route(d, mk("10.66.217.0/26", Some("10.66.122.1"), true));
+        assert!(lab
+            .run(d, "ip r")
+            .unwrap()
+            .contains("10.66.217.0/26 via 10.66.122.1 dev eth0 onlink \n"));
     }
 
     #[test]
