@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::dataplane::{probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError};
+use crate::gen;
 use crate::model::{DeviceKind, Network};
 use crate::scenario::{self, describe_probe, fmt_ms, resolve_target, Opened, Run, StepReport, When};
 use crate::views;
@@ -101,6 +102,46 @@ enum Command {
     Ipam {
         #[command(subcommand)]
         command: IpamCommand,
+    },
+    /// Generate a topology file (ordinary fabsim input).
+    Gen {
+        #[command(subcommand)]
+        command: GenCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum GenCommand {
+    /// A leaf-spine fabric of Arista EOS switches with a Kubernetes/Calico node cluster.
+    #[command(after_help = crate::gen::PLAN)]
+    LeafSpine {
+        #[arg(long)]
+        spines: u32,
+        #[arg(long)]
+        leaves: u32,
+        #[arg(long)]
+        nodes_per_leaf: u32,
+        /// Workload pods on each node.
+        #[arg(long, default_value_t = 0)]
+        pods_per_node: u32,
+        #[arg(long, value_enum, default_value_t = gen::Underlay::Ospf)]
+        underlay: gen::Underlay,
+        #[arg(long, value_enum, default_value_t = gen::NodeAsn::PerNode)]
+        node_asn: gen::NodeAsn,
+        #[arg(long, value_enum, default_value_t = gen::CalicoMode::Tor)]
+        calico: gen::CalicoMode,
+        /// The pod pool's encapsulation (ipipMode / vxlanMode).
+        #[arg(long, value_enum, default_value_t = gen::Encap::None)]
+        encap: gen::Encap,
+        /// The pod pool's blockSize.
+        #[arg(long, default_value_t = 26)]
+        block_size: u8,
+        /// Advertise the service CIDR over BGP (BGPConfiguration serviceClusterIPs).
+        #[arg(long)]
+        advertise_services: bool,
+        /// Write the topology here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
 }
 
@@ -326,6 +367,41 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
                     nodes,
                 },
         } => ipam_blocks(&pool, block_size, &nodes, out),
+        Command::Gen {
+            command:
+                GenCommand::LeafSpine {
+                    spines,
+                    leaves,
+                    nodes_per_leaf,
+                    pods_per_node,
+                    underlay,
+                    node_asn,
+                    calico,
+                    encap,
+                    block_size,
+                    advertise_services,
+                    out: file,
+                },
+        } => {
+            let plan = gen::LeafSpine {
+                pods_per_node,
+                underlay,
+                node_asn,
+                calico,
+                encap,
+                block_size,
+                advertise_services,
+                ..gen::LeafSpine::new(spines, leaves, nodes_per_leaf)
+            };
+            plan.check().map_err(Failure::Usage)?;
+            let text = plan.generate();
+            match file {
+                Some(path) => std::fs::write(&path, text)
+                    .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))?,
+                None => out.push_str(&text),
+            }
+            Ok(0)
+        }
     }
 }
 

@@ -16,6 +16,9 @@ mod names;
 mod realize;
 
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
-pub use command::{hold_allocations, is_change, restart_nodes, run_line, CommandOutcome, Context};
+pub use command::{
+    bare_pod, hold_allocations, init_cluster, install_calico, is_change, join_cluster, restart_nodes, run_line,
+    start_calico_nodes, CommandOutcome, Context, InitOptions,
+};
 pub use names::{netns_name, veth_name};
 pub use realize::{realize, Netns};
