@@ -80,36 +80,51 @@ pub enum Encap {
     Vxlan,
 }
 
-/// What `fabsim gen leaf-spine` generates.
-#[derive(Clone, Debug)]
+/// What `fabsim gen leaf-spine` generates: its command-line options, whose defaults are those of
+/// clarifications.md "Defaults for fabsim gen".
+#[derive(Clone, Debug, clap::Parser)]
+#[command(name = "leaf-spine")]
 pub struct LeafSpine {
+    #[arg(long)]
     pub spines: u32,
+    #[arg(long)]
     pub leaves: u32,
+    #[arg(long)]
     pub nodes_per_leaf: u32,
+    /// Workload pods on each node.
+    #[arg(long, default_value_t = 0)]
     pub pods_per_node: u32,
+    #[arg(long, value_enum, default_value_t = Underlay::Ospf)]
     pub underlay: Underlay,
+    #[arg(long, value_enum, default_value_t = NodeAsn::PerNode)]
     pub node_asn: NodeAsn,
+    #[arg(long, value_enum, default_value_t = CalicoMode::Tor)]
     pub calico: CalicoMode,
+    /// The pod pool's encapsulation (ipipMode / vxlanMode).
+    #[arg(long, value_enum, default_value_t = Encap::None)]
     pub encap: Encap,
+    /// The pod pool's blockSize.
+    #[arg(long, default_value_t = 26)]
     pub block_size: u8,
+    /// Advertise the service CIDR over BGP (BGPConfiguration serviceClusterIPs).
+    #[arg(long)]
     pub advertise_services: bool,
 }
 
 impl LeafSpine {
-    /// The defaults of `fabsim gen` (clarifications.md "Defaults for fabsim gen").
+    /// The plan for these sizes with every other option at its command-line default.
     pub fn new(spines: u32, leaves: u32, nodes_per_leaf: u32) -> LeafSpine {
-        LeafSpine {
-            spines,
-            leaves,
-            nodes_per_leaf,
-            pods_per_node: 0,
-            underlay: Underlay::Ospf,
-            node_asn: NodeAsn::PerNode,
-            calico: CalicoMode::Tor,
-            encap: Encap::None,
-            block_size: 26,
-            advertise_services: false,
-        }
+        use clap::Parser;
+        let sizes = [spines, leaves, nodes_per_leaf].map(|n| n.to_string());
+        LeafSpine::parse_from([
+            "leaf-spine",
+            "--spines",
+            &sizes[0],
+            "--leaves",
+            &sizes[1],
+            "--nodes-per-leaf",
+            &sizes[2],
+        ])
     }
 
     /// Spine `s`'s and leaf `l`'s addresses on their link.

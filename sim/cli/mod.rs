@@ -113,32 +113,10 @@ enum Command {
 #[derive(Subcommand, Debug)]
 enum GenCommand {
     /// A leaf-spine fabric of Arista EOS switches with a Kubernetes/Calico node cluster.
-    #[command(after_help = crate::gen::PLAN)]
+    #[command(after_help = gen::PLAN)]
     LeafSpine {
-        #[arg(long)]
-        spines: u32,
-        #[arg(long)]
-        leaves: u32,
-        #[arg(long)]
-        nodes_per_leaf: u32,
-        /// Workload pods on each node.
-        #[arg(long, default_value_t = 0)]
-        pods_per_node: u32,
-        #[arg(long, value_enum, default_value_t = gen::Underlay::Ospf)]
-        underlay: gen::Underlay,
-        #[arg(long, value_enum, default_value_t = gen::NodeAsn::PerNode)]
-        node_asn: gen::NodeAsn,
-        #[arg(long, value_enum, default_value_t = gen::CalicoMode::Tor)]
-        calico: gen::CalicoMode,
-        /// The pod pool's encapsulation (ipipMode / vxlanMode).
-        #[arg(long, value_enum, default_value_t = gen::Encap::None)]
-        encap: gen::Encap,
-        /// The pod pool's blockSize.
-        #[arg(long, default_value_t = 26)]
-        block_size: u8,
-        /// Advertise the service CIDR over BGP (BGPConfiguration serviceClusterIPs).
-        #[arg(long)]
-        advertise_services: bool,
+        #[command(flatten)]
+        plan: gen::LeafSpine,
         /// Write the topology here instead of standard output.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -368,31 +346,8 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
                 },
         } => ipam_blocks(&pool, block_size, &nodes, out),
         Command::Gen {
-            command:
-                GenCommand::LeafSpine {
-                    spines,
-                    leaves,
-                    nodes_per_leaf,
-                    pods_per_node,
-                    underlay,
-                    node_asn,
-                    calico,
-                    encap,
-                    block_size,
-                    advertise_services,
-                    out: file,
-                },
+            command: GenCommand::LeafSpine { plan, out: file },
         } => {
-            let plan = gen::LeafSpine {
-                pods_per_node,
-                underlay,
-                node_asn,
-                calico,
-                encap,
-                block_size,
-                advertise_services,
-                ..gen::LeafSpine::new(spines, leaves, nodes_per_leaf)
-            };
             plan.check().map_err(Failure::Usage)?;
             let text = plan.generate();
             match file {

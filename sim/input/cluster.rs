@@ -112,26 +112,20 @@ pub(super) fn declare(
             .unwrap_or(DEFAULT_SERVICE_CIDR),
         endpoint: None,
     };
-    if let Some(cni) = &c.cni {
-        if crate::catalogue::manifest(&cni.value).is_none() {
-            let msg = format!(
-                "unknown manifest `{}` for `cni` (catalogue/manifests.yaml has: {})",
-                cni.value,
-                crate::catalogue::manifest_urls().join(", ")
-            );
-            return Err(Diagnostic::error(span(&cni.referenced), msg).into());
-        }
+    let unknown = |v: &Spanned<String>, what: &str, known: Vec<&str>| {
+        let msg = format!("unknown {what} `{}` (the catalogue has: {})", v.value, known.join(", "));
+        Diagnostic::error(span(&v.referenced), msg)
+    };
+    if let Some(cni) = c
+        .cni
+        .as_ref()
+        .filter(|v| crate::catalogue::manifest(&v.value).is_none())
+    {
+        return Err(unknown(cni, "manifest", crate::catalogue::manifest_urls()).into());
     }
-    if let Some(pods) = &c.pods {
-        let image = &pods.value.image;
-        if crate::catalogue::image(&image.value).is_none() {
-            let msg = format!(
-                "unknown image `{}` (fabsim's catalogue has: {})",
-                image.value,
-                crate::catalogue::names().join(", ")
-            );
-            return Err(Diagnostic::error(span(&image.referenced), msg).into());
-        }
+    let image = c.pods.as_ref().map(|p| &p.value.image);
+    if let Some(image) = image.filter(|v| crate::catalogue::image(&v.value).is_none()) {
+        return Err(unknown(image, "image", crate::catalogue::names()).into());
     }
     if c.cni.is_none() {
         let calico_keys = [
