@@ -29,7 +29,7 @@ Addressing plan (fixed; s, l, n are 1-based):
                    shared 64512
   --calico tor     a node-specific BGPPeer from each node to its leaf; node-to-node mesh off
   --calico mesh    Calico's node-to-node mesh; leaves do not peer with nodes (pod traffic
-                   between racks needs --encap ipip or vxlan: the fabric has no pod routes)
+                   between racks needs an --encap: the fabric has no pod routes)
   --calico rr      each leaf is the route reflector of its rack's nodes over iBGP (nodes take
                    the leaf's AS; --node-asn does not apply)
   cluster          kubeadm init on node-1-1, every other node joins; Calico from the catalogue
@@ -85,10 +85,13 @@ pub enum Encap {
 #[derive(Clone, Debug, clap::Parser)]
 #[command(name = "leaf-spine")]
 pub struct LeafSpine {
+    /// Spine switches (S).
     #[arg(long)]
     pub spines: u32,
+    /// Leaf switches (L), one rack each.
     #[arg(long)]
     pub leaves: u32,
+    /// Kubernetes nodes behind each leaf (N).
     #[arg(long)]
     pub nodes_per_leaf: u32,
     /// Workload pods on each node.
