@@ -143,6 +143,44 @@ fn committed_example_is_current() {
     );
 }
 
+/// The command line writes the same text, and refuses sizes outside the plan with exit 2.
+#[test]
+fn the_command_line_generates_the_example() {
+    let fabsim = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fabsim"))
+            .args(args)
+            .output()
+            .expect("fabsim runs")
+    };
+    let o = fabsim(&[
+        "gen",
+        "leaf-spine",
+        "--spines",
+        "2",
+        "--leaves",
+        "4",
+        "--nodes-per-leaf",
+        "2",
+        "--pods-per-node",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let committed = std::fs::read_to_string("topologies/gen-2x4x2.yaml").expect("topologies/gen-2x4x2.yaml");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), committed);
+    let o = fabsim(&[
+        "gen",
+        "leaf-spine",
+        "--spines",
+        "64",
+        "--leaves",
+        "1024",
+        "--nodes-per-leaf",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("10.254.0.0/16 holds 32768"));
+}
+
 /// The hosts that must reach each other: every node and every workload pod.
 fn endpoints(net: &Network) -> Vec<(String, Ipv4Addr)> {
     net.devices
