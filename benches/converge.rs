@@ -1,7 +1,9 @@
 //! Criterion benchmarks: convergence of the bundled seed lab, full scenario replays (the seed
 //! lab's runbook from the underlay through kubeadm, Calico, the pool migration and the reboot;
 //! the BGP stages), a ping over a converged state, and Calico's IPAM and confd at a scale the
-//! lab does not reach. Results and the machine go in BENCHMARKS.md.
+//! lab does not reach; generated leaf-spine fabrics (`fabsim gen leaf-spine`, OSPF underlay,
+//! Calico peering with the ToR) from topology text to converged FIBs on every device. Results
+//! and the machine go in BENCHMARKS.md.
 
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -12,6 +14,8 @@ use fabsim::calico::datastore::Node;
 use fabsim::calico::install::Calico;
 use fabsim::dataplane::{probe, ProbeKind};
 use fabsim::engine::converge;
+use fabsim::gen::LeafSpine;
+use fabsim::input::topology::parse_topology;
 use fabsim::scenario;
 
 fn seed_lab(c: &mut Criterion) {
@@ -99,5 +103,24 @@ fn calico(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, seed_lab, calico);
+/// `converge/SxLxN`: load the generated topology (which builds the cluster) and converge it.
+fn generated(c: &mut Criterion) {
+    let mut group = c.benchmark_group("converge");
+    // A 4x32x16 run takes seconds; criterion's minimum of 10 samples keeps the bench short.
+    group.sample_size(10);
+    for (s, l, n) in [(2, 4, 2), (4, 32, 16)] {
+        let text = LeafSpine::new(s, l, n).generate();
+        group.bench_function(format!("{s}x{l}x{n}"), |b| {
+            b.iter(|| {
+                let loaded = parse_topology(&text, "generated.yaml").expect("generated topology loads");
+                let (engine, conv) = converge(loaded.net);
+                assert!(conv.quiet, "converged");
+                engine
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, seed_lab, calico, generated);
 criterion_main!(benches);

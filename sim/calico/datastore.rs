@@ -215,11 +215,20 @@ impl Datastore {
         Ok((ds, warnings))
     }
 
+    /// The most documents (resources) one text may hold: a Node and a BGPPeer for each of the
+    /// largest generated fabric's 24,576 hosts, with room to spare.
+    const MAX_DOCUMENTS: usize = 1 << 17;
+
     /// Reads every document of `text` (file name `file`, for diagnostics) into the datastore,
     /// like `calicoctl apply -f` / `kubectl apply -f`: a resource replaces one of the same kind
     /// and name. Returns the warnings; on any error nothing is stored.
     pub fn load_yaml(&mut self, text: &str, file: &str) -> Result<Vec<Diagnostic>, InputError> {
-        let docs: Vec<Spanned<Yv>> = serde_saphyr::from_str_multiple(text).map_err(|e| {
+        // One document per resource: a generated fabric declares a Node and a BGPPeer per
+        // host, thousands of documents, where the parser's default guard stops at 1,024.
+        let options = serde_saphyr::options! {
+            budget: serde_saphyr::budget! { max_documents: Self::MAX_DOCUMENTS },
+        };
+        let docs: Vec<Spanned<Yv>> = serde_saphyr::from_str_multiple_with_options(text, options).map_err(|e| {
             let at = e.location().map_or_else(|| Span::new(file, 1, 1), |l| span(file, &l));
             let msg: String = e
                 .to_string()

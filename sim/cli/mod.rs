@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::dataplane::{probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError};
+use crate::gen;
 use crate::model::{DeviceKind, Network};
 use crate::scenario::junit::junit_xml;
 use crate::scenario::report::{RunReport, DEFAULT_SEED};
@@ -134,6 +135,24 @@ enum Command {
     Ipam {
         #[command(subcommand)]
         command: IpamCommand,
+    },
+    /// Generate a topology file (ordinary fabsim input).
+    Gen {
+        #[command(subcommand)]
+        command: GenCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum GenCommand {
+    /// A leaf-spine fabric of Arista EOS switches with a Kubernetes/Calico node cluster.
+    #[command(after_help = gen::PLAN)]
+    LeafSpine {
+        #[command(flatten)]
+        plan: gen::LeafSpine,
+        /// Write the topology here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
 }
 
@@ -379,6 +398,18 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
                     nodes,
                 },
         } => ipam_blocks(&pool, block_size, &nodes, out),
+        Command::Gen {
+            command: GenCommand::LeafSpine { plan, out: file },
+        } => {
+            plan.check().map_err(Failure::Usage)?;
+            let text = plan.generate();
+            match file {
+                Some(path) => std::fs::write(&path, text)
+                    .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))?,
+                None => out.push_str(&text),
+            }
+            Ok(0)
+        }
     }
 }
 

@@ -426,6 +426,29 @@ pub fn converge(net: Network) -> (Engine, Convergence) {
     (e, c)
 }
 
+/// The network just after every device powered on, before any protocol ran: interface
+/// addresses and local (connected, static, DHCP) routes only. What kubelet and calico-node see
+/// when a topology's declared cluster comes up (`input::topology`'s `cluster:`), without
+/// converging the fabric once more for it.
+pub fn booted_state(net: &Network) -> State {
+    let mut st = State {
+        devices: (0..net.devices.len())
+            .map(|i| DevState {
+                device: Some(DeviceId(i as u32)),
+                powered: true,
+                ..DevState::default()
+            })
+            .collect(),
+        ifaces: vec![IfState::default(); net.interfaces.len()],
+        ..State::default()
+    };
+    st.ifaces = rib::interface_states(net, &st);
+    for (i, table) in rib::local_tables(net, &st).into_iter().enumerate() {
+        st.devices[i].fib = rib::install(&net.devices[i], table);
+    }
+    st
+}
+
 /// The interface of `dev` that holds `addr`, if any (for "is this packet for me?").
 pub fn local_iface(net: &Network, st: &State, dev: DeviceId, addr: std::net::Ipv4Addr) -> Option<IfId> {
     net.device(dev)

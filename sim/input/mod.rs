@@ -2,6 +2,7 @@
 //! carries a span (file, line, column). Parsers never compute routing.
 
 pub mod bird;
+mod cluster;
 pub mod eos;
 pub mod netplan;
 pub mod topology;

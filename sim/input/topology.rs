@@ -4,7 +4,8 @@
 //!
 //! Format (one mapping; later issues add top-level keys such as BGP or Kubernetes):
 //! `name`, `devices` (name → `kind: eos|linux|external` plus that kind's keys), `links`
-//! (point-to-point `[DEV:IF, DEV:IF]`) and `segments` (name → `[DEV:IF, …]`, multi-access).
+//! (point-to-point `[DEV:IF, DEV:IF]`), `segments` (name → `[DEV:IF, …]`, multi-access) and
+//! `cluster` (a Kubernetes cluster with Calico on the k8s-nodes, `input::cluster`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -15,6 +16,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use self::yaml::OrderedMap;
+use super::cluster::{self, RawCluster};
 use super::{bird, eos, netplan};
 use crate::diag::{Diagnostic, InputError, Severity, Span, TextOrigin};
 use crate::model::{
@@ -46,7 +48,7 @@ pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
         col: 1,
     };
     let raw: RawTopology = yaml::from_str(text, &origin)?;
-    let mut b = Builder::new(origin, text);
+    let mut b = Builder::new(origin.clone(), text);
     for (key, dev) in &raw.devices.0 {
         b.add_device(key, dev);
     }
@@ -65,7 +67,12 @@ pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
         let stem = std::path::Path::new(file).file_stem().and_then(|s| s.to_str());
         stem.unwrap_or(file).to_string()
     });
-    b.finish(name)
+    let mut loaded = b.finish(name)?;
+    if let Some(c) = &raw.cluster {
+        let warnings = cluster::declare(&mut loaded.net, c, &origin, text)?;
+        loaded.warnings.extend(warnings);
+    }
+    Ok(loaded)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -81,6 +88,9 @@ struct RawTopology {
     links: Vec<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     segments: OrderedMap<Vec<Spanned<String>>>,
+    /// A kubeadm cluster with Calico on the k8s-nodes, built when the topology loads
+    /// (`input::cluster`).
+    cluster: Option<Spanned<RawCluster>>,
 }
 
 /// One device. The keys of all kinds are accepted here; `Builder::check_keys` then rejects

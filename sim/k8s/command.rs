@@ -227,17 +227,6 @@ fn kubeadm_init(
     now: u64,
     pins: &[Pin],
 ) -> Result<CommandOutcome, String> {
-    let kubelet = kubelet_of(net, dev)?;
-    if net.cluster.is_some() {
-        return Ok(CommandOutcome::failed(
-            "[preflight] Running pre-flight checks\n\
-             error execution phase preflight: [preflight] Some fatal errors occurred:\n\
-             \t[ERROR Port-6443]: Port 6443 is in use\n",
-        ));
-    }
-    if let Some(failed) = preflight(net, dev) {
-        return Ok(failed);
-    }
     let cidr = |flag_name: &str, default: Option<&str>| -> Result<Option<Ipv4Net>, String> {
         match flag(args, flag_name).or(default) {
             None => Ok(None),
@@ -247,13 +236,10 @@ fn kubeadm_init(
                 .map_err(|_| format!("{flag_name}: expected an IPv4 CIDR, found `{v}`")),
         }
     };
-    let pod_cidr = cidr("--pod-network-cidr", None)?;
-    let service_cidr = cidr("--service-cidr", Some(DEFAULT_SERVICE_CIDR))?.unwrap_or_default();
-    let ip = internal_ip(net, st, dev)?;
-    let endpoint = match flag(args, "--control-plane-endpoint") {
-        Some(e) if e.contains(':') => e.to_string(),
-        Some(e) => format!("{e}:6443"),
-        None => format!("{ip}:6443"),
+    let opts = InitOptions {
+        pod_cidr: cidr("--pod-network-cidr", None)?,
+        service_cidr: cidr("--service-cidr", Some(DEFAULT_SERVICE_CIDR))?.unwrap_or_default(),
+        endpoint: flag(args, "--control-plane-endpoint").map(str::to_string),
     };
     if let Some(unknown) = args.iter().filter(|a| a.starts_with("--")).find(|a| {
         !["--pod-network-cidr", "--service-cidr", "--control-plane-endpoint"]
@@ -265,7 +251,50 @@ fn kubeadm_init(
             unknown.split('=').next().unwrap_or(unknown)
         )));
     }
-    let mut cluster = Cluster::new(&kubelet.version, pod_cidr, service_cidr, endpoint.clone(), now);
+    init_cluster(net, st, dev, &opts, now, pins)
+}
+
+/// What `kubeadm init` is told: its flags on a runbook line, or a topology's `cluster:`.
+pub struct InitOptions {
+    pub pod_cidr: Option<Ipv4Net>,
+    pub service_cidr: Ipv4Net,
+    /// `--control-plane-endpoint` (default: the node's InternalIP, port 6443).
+    pub endpoint: Option<String>,
+}
+
+/// `kubeadm init` on `dev`: the control plane, kube-proxy and CoreDNS (pending until a CNI).
+pub fn init_cluster(
+    net: &mut Network,
+    st: &State,
+    dev: DeviceId,
+    opts: &InitOptions,
+    now: u64,
+    pins: &[Pin],
+) -> Result<CommandOutcome, String> {
+    let kubelet = kubelet_of(net, dev)?;
+    if net.cluster.is_some() {
+        return Ok(CommandOutcome::failed(
+            "[preflight] Running pre-flight checks\n\
+             error execution phase preflight: [preflight] Some fatal errors occurred:\n\
+             \t[ERROR Port-6443]: Port 6443 is in use\n",
+        ));
+    }
+    if let Some(failed) = preflight(net, dev) {
+        return Ok(failed);
+    }
+    let ip = internal_ip(net, st, dev)?;
+    let endpoint = match opts.endpoint.as_deref() {
+        Some(e) if e.contains(':') => e.to_string(),
+        Some(e) => format!("{e}:6443"),
+        None => format!("{ip}:6443"),
+    };
+    let mut cluster = Cluster::new(
+        &kubelet.version,
+        opts.pod_cidr,
+        opts.service_cidr,
+        endpoint.clone(),
+        now,
+    );
     cluster.pins = pins.to_vec();
     let node = node_name(net, dev);
     cluster.add_node(&node, dev, ip, true, &kubelet.version, now);
@@ -313,7 +342,7 @@ fn kubeadm_join(
     args: &[&str],
     now: u64,
 ) -> Result<CommandOutcome, String> {
-    let kubelet = kubelet_of(net, dev)?;
+    kubelet_of(net, dev)?;
     let target = args.first().copied().unwrap_or("");
     let Some(cluster) = net.cluster.as_deref() else {
         return Ok(CommandOutcome::failed(format!(
@@ -329,7 +358,14 @@ fn kubeadm_join(
             cluster.endpoint
         ));
     }
+    join_cluster(net, st, dev, now)
+}
+
+/// `dev` joins the cluster (kube-proxy, and calico-node once Calico is installed, start there).
+pub fn join_cluster(net: &mut Network, st: &State, dev: DeviceId, now: u64) -> Result<CommandOutcome, String> {
+    let kubelet = kubelet_of(net, dev)?;
     let node = node_name(net, dev);
+    let cluster = net.cluster.as_deref().ok_or("no cluster")?;
     if cluster.node(&node).is_some() {
         return Ok(CommandOutcome::failed(format!(
             "[preflight] Running pre-flight checks\n\
@@ -642,6 +678,26 @@ fn create_pod_from_manifest(
 }
 
 fn apply_manifest(net: &mut Network, st: &State, url: &str, now: u64) -> Result<CommandOutcome, String> {
+    if !install_calico(net, url, now)? {
+        return Ok(CommandOutcome::ok(
+            "daemonset.apps/calico-node unchanged\ndeployment.apps/calico-kube-controllers unchanged\n",
+        ));
+    }
+    start_calico_nodes(net, st, now)?;
+    if let Some(c) = net.cluster.as_mut() {
+        c.reconcile(now);
+    }
+    // fabsim lists the objects it models; the real manifest also creates CRDs, RBAC and a
+    // ConfigMap.
+    Ok(CommandOutcome::ok(
+        "daemonset.apps/calico-node created\ndeployment.apps/calico-kube-controllers created\n",
+    ))
+}
+
+/// The catalogue manifest `url` installs Calico: the datastore and calico-node's environment,
+/// the calico-node DaemonSet's pods and calico-kube-controllers. No calico-node has started
+/// yet (`start_calico_nodes`). False when Calico was installed already.
+pub fn install_calico(net: &mut Network, url: &str, now: u64) -> Result<bool, String> {
     let manifest =
         crate::catalogue::manifest(url).ok_or_else(|| format!("kubectl apply -f {url}: unknown manifest"))?;
     let Some(calico) = &manifest.calico else {
@@ -651,9 +707,7 @@ fn apply_manifest(net: &mut Network, st: &State, url: &str, now: u64) -> Result<
     };
     let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
     if cluster.calico.is_some() {
-        return Ok(CommandOutcome::ok(
-            "daemonset.apps/calico-node unchanged\ndeployment.apps/calico-kube-controllers unchanged\n",
-        ));
+        return Ok(false);
     }
     cluster.calico = Some(Calico::new(&calico.version, calico.env.clone()));
     let nodes: Vec<String> = cluster.nodes.iter().map(|n| n.name.clone()).collect();
@@ -667,15 +721,7 @@ fn apply_manifest(net: &mut Network, st: &State, url: &str, now: u64) -> Result<
         system_pod(Owner::Deployment("calico-kube-controllers".into()), None, None, false),
         now,
     );
-    start_calico_nodes(net, st, now)?;
-    if let Some(c) = net.cluster.as_mut() {
-        c.reconcile(now);
-    }
-    // fabsim lists the objects it models; the real manifest also creates CRDs, RBAC and a
-    // ConfigMap.
-    Ok(CommandOutcome::ok(
-        "daemonset.apps/calico-node created\ndeployment.apps/calico-kube-controllers created\n",
-    ))
+    Ok(true)
 }
 
 /// The hosts `devices` rebooted (and are up again): calico-node starts again on the nodes
@@ -722,7 +768,7 @@ pub fn hold_allocations(net: &mut Network, held: &[(String, String)], now: u64) 
 }
 
 /// calico-node starts on every node that has none running yet, in join order.
-pub(super) fn start_calico_nodes(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
+pub fn start_calico_nodes(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
     let Some(mut cluster) = net.cluster.take() else {
         return Ok(());
     };
@@ -797,19 +843,21 @@ fn kubectl_run(
             return Err(format!("kubectl run --overrides: no node {n} in the cluster"));
         }
     }
-    cluster.create_pod(
-        PodSpec {
-            namespace: namespace.to_string(),
-            owner: Owner::Bare,
-            name: Some(name.to_string()),
-            node,
-            host_network: false,
-            image: image.to_string(),
-            tolerates_control_plane: false,
-            node_selector: Default::default(),
-        },
-        now,
-    );
+    cluster.create_pod(bare_pod(namespace, name, node, image), now);
     cluster.reconcile(now);
     Ok(CommandOutcome::ok(format!("pod/{name} created\n")))
+}
+
+/// A pod with no controller (`kubectl run`), optionally pinned to a node (`spec.nodeName`).
+pub fn bare_pod(namespace: &str, name: &str, node: Option<String>, image: &str) -> PodSpec {
+    PodSpec {
+        namespace: namespace.to_string(),
+        owner: Owner::Bare,
+        name: Some(name.to_string()),
+        node,
+        host_network: false,
+        image: image.to_string(),
+        tolerates_control_plane: false,
+        node_selector: Default::default(),
+    }
 }

@@ -18,7 +18,10 @@ mod realize;
 mod rollout;
 
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
-pub use command::{hold_allocations, is_change, restart_nodes, run_line, CommandOutcome, Context, Follow};
+pub use command::{
+    bare_pod, hold_allocations, init_cluster, install_calico, is_change, join_cluster, restart_nodes, run_line,
+    start_calico_nodes, CommandOutcome, Context, Follow, InitOptions,
+};
 pub use names::{netns_name, veth_name};
 pub use realize::{realize, Netns};
 pub use rollout::{
