@@ -40,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
             // No files: `-f NAME` fails to read rather than touching the checkout.
             files: &files,
             base: Path::new("/nonexistent"),
+            pod_start_ms: 0,
         };
         if fabsim::k8s::run_line(&mut net, st, *dev, line, &ctx).is_ok() {
             let _ = fabsim::k8s::realize(&mut net);

@@ -53,9 +53,6 @@ pub struct Cluster {
     pub rollout: Option<Rollout>,
     /// Every DaemonSet status update of the rollouts so far (`kubectl rollout status` reads it).
     pub rollout_log: Vec<StatusUpdate>,
-    /// How long a replaced DaemonSet pod takes from creation to its containers running (image
-    /// present, init containers done): a scenario setting (`timing: {pod_start: …}`).
-    pub pod_start_ms: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -159,7 +156,6 @@ impl Cluster {
             sandboxes: 0,
             rollout: None,
             rollout_log: Vec::new(),
-            pod_start_ms: 0,
         }
     }
 

@@ -89,6 +89,9 @@ pub struct Context<'a> {
     /// Files the step's runbook wrote (`cat << EOF > NAME`), looked up before the disk.
     pub files: &'a BTreeMap<String, String>,
     pub base: &'a Path,
+    /// How long a replaced DaemonSet pod takes from creation to its containers running (image
+    /// present, init containers done): the scenario's `timing: pod_start`.
+    pub pod_start_ms: u64,
 }
 
 impl Context<'_> {
@@ -436,7 +439,7 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         ["run", name, rest @ ..] => kubectl_run(net, name, namespace, rest, now),
         ["rollout", "restart", rest @ ..] => {
             let ds = daemonset_arg(rest)?;
-            if rollout::start(net, st, namespace, ds, now)? {
+            if rollout::start(net, st, namespace, ds, now, ctx.pod_start_ms)? {
                 Ok(CommandOutcome::ok(format!("daemonset.apps/{ds} restarted\n")))
             } else {
                 Ok(daemonset_not_found(ds))
@@ -445,7 +448,7 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         ["rollout", "status", rest @ ..] => {
             let ds = daemonset_arg(rest)?;
             let cluster = net.cluster.as_deref().ok_or("no cluster")?;
-            if !has_daemonset(cluster, namespace, ds) {
+            if rollout::daemonset_nodes(cluster, namespace, ds).is_empty() {
                 return Ok(daemonset_not_found(ds));
             }
             Ok(CommandOutcome {
@@ -457,7 +460,7 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
                 ..CommandOutcome::ok(rollout::current_status(cluster, namespace, ds))
             })
         }
-        ["set", "env", rest @ ..] => set_env(net, st, namespace, rest, now),
+        ["set", "env", rest @ ..] => set_env(net, st, namespace, rest, ctx),
         ["delete", "pod" | "pods" | "po", name, ..] => {
             let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
             if cluster.delete_pod(namespace, name, now) {
@@ -493,14 +496,6 @@ fn daemonset_arg<'a>(rest: &[&'a str]) -> Result<&'a str, String> {
         .ok_or_else(|| format!("`{}`: fabsim rolls out DaemonSets: give daemonset/NAME", rest.join(" ")))
 }
 
-fn has_daemonset(cluster: &Cluster, namespace: &str, name: &str) -> bool {
-    let owner = Owner::DaemonSet(name.to_string());
-    cluster
-        .pods
-        .iter()
-        .any(|p| p.namespace == namespace && p.owner == owner)
-}
-
 fn daemonset_not_found(name: &str) -> CommandOutcome {
     CommandOutcome::failed(format!(
         "Error from server (NotFound): daemonsets.apps \"{name}\" not found\n"
@@ -510,10 +505,16 @@ fn daemonset_not_found(name: &str) -> CommandOutcome {
 /// `kubectl set env daemonset/NAME KEY=VALUE… [KEY-…]`: the pod template's environment
 /// changes, so the DaemonSet rolls its pods. calico-node's environment is what its next
 /// start reads (`IP`, `IP_AUTODETECTION_METHOD`, …).
-fn set_env(net: &mut Network, st: &State, namespace: &str, rest: &[&str], now: u64) -> Result<CommandOutcome, String> {
+fn set_env(
+    net: &mut Network,
+    st: &State,
+    namespace: &str,
+    rest: &[&str],
+    ctx: &Context<'_>,
+) -> Result<CommandOutcome, String> {
     let ds = daemonset_arg(rest)?;
     let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
-    if !has_daemonset(cluster, namespace, ds) {
+    if rollout::daemonset_nodes(cluster, namespace, ds).is_empty() {
         return Ok(daemonset_not_found(ds));
     }
     let mut changes = Vec::new();
@@ -544,7 +545,7 @@ fn set_env(net: &mut Network, st: &State, namespace: &str, rest: &[&str], now: u
         changed = true;
     }
     if changed {
-        rollout::start(net, st, namespace, ds, now)?;
+        rollout::start(net, st, namespace, ds, ctx.now, ctx.pod_start_ms)?;
     }
     Ok(CommandOutcome::ok(format!("daemonset.apps/{ds} env updated\n")))
 }

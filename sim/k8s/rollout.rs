@@ -31,6 +31,8 @@ pub struct Rollout {
     current: usize,
     stage: Stage,
     due_ms: u64,
+    /// A replaced pod's creation to its containers running (`Context::pod_start_ms`).
+    pod_start_ms: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +48,6 @@ enum Stage {
 /// What one DaemonSet status update said, as `kubectl rollout status` prints it, and when.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatusUpdate {
-    pub at_ms: u64,
     pub namespace: String,
     pub daemonset: String,
     pub text: String,
@@ -75,14 +76,11 @@ fn status_text(name: &str, desired: usize, updated: usize, available: usize) -> 
     }
 }
 
-/// The DaemonSet's pods must be replaced: the controller starts on the first node now.
-/// Returns false if the DaemonSet has no pods (fabsim knows DaemonSets by their pods).
-pub(super) fn start(net: &mut Network, st: &State, namespace: &str, daemonset: &str, now: u64) -> Result<bool, String> {
-    let Some(cluster) = net.cluster.as_deref_mut() else {
-        return Ok(false);
-    };
+/// The nodes running a pod of the DaemonSet, in join order (fabsim knows DaemonSets by their
+/// pods: none means there is no such DaemonSet).
+pub(super) fn daemonset_nodes(cluster: &Cluster, namespace: &str, daemonset: &str) -> Vec<String> {
     let owner = Owner::DaemonSet(daemonset.to_string());
-    let order: Vec<String> = cluster
+    cluster
         .nodes
         .iter()
         .filter(|n| {
@@ -92,7 +90,23 @@ pub(super) fn start(net: &mut Network, st: &State, namespace: &str, daemonset: &
                 .any(|p| p.namespace == namespace && p.owner == owner && p.node.as_deref() == Some(&n.name))
         })
         .map(|n| n.name.clone())
-        .collect();
+        .collect()
+}
+
+/// The DaemonSet's pods must be replaced: the controller starts on the first node now.
+/// Returns false if the DaemonSet has no pods.
+pub(super) fn start(
+    net: &mut Network,
+    st: &State,
+    namespace: &str,
+    daemonset: &str,
+    now: u64,
+    pod_start_ms: u64,
+) -> Result<bool, String> {
+    let Some(cluster) = net.cluster.as_deref_mut() else {
+        return Ok(false);
+    };
+    let order = daemonset_nodes(cluster, namespace, daemonset);
     if order.is_empty() {
         return Ok(false);
     }
@@ -105,6 +119,7 @@ pub(super) fn start(net: &mut Network, st: &State, namespace: &str, daemonset: &
         current: 0,
         stage: Stage::Replace,
         due_ms: now,
+        pod_start_ms,
     });
     run_due(net, st, now)?;
     Ok(true)
@@ -154,11 +169,10 @@ pub fn run_due(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
                     c.stop_node(&node);
                 }
             }
-            let pod_start = cluster.pod_start_ms;
-            advance(cluster, Stage::Start, now + pod_start, now);
+            advance(cluster, Stage::Start, now + r.pod_start_ms);
         }
         // The first probe runs as the container starts (no initialDelaySeconds).
-        Stage::Start => advance(cluster, Stage::Probe, now, now),
+        Stage::Start => advance(cluster, Stage::Probe, now),
         Stage::Probe if !ready => {
             if let Some(rr) = cluster.rollout.as_mut() {
                 rr.due_ms = now + READINESS_PERIOD_MS;
@@ -167,16 +181,11 @@ pub fn run_due(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
         Stage::Probe => {
             let desired = r.order.len();
             if r.current + 1 == desired {
-                log(cluster, &r, status_text(&r.daemonset, desired, desired, desired), now);
+                log(cluster, &r, status_text(&r.daemonset, desired, desired, desired));
                 cluster.rollout = None;
             } else {
                 // The pod became available: a status update before the next node's.
-                log(
-                    cluster,
-                    &r,
-                    status_text(&r.daemonset, desired, r.current + 1, desired),
-                    now,
-                );
+                log(cluster, &r, status_text(&r.daemonset, desired, r.current + 1, desired));
                 if let Some(rr) = cluster.rollout.as_mut() {
                     rr.current += 1;
                     rr.stage = Stage::Replace;
@@ -190,20 +199,19 @@ pub fn run_due(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
 
 /// Move the rollout to `stage` at `due`; a replacement is a status update (one more pod
 /// updated, one fewer available).
-fn advance(cluster: &mut Cluster, stage: Stage, due: u64, now: u64) {
+fn advance(cluster: &mut Cluster, stage: Stage, due: u64) {
     let Some(r) = cluster.rollout.as_mut() else { return };
     let replaced = r.stage == Stage::Replace;
     r.stage = stage;
     r.due_ms = due;
     if replaced {
         let r = r.clone();
-        log(cluster, &r, r.status(), now);
+        log(cluster, &r, r.status());
     }
 }
 
-fn log(cluster: &mut Cluster, r: &Rollout, text: String, now: u64) {
+fn log(cluster: &mut Cluster, r: &Rollout, text: String) {
     cluster.rollout_log.push(StatusUpdate {
-        at_ms: now,
         namespace: r.namespace.clone(),
         daemonset: r.daemonset.clone(),
         text,
@@ -224,13 +232,13 @@ fn bird_ready(net: &Network, st: &State, node: &str) -> bool {
         .is_some_and(|b| b.sessions.iter().all(|s| s.state == BgpState::Established))
 }
 
-/// What `kubectl rollout status daemonset/NAME` prints: the status when it starts, then
-/// every update from `since` (an index into the cluster's status log) on.
-pub fn status_lines(net: &Network, namespace: &str, daemonset: &str, first: Option<String>, since: usize) -> String {
+/// The status updates of `namespace/daemonset` from `since` (an index into the cluster's
+/// status log) on, as `kubectl rollout status` prints them while it waits.
+pub fn status_lines(net: &Network, namespace: &str, daemonset: &str, since: usize) -> String {
     let Some(cluster) = net.cluster.as_deref() else {
         return String::new();
     };
-    let mut out = first.unwrap_or_default();
+    let mut out = String::new();
     for u in cluster.rollout_log.iter().skip(since) {
         if u.namespace == namespace && u.daemonset == daemonset {
             out.push_str(&u.text);

@@ -271,11 +271,9 @@ fn run_commands(
                 stdin: session.stdin,
                 files: session.files,
                 base: session.base,
+                pod_start_ms: session.pod_start_ms,
             };
             let mut outcome = engine.reconfigure(|net| -> Result<k8s::CommandOutcome, InputError> {
-                if let Some(c) = net.cluster.as_deref_mut() {
-                    c.pod_start_ms = session.pod_start_ms;
-                }
                 let outcome =
                     k8s::run_line(net, &st, dev, line, &ctx).map_err(|e| Diagnostic::error(span.clone(), e))?;
                 warnings.extend(k8s::realize(net)?);
@@ -289,7 +287,7 @@ fn run_commands(
                 };
                 pass_time(engine, watch, until, span)?;
                 let net = engine.network();
-                outcome.output += &k8s::status_lines(net, &f.namespace, &f.daemonset, None, f.since);
+                outcome.output += &k8s::status_lines(net, &f.namespace, &f.daemonset, f.since);
                 if k8s::rollout_in_progress(net, &f.namespace, &f.daemonset) {
                     outcome.output += "(fabsim: still waiting after an hour of virtual time; see the findings)\n";
                     outcome.status = 1;
