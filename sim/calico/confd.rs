@@ -60,15 +60,39 @@ pub fn render(ds: &Datastore, node: &str) -> Result<RenderedBird, ConfdError> {
 
 /// Renders `node`'s BIRD configuration with `env`.
 pub fn render_with(ds: &Datastore, node: &str, env: &ConfdEnv) -> Result<RenderedBird, ConfdError> {
-    if !ds.nodes.contains_key(node) {
-        return Err(ConfdError::UnknownNode(node.to_string()));
+    Renderer::new(ds).render_with(node, env)
+}
+
+/// confd's key/value view of one datastore, built once and rendered for any number of nodes
+/// (building it is the costly part: it walks every node's peerings).
+pub struct Renderer<'a> {
+    ds: &'a Datastore,
+    kv: keys::Keys,
+}
+
+impl<'a> Renderer<'a> {
+    pub fn new(ds: &'a Datastore) -> Self {
+        Renderer {
+            ds,
+            kv: keys::Keys::build(ds),
+        }
     }
-    let kv = keys::Keys::build(ds);
-    Ok(RenderedBird {
-        bird_cfg: bird_cfg::render(&kv, node, env),
-        bird_aggr_cfg: filters::render_aggr(&kv, node),
-        bird_ipam_cfg: filters::render_ipam(&kv, node),
-    })
+
+    /// `node`'s BIRD configuration with the default environment.
+    pub fn render(&self, node: &str) -> Result<RenderedBird, ConfdError> {
+        self.render_with(node, &ConfdEnv::default())
+    }
+
+    pub fn render_with(&self, node: &str, env: &ConfdEnv) -> Result<RenderedBird, ConfdError> {
+        if !self.ds.nodes.contains_key(node) {
+            return Err(ConfdError::UnknownNode(node.to_string()));
+        }
+        Ok(RenderedBird {
+            bird_cfg: bird_cfg::render(&self.kv, node, env),
+            bird_aggr_cfg: filters::render_aggr(&self.kv, node),
+            bird_ipam_cfg: filters::render_ipam(&self.kv, node),
+        })
+    }
 }
 
 /// The key/value store confd would hold for this datastore (keys under `/calico`, values as

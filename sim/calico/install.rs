@@ -15,7 +15,7 @@ use ipnet::{IpNet, Ipv4Net};
 use sha1::{Digest as _, Sha1};
 
 use super::autodetect::{self, HostFacts};
-use super::confd::{self, RenderedBird};
+use super::confd::RenderedBird;
 use super::datastore::{ApiGroup, BlockAffinity, Datastore, EncapMode, IpPool, Node};
 use super::ipam::{self, BlockAllocator, IpamError, Pool, TunnelKind};
 use crate::diag::{Diagnostic, InputError, Span};
@@ -450,11 +450,6 @@ impl Calico {
             .ip_pools
             .values()
             .find(|p| p.cidr.contains(&IpAddr::V4(addr)))
-    }
-
-    /// confd's rendering for `node` (None before its calico-node has a Node resource).
-    pub fn render(&self, node: &str) -> Option<RenderedBird> {
-        confd::render(&self.datastore, node).ok()
     }
 
     /// Does any enabled pool use this encapsulation (felix then creates `tunl0` or

@@ -161,8 +161,10 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
     let Some(calico) = cluster.calico.as_mut() else {
         return Ok(warnings);
     };
+    // One confd view for every node: the datastore does not change while they render.
+    let confd = crate::calico::confd::Renderer::new(&calico.datastore);
     for (node, dev) in nodes {
-        let Some(rendered) = calico.render(&node) else { continue };
+        let Ok(rendered) = confd.render(&node) else { continue };
         if calico.rendered.get(&node) == Some(&rendered) {
             continue;
         }
