@@ -13,7 +13,7 @@ pub(super) fn explain(run: &Run, from: &str, to: &str, step: Option<&str>, out: 
     let source = p.src.map_or(String::new(), |a| format!(" from {a}"));
     let when = step.map_or(String::new(), |s| format!(", after step {s}"));
     out.push_str(&format!("{from} → {to} ({dst}): ICMP echo request{source}{when}\n"));
-    let why = explain_probe(net, &p, dst);
+    let why = explain_probe(net, st, &p, dst);
     for line in &why.hops {
         out.push_str(&format!("  {line}\n"));
     }

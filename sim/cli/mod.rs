@@ -117,6 +117,10 @@ enum Command {
         /// Colour the text report: `auto` when stdout is a terminal.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
+        /// List every route change and every broken pair's decision chain (the text report
+        /// otherwise summarises large steps).
+        #[arg(long, short = 'v')]
+        verbose: bool,
     },
     /// Explain one flow hop by hop: each device's forwarding decision (matched prefix,
     /// protocol, next hop, interface), encapsulation and NAT, and where the packet ends.
@@ -360,6 +364,7 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             junit,
             seed,
             color,
+            verbose,
         } => {
             let (opened, run) = seeded_state_at(&path, until.as_deref(), seed)?;
             let Some(scn) = &opened.scenario else {
@@ -381,7 +386,7 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
                         ColorChoice::Never => false,
                         ColorChoice::Auto => std::io::stdout().is_terminal(),
                     };
-                    out.push_str(&report.text(color));
+                    out.push_str(&report.text(color, verbose));
                 }
             }
             Ok(report.summary.exit_code)

@@ -5,7 +5,8 @@
 use std::net::Ipv4Addr;
 
 use crate::dataplane::{Headers, Hop, IcmpError, Lookup, Probe, ProbeOutcome};
-use crate::model::Network;
+use crate::engine::{local_iface, State};
+use crate::model::{DeviceId, IfId, Network};
 
 use super::describe_probe;
 
@@ -18,7 +19,7 @@ pub struct Explanation {
 }
 
 /// Explain probe `p`, sent to `dst`.
-pub fn explain_probe(net: &Network, p: &Probe, dst: Ipv4Addr) -> Explanation {
+pub fn explain_probe(net: &Network, st: &State, p: &Probe, dst: Ipv4Addr) -> Explanation {
     let mut lines = Vec::new();
     if p.forward.is_empty() {
         if let ProbeOutcome::LocalNoRoute = p.outcome {
@@ -28,7 +29,24 @@ pub fn explain_probe(net: &Network, p: &Probe, dst: Ipv4Addr) -> Explanation {
         }
     }
     let last = p.forward.len().saturating_sub(1);
+    // A loop is shown once round, then the hop where the TTL ran out.
+    let mut visited: Vec<(DeviceId, Option<IfId>)> = Vec::new();
+    let mut circling = false;
     for (i, hop) in p.forward.iter().enumerate() {
+        if i < last && !circling {
+            circling = visited.contains(&(hop.device, hop.ingress));
+            visited.push((hop.device, hop.ingress));
+            if circling {
+                lines.push(format!(
+                    "{}–{}. the packet circles the same hops again until its TTL runs out",
+                    i + 1,
+                    last
+                ));
+            }
+        }
+        if circling && i < last {
+            continue;
+        }
         let mut line = format!("{}. {}", i + 1, where_(net, hop));
         let routed = routed_dst(hop).unwrap_or(dst);
         match &hop.route {
@@ -39,7 +57,7 @@ pub fn explain_probe(net: &Network, p: &Probe, dst: Ipv4Addr) -> Explanation {
         if i == last {
             let sep = if hop.route.is_some() { " → " } else { ": " };
             line.push_str(sep);
-            line.push_str(&ending(hop, p, routed));
+            line.push_str(&ending(net, st, hop, p, routed));
         }
         lines.push(line);
     }
@@ -126,7 +144,7 @@ fn encap_name(e: crate::dataplane::Encap) -> String {
 }
 
 /// Where the request's walk ended, said from the last device's side.
-fn ending(hop: &Hop, p: &Probe, dst: Ipv4Addr) -> String {
+fn ending(net: &Network, st: &State, hop: &Hop, p: &Probe, dst: Ipv4Addr) -> String {
     match &p.outcome {
         ProbeOutcome::Error { from, error, .. } => {
             let why = match error {
@@ -145,8 +163,17 @@ fn ending(hop: &Hop, p: &Probe, dst: Ipv4Addr) -> String {
             format!("{why} → ICMP {icmp} from {from}")
         }
         ProbeOutcome::Reply { from, .. } => format!("delivered, {from} answers"),
-        // An answer was sent: the request arrived, the result line says how the answer fared.
-        ProbeOutcome::Lost { .. } if !p.back.is_empty() => "delivered, answered".into(),
+        // Something was sent back: the answer if the request arrived, else the ICMP error of
+        // the router where it stopped. The result line says how it fared.
+        ProbeOutcome::Lost { .. } if !p.back.is_empty() => {
+            if local_iface(net, st, hop.device, dst).is_some() {
+                "delivered, answered".into()
+            } else if let Some(gw) = hop.route.and_then(|l| l.via) {
+                format!("next hop {gw} does not answer ARP → ICMP host unreachable, which is lost on its way back")
+            } else {
+                format!("no route to {dst} → ICMP net unreachable, which is lost on its way back")
+            }
+        }
         ProbeOutcome::Lost { reason } => format!("lost: {reason}"),
         ProbeOutcome::LocalNoRoute => "no route".into(),
     }

@@ -6,6 +6,7 @@ mod checks;
 mod clock;
 mod explain;
 pub mod file;
+mod impact;
 pub mod junit;
 pub mod report;
 mod run;
@@ -17,4 +18,5 @@ pub use file::{
     is_scenario, load_scenario, parse_duration, Action, Check, Expectation, FlowCheck, FlowExpectation, Scenario, Step,
     Timing,
 };
+pub use impact::{endpoints, Endpoint, PairChange, PeerChange, ReachDelta, ReachMatrix};
 pub use run::*;

@@ -84,14 +84,16 @@ impl<'a> RunReport<'a> {
 
     /// The readable report; `color` adds ANSI styles (the caller decides: a terminal, or
     /// `--color always`).
-    pub fn text(&self, color: bool) -> String {
+    /// `verbose` lists every route change and every broken pair's decision chain; otherwise
+    /// a step with many changes is summarised per device.
+    pub fn text(&self, color: bool, verbose: bool) -> String {
         let p = Palette::new(color);
         let mut out = format!(
             "scenario {} ({}) on topology {}, seed {}\n",
             self.scenario, self.file, self.topology, self.seed
         );
         for s in self.all_steps() {
-            step_text(s, &p, &mut out);
+            step_text(s, &p, verbose, &mut out);
         }
         let sum = &self.summary;
         let failed = format!("{} failed", sum.failed);
@@ -140,7 +142,14 @@ impl Palette {
     }
 }
 
-fn step_text(s: &StepReport, p: &Palette, out: &mut String) {
+/// Route changes listed one by one up to this many per step (without `--verbose`).
+const ROUTE_LINES: usize = 12;
+/// Broken pairs shown with their decision chain (without `--verbose`); the rest get one line.
+const EXPLAINED_PAIRS: usize = 5;
+/// Changed pairs listed at all (without `--verbose`).
+const LISTED_PAIRS: usize = 20;
+
+fn step_text(s: &StepReport, p: &Palette, verbose: bool, out: &mut String) {
     let name = s.name.as_deref().map(|n| format!(" — {n}")).unwrap_or_default();
     out.push_str(&format!("\n{}\n", p.head.paint(&format!("[{}]{name}", s.id))));
     out.push_str(&format!("  change: {}\n", s.change));
@@ -183,14 +192,15 @@ fn step_text(s: &StepReport, p: &Palette, out: &mut String) {
         };
         out.push_str(&format!("  ping {} -> {}: {verdict}\n", f.from, f.to));
     }
-    if s.route_changes.is_empty() {
-        out.push_str("  routes: no change\n");
-    } else {
-        out.push_str(&format!("  routes: {} changes\n", s.route_changes.len()));
-        for c in &s.route_changes {
-            out.push_str(&format!("    {c}\n"));
-        }
+    routes_text(&s.route_changes, verbose, out);
+    for c in &s.peers {
+        let reason = c.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+        out.push_str(&format!(
+            "  {}: {} {} -> {}{reason}\n",
+            c.device, c.peer, c.before, c.after
+        ));
     }
+    reach_text(&s.reach, p, verbose, out);
     for c in &s.checks {
         // The phase as the scenario file names it, so a new phase needs no change here.
         let when = serde_name(c.when);
@@ -202,5 +212,96 @@ fn step_text(s: &StepReport, p: &Palette, out: &mut String) {
                 out.push_str(&format!("       {l}\n"));
             }
         }
+    }
+}
+
+fn routes_text(changes: &[String], verbose: bool, out: &mut String) {
+    if changes.is_empty() {
+        out.push_str("  routes: no change\n");
+        return;
+    }
+    out.push_str(&format!("  routes: {} changes\n", changes.len()));
+    if verbose || changes.len() <= ROUTE_LINES {
+        for c in changes {
+            out.push_str(&format!("    {c}\n"));
+        }
+        return;
+    }
+    // Per device, in the order the devices first appear: how many routes went and came.
+    let mut per_device: Vec<(&str, usize, usize)> = Vec::new();
+    for c in changes {
+        let (dev, rest) = c.split_once(": ").unwrap_or((c, ""));
+        let i = match per_device.iter().position(|(d, _, _)| *d == dev) {
+            Some(i) => i,
+            None => {
+                per_device.push((dev, 0, 0));
+                per_device.len() - 1
+            }
+        };
+        if rest.starts_with('-') {
+            per_device[i].1 += 1;
+        } else {
+            per_device[i].2 += 1;
+        }
+    }
+    for (dev, gone, new) in per_device {
+        out.push_str(&format!("    {dev}: {new} added, {gone} withdrawn\n"));
+    }
+    out.push_str("    (--verbose lists each route)\n");
+}
+
+fn reach_text(r: &super::ReachDelta, p: &Palette, verbose: bool, out: &mut String) {
+    let mut line = format!("  reachability: {} of {} host/pod pairs answer", r.reachable, r.pairs);
+    if r.broke.is_empty() && r.healed.is_empty() {
+        line.push_str(", no pair changed");
+    } else {
+        line.push_str(&format!("; {} broke, {} healed", r.broke.len(), r.healed.len()));
+    }
+    out.push_str(&line);
+    out.push('\n');
+    let listed = if verbose { usize::MAX } else { LISTED_PAIRS };
+    for (i, c) in r.unreachable.iter().enumerate().take(listed) {
+        out.push_str(&format!(
+            "    no answer {} -> {} ({}): {}\n",
+            c.from, c.to, c.addr, c.result
+        ));
+        if verbose || i < EXPLAINED_PAIRS {
+            for h in &c.why {
+                out.push_str(&format!("             {h}\n"));
+            }
+        }
+    }
+    for (i, c) in r.broke.iter().enumerate().take(listed) {
+        let broke = p.fail.paint("broke ");
+        out.push_str(&format!(
+            "    {broke} {} -> {} ({}): {}\n",
+            c.from, c.to, c.addr, c.result
+        ));
+        if verbose || i < EXPLAINED_PAIRS {
+            for h in &c.why {
+                out.push_str(&format!("             {h}\n"));
+            }
+        }
+    }
+    let healed_room = listed.saturating_sub(r.broke.len());
+    for c in r.healed.iter().take(healed_room) {
+        let healed = p.ok.paint("healed");
+        out.push_str(&format!(
+            "    {healed} {} -> {} ({}): {}\n",
+            c.from, c.to, c.addr, c.result
+        ));
+    }
+    let shown = (r.broke.len() + r.healed.len()).min(listed);
+    if shown < r.broke.len() + r.healed.len() {
+        out.push_str(&format!(
+            "    … and {} more pairs (--verbose lists them all)\n",
+            r.broke.len() + r.healed.len() - shown
+        ));
+    }
+    for e in &r.appeared {
+        out.push_str(&format!("    new endpoint {e}\n"));
+    }
+    for e in &r.gone {
+        out.push_str(&format!("    endpoint gone {e}\n"));
     }
 }

@@ -10,6 +10,7 @@ use super::checks;
 use super::clock::{evaluate_during, pass_time, FlowReport, Until, Watch};
 use super::explain::explain_probe;
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
+use super::impact::{dataplane_findings, peer_changes, PeerChange, ReachDelta, ReachMatrix};
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Engine, State};
@@ -96,6 +97,10 @@ pub struct StepReport {
     pub commands: Vec<CommandRecord>,
     /// The pings the step watched while it ran (`expect: during:`).
     pub flows: Vec<FlowReport>,
+    /// BGP sessions and OSPF adjacencies the step brought down or up.
+    pub peers: Vec<PeerChange>,
+    /// Reachability between every host and pod after the step, and what the step changed.
+    pub reach: ReachDelta,
 }
 
 /// One runbook command as typed, its output and exit status.
@@ -134,6 +139,9 @@ pub fn run_seeded(opened: &Opened, until: Option<&str>, seed: u64) -> Result<Run
         engine.set_path_limit(limit);
     }
     let c = engine.run_until_quiet();
+    let matrix = ReachMatrix::compute(engine.network(), engine.state());
+    let mut findings = c.findings.clone();
+    findings.extend(dataplane_findings(engine.network(), engine.state(), &matrix));
     let start = StepReport {
         id: "start".into(),
         name: Some("topology boots and converges".into()),
@@ -142,11 +150,17 @@ pub fn run_seeded(opened: &Opened, until: Option<&str>, seed: u64) -> Result<Run
         settled_ms: c.routes_changed_ms,
         quiet: c.quiet,
         route_changes: Vec::new(),
-        findings: c.findings.clone(),
+        findings,
         warnings: opened.warnings.clone(),
         checks: Vec::new(),
         commands: Vec::new(),
         flows: Vec::new(),
+        peers: Vec::new(),
+        reach: ReachDelta::baseline(&matrix, engine.network(), engine.state()),
+    };
+    let mut seen = Seen {
+        findings: start.findings.clone(),
+        matrix,
     };
     let mut run = Run {
         engine,
@@ -172,13 +186,20 @@ pub fn run_seeded(opened: &Opened, until: Option<&str>, seed: u64) -> Result<Run
         None => scn.steps.len().saturating_sub(1),
     };
     for step in scn.steps.iter().take(last + 1) {
-        let report = run_step(&mut run.engine, step, scn)?;
+        let report = run_step(&mut run.engine, step, scn, &mut seen)?;
         run.steps.push(report);
     }
     Ok(run)
 }
 
-fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepReport, InputError> {
+/// What the previous step left: its reachability matrix and the data-plane findings already
+/// reported (a loop that persists is reported once, when it appears).
+struct Seen {
+    matrix: ReachMatrix,
+    findings: Vec<String>,
+}
+
+fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario, seen: &mut Seen) -> Result<StepReport, InputError> {
     let mut checks = Vec::new();
     for e in &step.before {
         checks.push(evaluate(engine, e, When::Before)?);
@@ -206,7 +227,17 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepRepo
             c.command, c.device, c.status
         ));
     }
-    let route_changes = route_diff(engine.network(), &before, engine.state());
+    let (net, st) = (engine.network(), engine.state());
+    let route_changes = route_diff(net, &before, st);
+    let peers = peer_changes(net, &before, st);
+    let matrix = ReachMatrix::compute(net, st);
+    let reach = ReachDelta::between(&seen.matrix, &matrix, net, st);
+    let dataplane = dataplane_findings(net, st, &matrix);
+    findings.extend(dataplane.iter().filter(|f| !seen.findings.contains(f)).cloned());
+    *seen = Seen {
+        matrix,
+        findings: dataplane,
+    };
     let flows = watch.reports();
     for e in &step.during {
         checks.push(evaluate_during(e, &flows));
@@ -227,6 +258,8 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario) -> Result<StepRepo
         checks,
         commands,
         flows,
+        peers,
+        reach,
     })
 }
 
@@ -539,7 +572,7 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             let dst = target_of(net, st, to, &e.span)?;
             let p = probe(net, st, src, dst, net.device(src).profile.ttl, ProbeKind::Echo, 1);
             // What happened, then why: the hop-by-hop decisions of the walk.
-            let why = explain_probe(net, &p, dst);
+            let why = explain_probe(net, st, &p, dst);
             let seen = format!("got: {}\n{}", why.result, why.hops.join("\n"));
             Ok(match &e.check {
                 Check::Reach { .. } => result(

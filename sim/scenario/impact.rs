@@ -1,0 +1,360 @@
+//! A step's impact beyond its routes: which BGP sessions and OSPF adjacencies went down or
+//! came up (with the speaker's own reason), and the reachability matrix between every host and
+//! pod — the pairs the step broke, each with the decision chain that drops it, and the pairs it
+//! healed. Forwarding loops and blackholes met on the way are findings.
+//!
+//! The matrix sends one ICMP echo per ordered pair through the data plane walker (the same
+//! walk `ping` and `explain` use), so a verdict here is what `ping` would print.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use serde::Serialize;
+
+use super::explain::explain_probe;
+use super::run::{describe_probe, resolve_target};
+use crate::dataplane::{probe, Probe, ProbeKind, ProbeOutcome};
+use crate::engine::state::{DevState, NbrState};
+use crate::engine::{BgpSessionView, BgpState, State};
+use crate::model::{AddrConfig, DeviceId, DeviceKind, IfId, Network};
+
+/// Something a ping can start from and be sent to: a host (by its first address) or a running
+/// pod (by its /32).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Endpoint {
+    /// The device name, or `NAMESPACE/NAME` for a pod.
+    pub name: String,
+    pub addr: Ipv4Addr,
+    #[serde(skip)]
+    pub device: DeviceId,
+}
+
+/// Every host and running pod of the network, hosts in topology order, then pods by
+/// namespace and name.
+pub fn endpoints(net: &Network, st: &State) -> Vec<Endpoint> {
+    let cluster = net.cluster.as_deref();
+    let pod_devices: Vec<DeviceId> = cluster
+        .map(|c| c.netns.values().map(|n| n.device).collect())
+        .unwrap_or_default();
+    let mut out: Vec<Endpoint> = net
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (DeviceId(i as u32), d))
+        .filter(|(id, d)| d.kind == DeviceKind::Linux && !pod_devices.contains(id))
+        .filter_map(|(id, d)| {
+            // A host that is off keeps the address it is configured with: pairs towards it
+            // break rather than vanish.
+            let addr = resolve_target(net, st, &d.name).or_else(|| {
+                d.ifaces
+                    .iter()
+                    .map(|i| net.iface(*i))
+                    .filter(|i| i.name != "lo" && i.tunnel.is_none())
+                    .find_map(|i| match i.addr {
+                        AddrConfig::Static(a) => Some(a.addr()),
+                        _ => None,
+                    })
+            })?;
+            Some(Endpoint {
+                name: d.name.clone(),
+                addr,
+                device: id,
+            })
+        })
+        .collect();
+    if let Some(c) = cluster {
+        let mut pods: Vec<Endpoint> = c
+            .pods
+            .iter()
+            .filter(|p| p.phase == crate::k8s::PodPhase::Running && !p.host_network)
+            .filter_map(|p| {
+                let ns = c.netns.get(&(p.namespace.clone(), p.name.clone()))?;
+                Some(Endpoint {
+                    name: format!("{}/{}", p.namespace, p.name),
+                    addr: p.ip?,
+                    device: ns.device,
+                })
+            })
+            .collect();
+        pods.sort();
+        out.extend(pods);
+    }
+    out
+}
+
+/// Who reaches whom: one echo per ordered pair of endpoints.
+pub struct ReachMatrix {
+    pub endpoints: Vec<Endpoint>,
+    /// Row-major, `from * n + to`; the diagonal is true.
+    reached: Vec<bool>,
+}
+
+impl ReachMatrix {
+    pub fn compute(net: &Network, st: &State) -> ReachMatrix {
+        let endpoints = endpoints(net, st);
+        let n = endpoints.len();
+        let mut reached = vec![true; n * n];
+        for (i, from) in endpoints.iter().enumerate() {
+            for (j, to) in endpoints.iter().enumerate().filter(|(j, _)| *j != i) {
+                reached[i * n + j] = answered(&echo(net, st, from, to), to.addr);
+            }
+        }
+        ReachMatrix { endpoints, reached }
+    }
+
+    pub fn reached(&self, from: usize, to: usize) -> bool {
+        self.reached[from * self.endpoints.len() + to]
+    }
+
+    /// Ordered pairs of distinct endpoints, and how many of them reach.
+    pub fn count(&self) -> (usize, usize) {
+        let n = self.endpoints.len();
+        let pairs = n * n.saturating_sub(1);
+        let ok = self.reached.iter().filter(|r| **r).count() - n;
+        (ok, pairs)
+    }
+}
+
+fn echo(net: &Network, st: &State, from: &Endpoint, to: &Endpoint) -> Probe {
+    probe(
+        net,
+        st,
+        from.device,
+        to.addr,
+        net.device(from.device).profile.ttl,
+        ProbeKind::Echo,
+        1,
+    )
+}
+
+fn answered(p: &Probe, addr: Ipv4Addr) -> bool {
+    matches!(p.outcome, ProbeOutcome::Reply { from, .. } if from == addr)
+}
+
+/// One pair whose verdict the step changed.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairChange {
+    pub from: String,
+    pub to: String,
+    pub addr: Ipv4Addr,
+    /// What `ping` sees now (`From 10.2.22.0 … Destination Net Unreachable` in words).
+    pub result: String,
+    /// For a broken pair: the request's path, one decision per hop, ending where it died.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub why: Vec<String>,
+}
+
+/// What the step did to reachability between hosts and pods.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReachDelta {
+    /// Ordered pairs that reach after the step, out of all pairs.
+    pub reachable: usize,
+    pub pairs: usize,
+    pub broke: Vec<PairChange>,
+    pub healed: Vec<PairChange>,
+    /// Endpoints that exist only after (a new pod, a new address) or only before the step.
+    pub appeared: Vec<String>,
+    pub gone: Vec<String>,
+    /// The first matrix only: the pairs that do not answer, each explained.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreachable: Vec<PairChange>,
+}
+
+impl ReachDelta {
+    /// The first matrix: nothing to compare with; the pairs that do not answer, explained.
+    pub fn baseline(m: &ReachMatrix, net: &Network, st: &State) -> ReachDelta {
+        let mut d = ReachDelta::counts(m);
+        let n = m.endpoints.len();
+        for i in 0..n {
+            for j in (0..n).filter(|j| *j != i && !m.reached(i, *j)) {
+                d.unreachable
+                    .push(pair_change(net, st, &m.endpoints[i], &m.endpoints[j], false));
+            }
+        }
+        d
+    }
+
+    fn counts(m: &ReachMatrix) -> ReachDelta {
+        let (reachable, pairs) = m.count();
+        ReachDelta {
+            reachable,
+            pairs,
+            ..ReachDelta::default()
+        }
+    }
+
+    /// Pairs present before and after whose verdict changed. Broken pairs are probed again to
+    /// explain them from the state after the step.
+    pub fn between(before: &ReachMatrix, after: &ReachMatrix, net: &Network, st: &State) -> ReachDelta {
+        let key = |e: &Endpoint| (e.name.clone(), e.addr);
+        let old: BTreeMap<(String, Ipv4Addr), usize> =
+            before.endpoints.iter().enumerate().map(|(i, e)| (key(e), i)).collect();
+        let new: BTreeMap<(String, Ipv4Addr), usize> =
+            after.endpoints.iter().enumerate().map(|(i, e)| (key(e), i)).collect();
+        let label = |e: &Endpoint| format!("{} ({})", e.name, e.addr);
+        let mut d = ReachDelta::counts(after);
+        d.appeared = after
+            .endpoints
+            .iter()
+            .filter(|e| !old.contains_key(&key(e)))
+            .map(label)
+            .collect();
+        d.gone = before
+            .endpoints
+            .iter()
+            .filter(|e| !new.contains_key(&key(e)))
+            .map(label)
+            .collect();
+        for (i, from) in after.endpoints.iter().enumerate() {
+            let Some(&bi) = old.get(&key(from)) else { continue };
+            for (j, to) in after.endpoints.iter().enumerate().filter(|(j, _)| *j != i) {
+                let Some(&bj) = old.get(&key(to)) else { continue };
+                let (was, is) = (before.reached(bi, bj), after.reached(i, j));
+                if was == is {
+                    continue;
+                }
+                let change = pair_change(net, st, from, to, is);
+                if is {
+                    d.healed.push(change);
+                } else {
+                    d.broke.push(change);
+                }
+            }
+        }
+        d
+    }
+}
+
+/// A pair as `ping` sees it now; a pair that does not answer comes with its decision chain.
+fn pair_change(net: &Network, st: &State, from: &Endpoint, to: &Endpoint, answers: bool) -> PairChange {
+    let p = echo(net, st, from, to);
+    PairChange {
+        from: from.name.clone(),
+        to: to.name.clone(),
+        addr: to.addr,
+        result: describe_probe(net, &p),
+        why: if answers {
+            Vec::new()
+        } else {
+            explain_probe(net, st, &p, to.addr).hops
+        },
+    }
+}
+
+/// A BGP session or OSPF adjacency whose state the step changed.
+#[derive(Clone, Debug, Serialize)]
+pub struct PeerChange {
+    pub device: String,
+    /// `BGP 10.0.11.1` / `BGP Mesh_10_0_11_1 (10.0.11.1)` / `OSPF 10.0.0.1 on Ethernet1`.
+    pub peer: String,
+    pub before: String,
+    pub after: String,
+    /// The speaker's own reason (BIRD/EOS last error), when it is down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Sessions and adjacencies that went down, came up, or went down and came back (their
+/// `since` moved although the state is the same).
+pub fn peer_changes(net: &Network, before: &State, after: &State) -> Vec<PeerChange> {
+    let mut out = Vec::new();
+    for (i, dev) in net.devices.iter().enumerate() {
+        let (b, a) = (before.devices.get(i), after.devices.get(i));
+        let (old, new) = (bgp_sessions(b), bgp_sessions(a));
+        let keys: std::collections::BTreeSet<_> = old.keys().chain(new.keys()).cloned().collect();
+        for k in keys {
+            let label = match &k.0 {
+                Some(name) => format!("BGP {name} ({})", k.1),
+                None => format!("BGP {}", k.1),
+            };
+            let state =
+                |s: Option<&&BgpSessionView>| s.map_or("not configured".to_string(), |s| format!("{:?}", s.state));
+            let (o, n) = (old.get(&k), new.get(&k));
+            let flapped = matches!((o, n), (Some(o), Some(n)) if o.state == BgpState::Established
+                && n.state == BgpState::Established && n.since_ms != o.since_ms);
+            if state(o) == state(n) && !flapped {
+                continue;
+            }
+            let after = if flapped {
+                let since = super::fmt_ms(n.map_or(0, |s| s.since_ms));
+                format!("Established again (went down during the step; up since t={since})")
+            } else {
+                state(n)
+            };
+            out.push(PeerChange {
+                device: dev.name.clone(),
+                peer: label,
+                before: state(o),
+                after,
+                reason: n
+                    .filter(|s| s.state != BgpState::Established)
+                    .and_then(|s| s.last_error.clone()),
+            });
+        }
+        let (old, new) = (ospf_neighbors(b), ospf_neighbors(a));
+        let keys: std::collections::BTreeSet<_> = old.keys().chain(new.keys()).copied().collect();
+        for k in keys {
+            let state = |s: Option<&NbrState>| s.map_or("Down".to_string(), |s| format!("{s:?}"));
+            let (o, n) = (old.get(&k), new.get(&k));
+            if state(o) == state(n) {
+                continue;
+            }
+            out.push(PeerChange {
+                device: dev.name.clone(),
+                peer: format!("OSPF {} on {}", k.0, net.iface(k.1).name),
+                before: state(o),
+                after: state(n),
+                reason: None,
+            });
+        }
+    }
+    out
+}
+
+type SessionKey = (Option<String>, Ipv4Addr);
+
+fn bgp_sessions(d: Option<&DevState>) -> BTreeMap<SessionKey, &BgpSessionView> {
+    d.and_then(|d| d.bgp.as_ref())
+        .map(|v| v.sessions.iter().map(|s| ((s.name.clone(), s.neighbor), s)).collect())
+        .unwrap_or_default()
+}
+
+fn ospf_neighbors(d: Option<&DevState>) -> BTreeMap<(Ipv4Addr, IfId), NbrState> {
+    d.and_then(|d| d.ospf.as_ref())
+        .map(|v| v.neighbors.iter().map(|n| ((n.router_id, n.iface), n.state)).collect())
+        .unwrap_or_default()
+}
+
+/// Forwarding loops and blackholes the matrix's echoes ran into, one finding per distinct
+/// cause (a blackhole names the sources whose pings it eats).
+pub fn dataplane_findings(net: &Network, st: &State, m: &ReachMatrix) -> Vec<String> {
+    let mut loops = std::collections::BTreeSet::new();
+    let mut blackholes: BTreeMap<(DeviceId, Ipv4Addr, String), Vec<&str>> = BTreeMap::new();
+    let n = m.endpoints.len();
+    for i in 0..n {
+        for j in (0..n).filter(|j| *j != i && !m.reached(i, *j)) {
+            let (from, to) = (&m.endpoints[i], &m.endpoints[j]);
+            let p = echo(net, st, from, to);
+            if let Some(cycle) = &p.forwarding_loop {
+                let names: Vec<&str> = cycle.iter().map(|d| net.device(*d).name.as_str()).collect();
+                loops.insert(format!("forwarding loop {} (towards {})", names.join(" -> "), to.addr));
+            }
+            for hop in &p.forward {
+                if let Some(l) = hop.route.filter(|l| l.blackhole) {
+                    let sources = blackholes
+                        .entry((hop.device, to.addr, l.prefix.to_string()))
+                        .or_default();
+                    sources.push(&from.name);
+                }
+            }
+        }
+    }
+    let holes = blackholes.into_iter().map(|((dev, dst, prefix), from)| {
+        format!(
+            "blackhole: {} drops packets to {dst} by {prefix} (from {})",
+            net.device(dev).name,
+            from.join(", ")
+        )
+    });
+    loops.into_iter().chain(holes).collect()
+}
