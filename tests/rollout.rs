@@ -55,7 +55,11 @@ fn without_the_autodetection_method_the_restart_reverts_to_ens5() {
     assert!(!has_line(&paths, "* ... 10.66.111.0/24"), "no valid path:\n{paths}");
     let report = run.steps.last().expect("s6-rollout");
     let last = report.flows[0].outages.last().expect("the client loses k-master's pod");
-    assert!(last.until_ms.is_none(), "and does not get it back: {}", report.flows[0].transcript);
+    assert!(
+        last.until_ms.is_none(),
+        "and does not get it back: {}",
+        report.flows[0].transcript
+    );
     let with_method = common::run_to("s6-rollout");
     let node = out_in(&with_method, "k-master", "calicoctl get node k-master -o yaml");
     assert_has(&node, &["ipv4Address: 10.0.11.1/31"]);
