@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 
 use common::{assert_has, out_in};
-use fabsim::scenario::{self, FlowCheck, FlowExpectation, When};
+use fabsim::scenario::{self, has_line, FlowCheck, FlowExpectation, When};
 
 /// The seed-lab scenario, edited: `edit` changes its steps before the replay to `until`.
 fn seed_variant(until: &str, edit: impl FnOnce(&mut Vec<scenario::Step>)) -> scenario::Run {
@@ -42,13 +42,24 @@ fn a_watched_ping_that_must_never_fail_reports_the_outage() {
 }
 
 /// seed-lab.md I24: without an explicit autodetection method, calico-node's restart runs
-/// first-found again and each node goes back to its ens5 address.
+/// first-found again and each node goes back to its ens5 address. BIRD then advertises that
+/// address (its `source address`) as next hop to the leaf, which cannot resolve it: the leaf
+/// keeps the paths but none is valid, and the client's pings to k-master's pod do not recover.
 #[test]
-#[ignore = "slow (~85 s release): the leaves' E2 redistribution then oscillates for the step's whole hour of virtual time, simulated event by event"]
 fn without_the_autodetection_method_the_restart_reverts_to_ens5() {
     let run = seed_variant("s6-rollout", |steps| steps.retain(|s| s.id != "s6-autodetect"));
     let node = out_in(&run, "k-master", "calicoctl get node k-master -o yaml");
     assert_has(&node, &["ipv4Address: 10.0.137.12/24"]);
+    let paths = out_in(&run, "Leaf-1", "show ip bgp");
+    assert_has(&paths, &["10.66.111.0/24 10.0.137.12 0 - 100 0 65000 i"]);
+    assert!(!has_line(&paths, "* ... 10.66.111.0/24"), "no valid path:\n{paths}");
+    let report = run.steps.last().expect("s6-rollout");
+    let last = report.flows[0].outages.last().expect("the client loses k-master's pod");
+    assert!(
+        last.until_ms.is_none(),
+        "and does not get it back: {}",
+        report.flows[0].transcript
+    );
     let with_method = common::run_to("s6-rollout");
     let node = out_in(&with_method, "k-master", "calicoctl get node k-master -o yaml");
     assert_has(&node, &["ipv4Address: 10.0.11.1/31"]);

@@ -50,7 +50,8 @@ pub struct BgpSessionView {
     /// ADD-PATH as negotiated (both sides' capabilities).
     pub add_path_rx: bool,
     pub add_path_tx: bool,
-    /// Source address of the TCP connection (configured or chosen).
+    /// The speaker's own address on the session (BIRD `Source address:`): the configured
+    /// `source address`, else the TCP connection's local address.
     pub source: Option<Ipv4Addr>,
     pub hold_s: u32,
     pub keepalive_s: u32,

@@ -162,7 +162,7 @@ fn advertise(
         if !policy_accepts(dev.bird.as_ref(), &s.cfg.export, prefix, &e.attrs, &proto) {
             continue;
         }
-        let Some(src) = s.source else { continue };
+        let Some(src) = s.local_address() else { continue };
         let attrs = outgoing(s, e, src);
         let id = if all_paths { e.src_id } else { 0 };
         out.push((id, Arc::new(attrs)));

@@ -108,6 +108,19 @@ impl Session {
         u64::from(self.cfg.timers.error_wait.map_or(d.error_wait, |(min, _)| min)) * 1000
     }
 
+    /// The address BIRD calls `p->source_addr`: the configured `source address` when there is
+    /// one, else the established connection's local address. BIRD 1.6.8 sets it from the
+    /// configuration when the protocol starts and fills it from the socket only when it is unset
+    /// (`bgp_conn_enter_established_state`); a peer's incoming connection, which BIRD matches by
+    /// remote address alone (`bgp_find_proto`), does not change it. It is the next hop the
+    /// speaker advertises for itself (`bgp_update_attrs`), so a node whose `source address` is
+    /// not the address its leaf connected to advertises an address the leaf may not reach
+    /// (seed-lab.md I24). Only BIRD's `source address` sets `cfg.source_address`; EOS's and
+    /// FRR's `update-source` choose the socket's address, so for them the two are the same.
+    pub(crate) fn local_address(&self) -> Option<Ipv4Addr> {
+        self.source.map(|tcp| self.cfg.source_address.unwrap_or(tcp))
+    }
+
     pub(crate) fn view(&self) -> BgpSessionView {
         let accepted = |v: &Vec<(u32, Arc<PathAttrs>, bool)>| v.iter().filter(|p| p.2).count() as u32;
         BgpSessionView {
@@ -130,7 +143,7 @@ impl Session {
             passive: self.cfg.passive,
             add_path_rx: self.add_path_rx,
             add_path_tx: self.add_path_tx,
-            source: self.source,
+            source: self.local_address(),
             hold_s: self.hold_s,
             keepalive_s: (self.keepalive_ms() / 1000) as u32,
         }
