@@ -41,6 +41,10 @@ fn pair<'a>(list: &'a Value, from: &str, to: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no pair {from} -> {to} in {list:#}"))
 }
 
+fn reach(s: &fabsim::scenario::StepReport) -> &fabsim::scenario::ReachDelta {
+    s.reach.as_ref().expect("a scenario step has a matrix")
+}
+
 #[test]
 fn a_loop_breaks_pairs_with_its_chain_and_is_a_finding() {
     let doc = json(&[IMPACT]);
@@ -126,7 +130,7 @@ fn the_text_report_lists_broken_pairs_with_their_chain() {
 fn seed_lab_s3a_breaks_the_workers_path_to_k_masters_block_at_their_leaf() {
     let run = run_to("s3a");
     let s = run.steps.last().expect("s3a");
-    let broke: Vec<&fabsim::scenario::PairChange> = s.reach.broke.iter().filter(|p| p.from == "k-w2").collect();
+    let broke: Vec<&fabsim::scenario::PairChange> = reach(s).broke.iter().filter(|p| p.from == "k-w2").collect();
     let [p] = broke.as_slice() else {
         panic!("k-w2 should lose exactly one pair: {broke:#?}")
     };
@@ -140,8 +144,7 @@ fn seed_lab_s3a_breaks_the_workers_path_to_k_masters_block_at_their_leaf() {
         ]
     );
     // A pod behind k-w2 sends the same way, and Leaf-2's ICMP error cannot come back either.
-    let from_pod = s
-        .reach
+    let from_pod = reach(s)
         .broke
         .iter()
         .find(|p| p.from == "default/test-pod" && p.addr.to_string() == "10.66.111.1")
@@ -178,12 +181,12 @@ fn seed_lab_ends_with_every_pair_answering() {
     let opened = fabsim::scenario::open(std::path::Path::new("scenarios/seed-lab.yaml")).expect("open");
     let run = fabsim::scenario::run(&opened, None).expect("run");
     let last = run.steps.last().expect("steps");
-    assert!(last.reach.pairs >= 72, "{:?}", last.reach);
-    assert_eq!(last.reach.reachable, last.reach.pairs, "{:#?}", last.reach);
+    assert!(reach(last).pairs >= 72, "{:?}", last.reach);
+    assert_eq!(reach(last).reachable, reach(last).pairs, "{:#?}", last.reach);
     // s5's BGPPeers healed what s3 broke.
     let s5 = run.steps.iter().find(|s| s.id == "s5").expect("s5");
     assert!(
-        s5.reach.broke.is_empty() && !s5.reach.healed.is_empty(),
+        reach(s5).broke.is_empty() && !reach(s5).healed.is_empty(),
         "{:#?}",
         s5.reach
     );
@@ -204,4 +207,18 @@ fn large_steps_summarise_routes_unless_verbose() {
     let s3b = &long[long.find("[s3b]").expect("s3b")..];
     assert!(!s3b.contains("3 added, 3 withdrawn"), "{s3b}");
     assert!(s3b.contains("    k-master: + "), "{s3b}");
+}
+
+/// Past `limits: reach_endpoints` the matrix is not computed, and the report says so once.
+#[test]
+fn over_the_endpoint_limit_the_matrix_is_skipped_and_said_so() {
+    let doc = json(&["tests/data/impact/limited.yaml"]);
+    assert_eq!(
+        strings(&doc["start"]["findings"]),
+        ["reachability matrix not computed: 3 hosts and pods is over `limits: reach_endpoints` (2)"]
+    );
+    assert!(doc["start"]["reach"].is_null());
+    let s = step(&doc, "loop");
+    assert!(s["reach"].is_null());
+    assert!(strings(&s["findings"]).is_empty(), "{:#}", s["findings"]);
 }

@@ -65,6 +65,8 @@ struct RawPinnedPod {
 struct RawLimits {
     /// Most paths one BGP speaker keeps for one prefix before a path-explosion finding.
     paths_per_prefix: Option<usize>,
+    /// Most hosts and pods the per-step reachability matrix pings between (n² echoes a step).
+    reach_endpoints: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -374,6 +376,8 @@ pub struct Scenario {
     pub topology_span: Span,
     /// `limits.paths_per_prefix` (the engine's default when absent).
     pub path_limit: Option<usize>,
+    /// `limits.reach_endpoints` (`impact::DEFAULT_REACH_ENDPOINTS` when absent).
+    pub reach_limit: Option<usize>,
     /// The directory the scenario's relative file names (`kubectl apply -f FILE`) start from.
     pub base: PathBuf,
     pub pinned_pods: Vec<crate::k8s::Pin>,
@@ -488,6 +492,7 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
         topology: base.join(&raw.topology.value),
         topology_span: span_of(file, &raw.topology),
         path_limit: raw.limits.paths_per_prefix,
+        reach_limit: raw.limits.reach_endpoints,
         base: base.to_path_buf(),
         pinned_pods,
         timing,

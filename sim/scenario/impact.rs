@@ -82,6 +82,10 @@ pub fn endpoints(net: &Network, st: &State) -> Vec<Endpoint> {
     out
 }
 
+/// Endpoints beyond which a step's matrix is not computed unless the scenario raises
+/// `limits: reach_endpoints` (1,000 endpoints is a million echoes a step).
+pub const DEFAULT_REACH_ENDPOINTS: usize = 1000;
+
 /// Who reaches whom: one echo per ordered pair of endpoints.
 pub struct ReachMatrix {
     pub endpoints: Vec<Endpoint>,
@@ -90,8 +94,20 @@ pub struct ReachMatrix {
 }
 
 impl ReachMatrix {
-    pub fn compute(net: &Network, st: &State) -> ReachMatrix {
+    /// The matrix, or how many endpoints there are when they exceed `limit`.
+    pub fn within(net: &Network, st: &State, limit: usize) -> Result<ReachMatrix, usize> {
         let endpoints = endpoints(net, st);
+        if endpoints.len() > limit {
+            return Err(endpoints.len());
+        }
+        Ok(ReachMatrix::of(net, st, endpoints))
+    }
+
+    pub fn compute(net: &Network, st: &State) -> ReachMatrix {
+        ReachMatrix::of(net, st, endpoints(net, st))
+    }
+
+    fn of(net: &Network, st: &State, endpoints: Vec<Endpoint>) -> ReachMatrix {
         let n = endpoints.len();
         let mut reached = vec![true; n * n];
         for (i, from) in endpoints.iter().enumerate() {

@@ -18,5 +18,5 @@ pub use file::{
     is_scenario, load_scenario, parse_duration, Action, Check, Expectation, FlowCheck, FlowExpectation, Scenario, Step,
     Timing,
 };
-pub use impact::{endpoints, Endpoint, PairChange, PeerChange, ReachDelta, ReachMatrix};
+pub use impact::{endpoints, Endpoint, PairChange, PeerChange, ReachDelta, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
 pub use run::*;

@@ -200,7 +200,9 @@ fn step_text(s: &StepReport, p: &Palette, verbose: bool, out: &mut String) {
             c.device, c.peer, c.before, c.after
         ));
     }
-    reach_text(&s.reach, p, verbose, out);
+    if let Some(r) = &s.reach {
+        reach_text(r, p, verbose, out);
+    }
     for c in &s.checks {
         // The phase as the scenario file names it, so a new phase needs no change here.
         let when = serde_name(c.when);

@@ -10,7 +10,7 @@ use super::checks;
 use super::clock::{evaluate_during, pass_time, FlowReport, Until, Watch};
 use super::explain::explain_probe;
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
-use super::impact::{dataplane_findings, peer_changes, PeerChange, ReachDelta, ReachMatrix};
+use super::impact::{dataplane_findings, peer_changes, PeerChange, ReachDelta, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Engine, State};
@@ -99,8 +99,9 @@ pub struct StepReport {
     pub flows: Vec<FlowReport>,
     /// BGP sessions and OSPF adjacencies the step brought down or up.
     pub peers: Vec<PeerChange>,
-    /// Reachability between every host and pod after the step, and what the step changed.
-    pub reach: ReachDelta,
+    /// Reachability between every host and pod after the step, and what the step changed
+    /// (None: not computed, see the findings).
+    pub reach: Option<ReachDelta>,
 }
 
 /// One runbook command as typed, its output and exit status.
@@ -139,9 +140,16 @@ pub fn run_seeded(opened: &Opened, until: Option<&str>, seed: u64) -> Result<Run
         engine.set_path_limit(limit);
     }
     let c = engine.run_until_quiet();
-    let matrix = ReachMatrix::compute(engine.network(), engine.state());
-    let mut findings = c.findings.clone();
-    findings.extend(dataplane_findings(engine.network(), engine.state(), &matrix));
+    // A plain topology (a query, not a rehearsal) needs no matrix.
+    let mut seen = Seen {
+        matrix: None,
+        findings: Vec::new(),
+        limit: opened
+            .scenario
+            .as_ref()
+            .map(|s| s.reach_limit.unwrap_or(DEFAULT_REACH_ENDPOINTS)),
+    };
+    let (reach, dataplane) = seen.observe(engine.network(), engine.state());
     let start = StepReport {
         id: "start".into(),
         name: Some("topology boots and converges".into()),
@@ -150,17 +158,13 @@ pub fn run_seeded(opened: &Opened, until: Option<&str>, seed: u64) -> Result<Run
         settled_ms: c.routes_changed_ms,
         quiet: c.quiet,
         route_changes: Vec::new(),
-        findings,
+        findings: c.findings.iter().cloned().chain(dataplane).collect(),
         warnings: opened.warnings.clone(),
         checks: Vec::new(),
         commands: Vec::new(),
         flows: Vec::new(),
         peers: Vec::new(),
-        reach: ReachDelta::baseline(&matrix, engine.network(), engine.state()),
-    };
-    let mut seen = Seen {
-        findings: start.findings.clone(),
-        matrix,
+        reach,
     };
     let mut run = Run {
         engine,
@@ -192,11 +196,44 @@ pub fn run_seeded(opened: &Opened, until: Option<&str>, seed: u64) -> Result<Run
     Ok(run)
 }
 
-/// What the previous step left: its reachability matrix and the data-plane findings already
-/// reported (a loop that persists is reported once, when it appears).
+/// The reachability matrix the run carries from step to step: the previous one, the
+/// data-plane findings already reported (a loop that persists is reported once, when it
+/// appears), and how many endpoints a matrix may have (None: no matrix at all).
 struct Seen {
-    matrix: ReachMatrix,
+    matrix: Option<ReachMatrix>,
     findings: Vec<String>,
+    limit: Option<usize>,
+}
+
+impl Seen {
+    /// The state's matrix compared with the previous one (the first: a baseline), and the
+    /// data-plane findings that are new.
+    fn observe(&mut self, net: &Network, st: &State) -> (Option<ReachDelta>, Vec<String>) {
+        let Some(limit) = self.limit else {
+            return (None, Vec::new());
+        };
+        let matrix = match ReachMatrix::within(net, st, limit) {
+            Ok(m) => m,
+            Err(n) => {
+                let note = format!(
+                    "reachability matrix not computed: {n} hosts and pods is over `limits: reach_endpoints` ({limit})"
+                );
+                let new = (!self.findings.contains(&note)).then(|| note.clone());
+                self.findings = vec![note];
+                self.matrix = None;
+                return (None, new.into_iter().collect());
+            }
+        };
+        let delta = match &self.matrix {
+            Some(before) => ReachDelta::between(before, &matrix, net, st),
+            None => ReachDelta::baseline(&matrix, net, st),
+        };
+        let found = dataplane_findings(net, st, &matrix);
+        let new = found.iter().filter(|f| !self.findings.contains(f)).cloned().collect();
+        self.findings = found;
+        self.matrix = Some(matrix);
+        (Some(delta), new)
+    }
 }
 
 fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario, seen: &mut Seen) -> Result<StepReport, InputError> {
@@ -230,14 +267,8 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario, seen: &mut Seen) -
     let (net, st) = (engine.network(), engine.state());
     let route_changes = route_diff(net, &before, st);
     let peers = peer_changes(net, &before, st);
-    let matrix = ReachMatrix::compute(net, st);
-    let reach = ReachDelta::between(&seen.matrix, &matrix, net, st);
-    let dataplane = dataplane_findings(net, st, &matrix);
-    findings.extend(dataplane.iter().filter(|f| !seen.findings.contains(f)).cloned());
-    *seen = Seen {
-        matrix,
-        findings: dataplane,
-    };
+    let (reach, dataplane) = seen.observe(net, st);
+    findings.extend(dataplane);
     let flows = watch.reports();
     for e in &step.during {
         checks.push(evaluate_during(e, &flows));
