@@ -60,12 +60,19 @@ fn cordon_shows_in_get_nodes_and_keeps_new_pods_off() {
     assert_eq!(step.commands[1].output, "node/n2 already cordoned\n");
     assert_has(
         &printed(&run, "kubectl get nodes").0,
-        &["n1 Ready control-plane ...", "n2 Ready,SchedulingDisabled <none> ...", "n3 Ready <none> ..."],
+        &[
+            "n1 Ready control-plane ...",
+            "n2 Ready,SchedulingDisabled <none> ...",
+            "n3 Ready <none> ...",
+        ],
     );
     let describe = out_in(&run, "n1", "kubectl describe node n2");
     assert_has(
         &describe,
-        &["Taints: node.kubernetes.io/unschedulable:NoSchedule", "Unschedulable: true"],
+        &[
+            "Taints: node.kubernetes.io/unschedulable:NoSchedule",
+            "Unschedulable: true",
+        ],
     );
     // n2 and n3 run two pods each and n2 joined first: cordoned, it does not get `web`.
     assert_eq!(pod_named(&run, "web").and_then(|p| p.node).as_deref(), Some("n3"));
@@ -108,7 +115,10 @@ fn drain_refuses_daemonset_and_bare_pods_as_kubectl_does() {
     assert_eq!(status, 1);
     // Nothing was evicted, but the node stays cordoned.
     assert!(pod_named(&run, "p2").is_some());
-    assert_has(&out_in(&run, "n1", "kubectl get nodes"), &["n2 Ready,SchedulingDisabled ..."]);
+    assert_has(
+        &out_in(&run, "n1", "kubectl get nodes"),
+        &["n2 Ready,SchedulingDisabled ..."],
+    );
 
     let run = run_file(SCENARIO, "drain-bare");
     let (out, status) = printed(&run, "kubectl drain n2 --ignore-daemonsets --delete-emptydir-data");
@@ -133,7 +143,10 @@ fn drain_evicts_and_the_deployment_pod_comes_back_elsewhere_with_a_new_address()
     let ds = ids_on(&before, "n2", daemon).join(", ");
 
     let run = run_file(SCENARIO, "drain");
-    let (out, status) = printed(&run, "kubectl drain n2 --ignore-daemonsets --delete-emptydir-data --force");
+    let (out, status) = printed(
+        &run,
+        "kubectl drain n2 --ignore-daemonsets --delete-emptydir-data --force",
+    );
     assert_eq!(status, 0);
     assert_eq!(
         out,
@@ -156,7 +169,10 @@ fn drain_evicts_and_the_deployment_pod_comes_back_elsewhere_with_a_new_address()
         .into_iter()
         .find(|p| p.owner == old.owner && p.node.as_deref() != Some("n2") && p.created_ms > old.created_ms)
         .expect("a replacement");
-    let (node, ip) = (replacement.node.clone().expect("scheduled"), replacement.ip.expect("an address"));
+    let (node, ip) = (
+        replacement.node.clone().expect("scheduled"),
+        replacement.ip.expect("an address"),
+    );
     assert_ne!(ip, old_ip);
     // Its address is in its new node's block (felix's /32 there), and n2 no longer routes the
     // old one to a veth.
@@ -276,11 +292,17 @@ fn deleting_a_node_removes_it_its_pods_and_its_routes_but_not_its_affinities() {
         .find(|l| l.starts_with("blackhole "))
         .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
         .expect("n3's block");
-    assert_has(&out_in(&before, "n1", "ip r"), &[&format!("{n3_block} via ... proto bird ...")]);
+    assert_has(
+        &out_in(&before, "n1", "ip r"),
+        &[&format!("{n3_block} via ... proto bird ...")],
+    );
 
     let run = run_file(SCENARIO, "delete-node");
     let step = run.steps.last().expect("step");
-    assert_eq!((step.commands[0].output.as_str(), step.commands[0].status), ("node \"n3\" deleted\n", 0));
+    assert_eq!(
+        (step.commands[0].output.as_str(), step.commands[0].status),
+        ("node \"n3\" deleted\n", 0)
+    );
     assert_eq!(
         (step.commands[1].output.as_str(), step.commands[1].status),
         ("Error from server (NotFound): nodes \"n3\" not found\n", 1)

@@ -213,7 +213,11 @@ impl Cluster {
             joined_ms: now,
             kubelet: kubelet.to_string(),
             labels,
-            taints: if control_plane { vec![Taint::control_plane()] } else { Vec::new() },
+            taints: if control_plane {
+                vec![Taint::control_plane()]
+            } else {
+                Vec::new()
+            },
             unschedulable: false,
         });
     }

@@ -12,8 +12,8 @@ use std::path::Path;
 use ipnet::Ipv4Net;
 
 use super::calico_datastore;
-use super::node_ops;
 use super::cluster::{Cluster, Owner, Pin, PodSpec, Template};
+use super::node_ops;
 use super::rollout;
 use crate::calico::autodetect::{HostFacts, HostIface};
 use crate::calico::install::Calico;

@@ -80,7 +80,9 @@ fn parse<'a>(command: &str, args: &[&'a str], known: &[&str]) -> Result<Parsed<'
                 } else {
                     known.join(", ")
                 };
-                return Err(format!("`kubectl {command}`: fabsim models {modelled} here, not {name}"));
+                return Err(format!(
+                    "`kubectl {command}`: fabsim models {modelled} here, not {name}"
+                ));
             }
             // `--force=false` is a flag set to false.
             if !a.ends_with("=false") {
@@ -345,7 +347,9 @@ fn label(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOutcome, S
             .iter()
             .filter_map(|(k, v)| {
                 let current = node.labels.get(k).filter(|c| *c != v)?;
-                Some(format!("'{k}' already has a value ({current}), and --overwrite is false"))
+                Some(format!(
+                    "'{k}' already has a value ({current}), and --overwrite is false"
+                ))
             })
             .collect();
         if !overwrite && !conflicts.is_empty() {
@@ -394,7 +398,8 @@ fn valid_label_value(v: &str) -> bool {
     let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     v.is_empty()
         || (v.len() <= 63
-            && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
             && alnum(v.chars().next())
             && alnum(v.chars().last()))
 }
@@ -406,7 +411,8 @@ fn taint(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOutcome, S
     let p = parse("taint", args, &["--overwrite"])?;
     let overwrite = p.has("--overwrite");
     let (names, specs) = node_names(&p.words);
-    let usage = |msg: String| CommandOutcome::failed(format!("error: {msg}\nSee 'kubectl taint -h' for help and examples\n"));
+    let usage =
+        |msg: String| CommandOutcome::failed(format!("error: {msg}\nSee 'kubectl taint -h' for help and examples\n"));
     if specs.is_empty() {
         return Ok(CommandOutcome::failed("error: at least one taint update is required\n"));
     }
@@ -415,7 +421,10 @@ fn taint(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOutcome, S
     for spec in &specs {
         match taints::parse_arg(spec) {
             Ok(TaintArg::Add(t)) => {
-                if add.iter().any(|a: &taints::Taint| a.key == t.key && a.effect == t.effect) {
+                if add
+                    .iter()
+                    .any(|a: &taints::Taint| a.key == t.key && a.effect == t.effect)
+                {
                     return Ok(usage(format!(
                         "duplicated taints with the same key and effect: {}",
                         go_taint(&t)
@@ -429,7 +438,10 @@ fn taint(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOutcome, S
     }
     let conflicts: Vec<String> = remove
         .iter()
-        .filter(|r| add.iter().any(|a| a.key == r.key && r.effect.is_none_or(|e| e == a.effect)))
+        .filter(|r| {
+            add.iter()
+                .any(|a| a.key == r.key && r.effect.is_none_or(|e| e == a.effect))
+        })
         .map(|r| format!("{}={}", r.key, r.effect.map_or("", Effect::as_str)))
         .collect();
     if !conflicts.is_empty() {
@@ -566,7 +578,13 @@ fn delete_nodes(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOut
             .pods
             .iter()
             .filter(|p| p.node.as_deref() == Some(name.as_str()))
-            .map(|p| (p.namespace.clone(), p.name.clone(), matches!(p.owner, Owner::Deployment(_))))
+            .map(|p| {
+                (
+                    p.namespace.clone(),
+                    p.name.clone(),
+                    matches!(p.owner, Owner::Deployment(_)),
+                )
+            })
             .collect();
         for (ns, pod, replaced) in bound {
             if replaced {
@@ -636,9 +654,7 @@ fn delete_pods(net: &mut Network, namespace: &str, args: &[&str], now: u64) -> R
     for name in &names {
         // The kubelet recreates a deleted mirror pod at once, under the same name: the static
         // pod itself never stopped, so fabsim keeps it.
-        let mirror = cluster
-            .pod(namespace, name)
-            .is_some_and(|p| p.owner == Owner::Static);
+        let mirror = cluster.pod(namespace, name).is_some_and(|p| p.owner == Owner::Static);
         if mirror || cluster.delete_pod(namespace, name, now) {
             out += &format!("pod \"{name}\" deleted\n");
         } else {
@@ -659,9 +675,15 @@ mod tests {
     #[test]
     fn node_arguments_take_both_forms() {
         let (names, rest) = node_names(&["node", "k-w1", "k-w2", "a=b", "c-"]);
-        assert_eq!((names, rest), (vec!["k-w1".to_string(), "k-w2".into()], vec!["a=b", "c-"]));
+        assert_eq!(
+            (names, rest),
+            (vec!["k-w1".to_string(), "k-w2".into()], vec!["a=b", "c-"])
+        );
         let (names, rest) = node_names(&["node/k-w1", "dedicated=db:NoSchedule"]);
-        assert_eq!((names, rest), (vec!["k-w1".to_string()], vec!["dedicated=db:NoSchedule"]));
+        assert_eq!(
+            (names, rest),
+            (vec!["k-w1".to_string()], vec!["dedicated=db:NoSchedule"])
+        );
     }
 
     #[test]

@@ -172,6 +172,9 @@ mod tests {
             Err("invalid taint effect: Sometimes, unsupported taint effect".into())
         );
         assert_eq!(parse_arg("maint"), Err("invalid taint spec: maint".into()));
-        assert_eq!(parse_arg("a=b=c:NoSchedule"), Err("invalid taint spec: a=b=c:NoSchedule".into()));
+        assert_eq!(
+            parse_arg("a=b=c:NoSchedule"),
+            Err("invalid taint spec: a=b=c:NoSchedule".into())
+        );
     }
 }
