@@ -48,8 +48,13 @@ fn pod_named(run: &Run, name: &str) -> Option<Pod> {
     pods(run).into_iter().find(|p| p.name == name)
 }
 
-fn ping(run: &Run, from: &str, to: Ipv4Addr) -> String {
-    out_in(run, from, &format!("ping -c 1 {to}"))
+/// One ping from `from` to `to` is answered (busybox and iputils word their summary
+/// differently).
+fn assert_reaches(run: &Run, from: &str, to: Ipv4Addr) {
+    assert_has(
+        &out_in(run, from, &format!("ping -c 1 {to}")),
+        &["1 packets transmitted, 1 ...received, 0% packet loss..."],
+    );
 }
 
 #[test]
@@ -188,10 +193,7 @@ fn drain_evicts_and_the_deployment_pod_comes_back_elsewhere_with_a_new_address()
         .iter()
         .any(|r| r.starts_with(&format!("{node}: + {ip} dev cali"))));
     // And the rest of the cluster reaches it.
-    assert_has(
-        &ping(&run, "p3", ip),
-        &["1 packets transmitted, 1 packets received, 0% packet loss"],
-    );
+    assert_reaches(&run, "p3", ip);
 }
 
 #[test]
@@ -355,4 +357,30 @@ fn deleting_pods_by_name_and_all() {
     let (old, new) = (coredns(&pods(&before)), coredns(&after));
     assert_eq!(new.len(), 2);
     assert!(new.iter().all(|n| !old.contains(n)), "{old:?} {new:?}");
+}
+
+#[test]
+fn a_label_decides_which_pool_a_new_pods_address_comes_from() {
+    let run = run_file(SCENARIO, "pool-by-label");
+    let step = run.steps.last().expect("step");
+    assert!(step.commands.iter().all(|c| c.status == 0), "{:?}", step.commands);
+    // The default pool now selects nodes without `rack`, the new one rack == "b": n2's next
+    // pod takes a block of 10.77.0.0/16 although n2 has free addresses in its old block.
+    let ip = pod_named(&run, "p5").and_then(|p| p.ip).expect("p5 has an address");
+    let pool: ipnet::Ipv4Net = "10.77.0.0/16".parse().expect("cidr");
+    assert!(pool.contains(&ip), "{ip}");
+    let block = out_in(&run, "n2", "ip r")
+        .lines()
+        .find(|l| l.starts_with("blackhole 10.77."))
+        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .expect("n2's block of the new pool");
+    assert_has(
+        &out_in(&run, "n1", "ip r"),
+        &[&format!("{block} via 192.168.1.12 dev tunl0 proto bird onlink")],
+    );
+    let on_n1 = pods(&run)
+        .into_iter()
+        .find(|p| p.node.as_deref() == Some("n1") && !p.host_network && p.ip.is_some())
+        .expect("a pod on n1");
+    assert_reaches(&run, &on_n1.name, ip);
 }
