@@ -71,7 +71,8 @@ fn parse<'a>(command: &str, args: &[&'a str], known: &[&str]) -> Result<Parsed<'
     while let Some(a) = it.next() {
         if *a == "-n" || *a == "--namespace" {
             it.next();
-        } else if a.starts_with("--namespace=") || (a.starts_with("-n") && a.len() > 2 && !a.starts_with("--")) {
+        } else if a.starts_with("--namespace=") || (a.starts_with("-n") && !a.starts_with("--")) {
+            // `--namespace=NS` or `-nNS`: the namespace, read by the caller.
         } else if a.starts_with('-') && a.len() > 1 {
             let name = a.split('=').next().unwrap_or(a);
             if !known.contains(&name) {
@@ -565,6 +566,11 @@ fn delete_nodes(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOut
     if let Some(w) = extra.first() {
         return Err(format!("`kubectl delete node`: unexpected argument {w}"));
     }
+    if names.is_empty() {
+        return Ok(CommandOutcome::failed(
+            "error: resource(s) were provided, but no name was specified\n",
+        ));
+    }
     let mut out = String::new();
     let mut missing = String::new();
     for name in &names {
@@ -600,11 +606,6 @@ fn delete_nodes(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOut
         }
         realize::forget_node(net, node.device);
         out += &format!("node \"{name}\" deleted\n");
-    }
-    if names.is_empty() {
-        return Ok(CommandOutcome::failed(
-            "error: resource(s) were provided, but no name was specified\n",
-        ));
     }
     let status = if missing.is_empty() { 0 } else { 1 };
     Ok(CommandOutcome {
