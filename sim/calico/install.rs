@@ -16,7 +16,7 @@ use sha1::{Digest as _, Sha1};
 
 use super::autodetect::{self, HostFacts};
 use super::confd::RenderedBird;
-use super::datastore::{ApiGroup, BlockAffinity, Datastore, EncapMode, IpPool, Node};
+use super::datastore::{ApiGroup, BlockAffinity, Datastore, EncapMode, IpPool, Node, Selector};
 use super::ipam::{self, BlockAllocator, IpamError, Pool, TunnelKind};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::model::Masquerade;
@@ -403,17 +403,40 @@ impl Calico {
         }
     }
 
-    /// `AutoAssign` from whichever enabled pools exist (IPv4 or IPv6), BlockAffinities kept in
-    /// step with the blocks IPAM claims.
+    /// `AutoAssign` from the enabled pools (IPv4 or IPv6) that select the node, BlockAffinities
+    /// kept in step with the blocks IPAM claims.
     pub fn assign_any(&mut self, node: &str, handle: &str, now: u64) -> Result<IpAddr, IpamError> {
+        let selecting = self.pools_selecting(node);
         let ipam = self
             .ipam
             .as_mut()
             .ok_or_else(|| IpamError::NoPools { node: node.into() })?;
         let claimed = ipam.claims().len();
-        let addr = ipam.auto_assign(node, handle)?;
+        // IPAM serves a request from the pools `determinePools` picked for it; the allocator
+        // keeps every enabled pool between requests.
+        let enabled = ipam.pools().to_vec();
+        ipam.set_pools(selecting);
+        let addr = ipam.auto_assign(node, handle);
+        ipam.set_pools(enabled);
+        let addr = addr?;
         self.sync_affinities(claimed, now);
         Ok(addr)
+    }
+
+    /// `determinePools` (libcalico-go `lib/ipam/ipam.go`): the enabled pools whose
+    /// `nodeSelector` selects the node's labels (in the Kubernetes datastore, the Kubernetes
+    /// Node's), in IPAM's pool order. Affine blocks in a pool that no longer selects the node
+    /// are not used (Calico also releases them when empty: not modelled).
+    fn pools_selecting(&self, node: &str) -> Vec<Pool> {
+        let no_labels = BTreeMap::new();
+        let labels = self.datastore.nodes.get(node).map_or(&no_labels, |n| &n.labels);
+        self.datastore
+            .ip_pools
+            .values()
+            .filter(|p| !p.disabled)
+            .filter(|p| Selector::parse(&p.node_selector).is_ok_and(|s| s.matches(labels)))
+            .filter_map(|p| Pool::unvalidated(p.cidr, p.block_size).ok())
+            .collect()
     }
 
     /// The CNI plugin's `ReleaseByHandle` when a pod goes.

@@ -10,16 +10,17 @@ use ipnet::Ipv4Net;
 use super::names;
 use super::realize::Netns;
 use super::rollout::{Rollout, StatusUpdate};
+use super::taints::{self, Effect, Taint};
 use crate::calico::install::Calico;
 use crate::model::DeviceId;
 
 /// kube-controller-manager's `--node-cidr-mask-size` for IPv4 (kubeadm's default).
 const NODE_CIDR_MASK: u8 = 24;
 
-/// The taint kubeadm puts on a control-plane node.
-pub const CONTROL_PLANE_TAINT: &str = "node-role.kubernetes.io/control-plane:NoSchedule";
 /// The taint the node lifecycle controller keeps on a node that is not Ready.
 pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready:NoSchedule";
+/// The taint the node lifecycle controller keeps on a cordoned node (`spec.unschedulable`).
+pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable:NoSchedule";
 
 #[derive(Clone, Debug)]
 pub struct Cluster {
@@ -48,6 +49,9 @@ pub struct Cluster {
     used_pins: Vec<usize>,
     /// Pods each controller has created so far (their name suffixes).
     created: BTreeMap<String, u64>,
+    /// podCIDRs node IPAM has handed out: the next node gets the next one, also after a node
+    /// was deleted (the range allocator's cursor moves on; it does not refill the gap first).
+    pod_cidrs_allocated: usize,
     sandboxes: u64,
     /// The DaemonSet rolling update in progress, if any.
     pub rollout: Option<Rollout>,
@@ -65,6 +69,13 @@ pub struct KNode {
     pub control_plane: bool,
     pub joined_ms: u64,
     pub kubelet: String,
+    /// `metadata.labels`: kubelet's and kubeadm's, then `kubectl label`'s.
+    pub labels: BTreeMap<String, String>,
+    /// `spec.taints` set by kubeadm and `kubectl taint` (the lifecycle controller's not-ready
+    /// and unschedulable taints are derived, see `Cluster::taints`).
+    pub taints: Vec<Taint>,
+    /// `spec.unschedulable` (`kubectl cordon`).
+    pub unschedulable: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -153,6 +164,7 @@ impl Cluster {
             templates: BTreeMap::new(),
             used_pins: Vec::new(),
             created: BTreeMap::new(),
+            pod_cidrs_allocated: 0,
             sandboxes: 0,
             rollout: None,
             rollout_log: Vec::new(),
@@ -177,8 +189,21 @@ impl Cluster {
         let pod_cidr = self.pod_cidr.and_then(|c| {
             c.subnets(NODE_CIDR_MASK.max(c.prefix_len()))
                 .ok()
-                .and_then(|mut s| s.nth(self.nodes.len()))
+                .and_then(|mut s| s.nth(self.pod_cidrs_allocated))
         });
+        self.pod_cidrs_allocated += 1;
+        let mut labels = BTreeMap::from([
+            ("kubernetes.io/arch".to_string(), "amd64".to_string()),
+            ("kubernetes.io/hostname".to_string(), name.to_string()),
+            ("kubernetes.io/os".to_string(), "linux".to_string()),
+        ]);
+        if control_plane {
+            labels.insert("node-role.kubernetes.io/control-plane".into(), String::new());
+            labels.insert(
+                "node.kubernetes.io/exclude-from-external-load-balancers".into(),
+                String::new(),
+            );
+        }
         self.nodes.push(KNode {
             name: name.to_string(),
             device,
@@ -187,6 +212,13 @@ impl Cluster {
             control_plane,
             joined_ms: now,
             kubelet: kubelet.to_string(),
+            labels,
+            taints: if control_plane {
+                vec![Taint::control_plane()]
+            } else {
+                Vec::new()
+            },
+            unschedulable: false,
         });
     }
 
@@ -195,13 +227,15 @@ impl Cluster {
         self.calico.as_ref().is_some_and(|c| c.is_started(node))
     }
 
-    pub fn taints(&self, node: &KNode) -> Vec<&'static str> {
-        let mut t = Vec::new();
-        if node.control_plane {
-            t.push(CONTROL_PLANE_TAINT);
+    /// The node's taints as `kubectl describe node` lists them: `spec.taints`, then the ones
+    /// the node lifecycle controller adds for a cordoned or not-Ready node.
+    pub fn taints(&self, node: &KNode) -> Vec<String> {
+        let mut t: Vec<String> = node.taints.iter().map(Taint::to_string).collect();
+        if node.unschedulable {
+            t.push(UNSCHEDULABLE_TAINT.into());
         }
         if !self.ready(&node.name) {
-            t.push(NOT_READY_TAINT);
+            t.push(NOT_READY_TAINT.into());
         }
         t
     }
@@ -382,25 +416,13 @@ impl Cluster {
         true
     }
 
-    /// The labels kubelet and kubeadm put on a node.
+    /// The node's labels (kubelet's and kubeadm's, then `kubectl label`'s).
     pub fn node_labels(&self, node: &KNode) -> BTreeMap<String, String> {
-        let mut l = BTreeMap::from([
-            ("kubernetes.io/arch".to_string(), "amd64".to_string()),
-            ("kubernetes.io/hostname".to_string(), node.name.clone()),
-            ("kubernetes.io/os".to_string(), "linux".to_string()),
-        ]);
-        if node.control_plane {
-            l.insert("node-role.kubernetes.io/control-plane".into(), String::new());
-            l.insert(
-                "node.kubernetes.io/exclude-from-external-load-balancers".into(),
-                String::new(),
-            );
-        }
-        l
+        node.labels.clone()
     }
 
     /// The CNI DEL of a pod's sandbox: its address goes back to IPAM.
-    fn release(&mut self, pod: &Pod) {
+    pub(super) fn release(&mut self, pod: &Pod) {
         if let (Some(ip), Some(calico)) = (pod.ip, self.calico.as_mut()) {
             // An address IPAM no longer knows (released already) needs no release.
             let _ = calico.release(ip);
@@ -485,27 +507,34 @@ impl Cluster {
         order
     }
 
-    /// The scheduler's choice for an unpinned pod: among Ready nodes whose taints it tolerates,
-    /// the one running the fewest pods, ties by join order. (kube-scheduler's scores differ in
-    /// detail and it breaks ties at random; a scenario pins placement where it matters.)
+    /// The scheduler's choice for an unpinned pod: among Ready, schedulable (not cordoned)
+    /// nodes whose NoSchedule/NoExecute taints it tolerates and whose labels match its
+    /// nodeSelector, the one with the fewest PreferNoSchedule taints it does not tolerate, then
+    /// the fewest pods, ties by join order. (kube-scheduler's scores differ in detail and it
+    /// breaks ties at random; a scenario pins placement where it matters.)
     fn pick_node(&self, i: usize) -> Option<String> {
         let pod = &self.pods[i];
         if let Some(pinned) = &pod.pinned_node {
             return self.ready(pinned).then(|| pinned.clone());
         }
+        let intolerable = |n: &KNode, effect: fn(Effect) -> bool| {
+            n.taints
+                .iter()
+                .filter(|t| effect(t.effect) && !taints::tolerates(pod, t))
+                .count()
+        };
         self.nodes
             .iter()
-            .filter(|n| self.ready(&n.name))
-            .filter(|n| !n.control_plane || pod.tolerates_control_plane)
-            .filter(|n| {
-                let labels = self.node_labels(n);
-                pod.node_selector.iter().all(|(k, v)| labels.get(k) == Some(v))
-            })
+            .filter(|n| self.ready(&n.name) && !n.unschedulable)
+            .filter(|n| intolerable(n, Effect::blocks_scheduling) == 0)
+            .filter(|n| pod.node_selector.iter().all(|(k, v)| n.labels.get(k) == Some(v)))
             .min_by_key(|n| {
-                self.pods
+                let pods = self
+                    .pods
                     .iter()
                     .filter(|p| p.node.as_deref() == Some(n.name.as_str()) && !p.host_network)
-                    .count()
+                    .count();
+                (intolerable(n, |e| e == Effect::PreferNoSchedule), pods)
             })
             .map(|n| n.name.clone())
     }
@@ -590,7 +619,10 @@ mod tests {
         c.reconcile(0);
         assert_eq!(c.pods[0].phase, PodPhase::Pending);
         assert_eq!(c.pods[0].waiting.as_deref(), Some("0/2 nodes are available"));
-        assert_eq!(c.taints(&c.nodes[0]), [CONTROL_PLANE_TAINT, NOT_READY_TAINT]);
+        assert_eq!(
+            c.taints(&c.nodes[0]),
+            ["node-role.kubernetes.io/control-plane:NoSchedule", NOT_READY_TAINT]
+        );
         assert_eq!(c.taints(&c.nodes[1]), [NOT_READY_TAINT]);
     }
 }

@@ -13,6 +13,7 @@ use ipnet::Ipv4Net;
 
 use super::calico_datastore;
 use super::cluster::{Cluster, Owner, Pin, PodSpec, Template};
+use super::node_ops;
 use super::rollout;
 use crate::calico::autodetect::{HostFacts, HostIface};
 use crate::calico::install::Calico;
@@ -74,6 +75,7 @@ pub fn is_change(line: &str) -> bool {
             | ["sysctl", "-w", ..]
             | ["modprobe", ..]
             | ["kubectl", "apply" | "create" | "run" | "delete" | "patch", ..]
+            | ["kubectl", "cordon" | "uncordon" | "drain" | "label" | "taint", ..]
             | ["kubectl", "rollout", "restart" | "status", ..]
             | ["kubectl", "set", "env", ..]
             | ["calicoctl", "apply" | "create" | "replace" | "delete" | "patch", ..]
@@ -418,6 +420,9 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
     let namespace = flag(args, "-n")
         .or_else(|| flag(args, "--namespace"))
         .unwrap_or("default");
+    if let Some(outcome) = node_ops::run(net, args, namespace, now) {
+        return outcome;
+    }
     match args {
         ["apply" | "create", "-f", url, ..] if crate::catalogue::manifest(url).is_some() => {
             apply_manifest(net, st, url, now)
@@ -461,19 +466,10 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
             })
         }
         ["set", "env", rest @ ..] => set_env(net, st, namespace, rest, ctx),
-        ["delete", "pod" | "pods" | "po", name, ..] => {
-            let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
-            if cluster.delete_pod(namespace, name, now) {
-                Ok(CommandOutcome::ok(format!("pod \"{name}\" deleted\n")))
-            } else {
-                Ok(CommandOutcome::failed(format!(
-                    "Error from server (NotFound): pods \"{name}\" not found\n"
-                )))
-            }
-        }
         _ => Err(format!(
             "`kubectl {}`: fabsim changes the cluster with kubectl apply|create -f, run, patch ippool, \
-             delete pod|ippool|blockaffinities, rollout restart|status, set env",
+             delete pod|node|ippool|blockaffinities, rollout restart|status, set env, \
+             cordon|uncordon|drain NODE, label|taint node",
             args.join(" ")
         )),
     }

@@ -7,6 +7,8 @@
 //! - `realize` keeps the network model in line with it: each pod becomes a network namespace
 //!   (a device) joined to its node by a `cali…` veth, each node gets `tunl0` and the BIRD
 //!   configuration confd renders for it;
+//! - `node_ops` runs node maintenance (`kubectl cordon|uncordon|drain|label|taint`, `kubectl
+//!   delete node|pod`), `taints` holds taints and the tolerations fabsim knows;
 //! - `rollout` runs a DaemonSet's rolling update over virtual time;
 //! - `names` generates the names controllers give pods.
 
@@ -14,8 +16,10 @@ mod calico_datastore;
 mod cluster;
 mod command;
 mod names;
+mod node_ops;
 mod realize;
 mod rollout;
+mod taints;
 
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
 pub use command::{

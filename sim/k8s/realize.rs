@@ -190,6 +190,20 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
     Ok(warnings)
 }
 
+/// A host whose Node was deleted: calico-node's pod is gone, so its BIRD and felix's routes go,
+/// and nothing configures `tunl0` or `vxlan.calico` any more. (`realize` only visits the
+/// cluster's nodes, so it would not clean up after one that left.)
+pub(super) fn forget_node(net: &mut Network, dev: DeviceId) {
+    let d = &mut net.devices[dev.idx()];
+    d.bird = None;
+    d.bgp = None;
+    d.masquerade = None;
+    d.statics
+        .retain(|s| !s.origin.is_felix() && !s.dev.as_deref().is_some_and(|d| d.starts_with("cali")));
+    unconfigure(net, dev, "tunl0");
+    unconfigure(net, dev, vxlan::DEVICE);
+}
+
 /// A pod's network namespace: its device and its `eth0`, and the host side of its veth.
 #[derive(Clone, Copy, Debug)]
 pub struct Netns {

@@ -191,10 +191,14 @@ fn get_nodes(cluster: &Cluster, now: u64, only: Option<&str>, wide: bool) -> Str
         };
     }
     for n in nodes {
-        let status = if cluster.ready(&n.name) { "Ready" } else { "NotReady" };
+        // printNode: the Ready condition, then `SchedulingDisabled` for a cordoned node.
+        let mut status = if cluster.ready(&n.name) { "Ready" } else { "NotReady" }.to_string();
+        if n.unschedulable {
+            status += ",SchedulingDisabled";
+        }
         let mut row = vec![
             n.name.clone(),
-            status.into(),
+            status,
             role(n).into(),
             human_duration(now.saturating_sub(n.joined_ms)),
             n.kubelet.clone(),
@@ -318,7 +322,7 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
             }
         }
     }
-    out.push_str("Unschedulable:      false\n");
+    let _ = writeln!(out, "Unschedulable:      {}", n.unschedulable);
     out.push_str("Conditions:\n");
     let hb = describe_time(now);
     let since = describe_time(n.joined_ms);

@@ -1,0 +1,705 @@
+//! Node maintenance from the runbook: `kubectl cordon|uncordon|drain NODE`, `kubectl label|taint
+//! node NODE …`, `kubectl delete node NODE…` and `kubectl delete pod NAME…|--all`.
+//!
+//! The texts are kubectl v1.28's (kubernetes/kubectl at tag v0.28.15): `pkg/cmd/drain/drain.go`
+//! and `pkg/drain/{cordon,drain,filters}.go` for cordon and drain, `pkg/cmd/label/label.go`,
+//! `pkg/cmd/taint/{taint,utils}.go`, `pkg/cmd/delete/delete.go`; resource names print as
+//! cli-runtime's name printer does (`node/NAME cordoned`), errors as `cmdutil.CheckErr` does.
+//! Output is stdout and stderr as a terminal shows them, in the order kubectl writes them.
+//!
+//! What follows in the cluster: an evicted or deleted pod of a Deployment is replaced by its
+//! controller and scheduled elsewhere (`Cluster::delete_pod`, `Cluster::reconcile`); a bare pod
+//! is gone; a NoExecute taint makes the taint manager delete the pods that do not tolerate it.
+
+use std::collections::BTreeMap;
+
+use super::cluster::{Cluster, Owner};
+use super::command::CommandOutcome;
+use super::realize;
+use super::taints::{self, Effect, TaintArg};
+use crate::model::Network;
+
+/// `kubectl ARGS` if it is a node operation fabsim models here; None for anything else.
+pub(super) fn run(
+    net: &mut Network,
+    args: &[&str],
+    namespace: &str,
+    now: u64,
+) -> Option<Result<CommandOutcome, String>> {
+    let (verb, rest) = args.split_first()?;
+    let result = match (*verb, rest) {
+        ("cordon", _) => cordon(net, rest, true, now),
+        ("uncordon", _) => cordon(net, rest, false, now),
+        ("drain", _) => drain(net, rest, now),
+        ("label", [kind, ..]) if node_kind(kind).is_some() => label(net, rest, now),
+        ("taint", [kind, ..]) if node_kind(kind).is_some() => taint(net, rest, now),
+        ("delete", [kind, ..]) if node_kind(kind).is_some() => delete_nodes(net, rest, now),
+        ("delete", [kind, ..]) if pod_kind(kind) => delete_pods(net, namespace, rest, now),
+        _ => return None,
+    };
+    Some(result)
+}
+
+/// `node`, `nodes`, `no`, or `node/NAME`: Some(the name after the slash, if any).
+fn node_kind(word: &str) -> Option<Option<&str>> {
+    let (kind, name) = match word.split_once('/') {
+        Some((k, n)) => (k, Some(n)),
+        None => (word, None),
+    };
+    ["node", "nodes", "no"].contains(&kind).then_some(name)
+}
+
+fn pod_kind(word: &str) -> bool {
+    let kind = word.split_once('/').map_or(word, |(k, _)| k);
+    ["pod", "pods", "po"].contains(&kind)
+}
+
+/// A command line split into its words and its flags: boolean flags fabsim models for this
+/// command, and `-n/--namespace VALUE`, which every kubectl command takes. Any other flag is
+/// an error naming it (fabsim does not silently drop what it does not model).
+struct Parsed<'a> {
+    words: Vec<&'a str>,
+    flags: Vec<&'a str>,
+}
+
+fn parse<'a>(command: &str, args: &[&'a str], known: &[&str]) -> Result<Parsed<'a>, String> {
+    let mut parsed = Parsed {
+        words: Vec::new(),
+        flags: Vec::new(),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if *a == "-n" || *a == "--namespace" {
+            it.next();
+        } else if a.starts_with("--namespace=") || (a.starts_with("-n") && !a.starts_with("--")) {
+            // `--namespace=NS` or `-nNS`: the namespace, read by the caller.
+        } else if a.starts_with('-') && a.len() > 1 {
+            let name = a.split('=').next().unwrap_or(a);
+            if !known.contains(&name) {
+                let modelled = if known.is_empty() {
+                    "no flags".to_string()
+                } else {
+                    known.join(", ")
+                };
+                return Err(format!(
+                    "`kubectl {command}`: fabsim models {modelled} here, not {name}"
+                ));
+            }
+            // `--force=false` is a flag set to false.
+            if !a.ends_with("=false") {
+                parsed.flags.push(name);
+            }
+        } else {
+            parsed.words.push(a);
+        }
+    }
+    Ok(parsed)
+}
+
+impl Parsed<'_> {
+    fn has(&self, flag: &str) -> bool {
+        self.flags.contains(&flag)
+    }
+}
+
+fn cluster_mut(net: &mut Network) -> Result<&mut Cluster, String> {
+    net.cluster.as_deref_mut().ok_or_else(|| "no cluster".to_string())
+}
+
+fn node_not_found(name: &str) -> CommandOutcome {
+    CommandOutcome::failed(format!("Error from server (NotFound): nodes \"{name}\" not found\n"))
+}
+
+/// The named nodes, or the outcome for the first that does not exist (kubectl's builder
+/// fails before it changes anything).
+fn existing_nodes(cluster: &Cluster, names: &[String]) -> Result<(), CommandOutcome> {
+    match names.iter().find(|n| cluster.node(n).is_none()) {
+        Some(missing) => Err(node_not_found(missing)),
+        None => Ok(()),
+    }
+}
+
+/// `kubectl cordon|uncordon NODE…`: `spec.unschedulable`. Uncordoning lets pending pods
+/// schedule there.
+fn cordon(net: &mut Network, args: &[&str], desired: bool, now: u64) -> Result<CommandOutcome, String> {
+    let verb = if desired { "cordon" } else { "uncordon" };
+    let p = parse(verb, args, &[])?;
+    let names: Vec<String> = p.words.iter().map(|w| w.to_string()).collect();
+    if names.is_empty() {
+        return Ok(CommandOutcome::failed(format!(
+            "error: USAGE: {verb} NODE [flags]\nSee 'kubectl {verb} -h' for help and examples\n"
+        )));
+    }
+    let cluster = cluster_mut(net)?;
+    if let Err(outcome) = existing_nodes(cluster, &names) {
+        return Ok(outcome);
+    }
+    let out = set_unschedulable(cluster, &names, desired);
+    cluster.reconcile(now);
+    Ok(CommandOutcome::ok(out))
+}
+
+/// `RunCordonOrUncordon`: each node changed (`node/N cordoned`) or already so.
+fn set_unschedulable(cluster: &mut Cluster, names: &[String], desired: bool) -> String {
+    let verb = if desired { "cordoned" } else { "uncordoned" };
+    let mut out = String::new();
+    for name in names {
+        let Some(node) = cluster.nodes.iter_mut().find(|n| &n.name == name) else {
+            continue;
+        };
+        if node.unschedulable == desired {
+            out += &format!("node/{name} already {verb}\n");
+        } else {
+            node.unschedulable = desired;
+            out += &format!("node/{name} {verb}\n");
+        }
+    }
+    out
+}
+
+/// Why drain will not evict a pod (`pkg/drain/filters.go`, kubectl v1.28), in filter order.
+const DAEMONSET_FATAL: &str = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)";
+const DAEMONSET_WARNING: &str = "ignoring DaemonSet-managed Pods";
+const UNMANAGED_FATAL: &str = "Pods declare no controller (use --force to override)";
+const UNMANAGED_WARNING: &str = "deleting Pods that declare no controller";
+
+/// `kubectl drain NODE… [--ignore-daemonsets] [--delete-emptydir-data] [--force]`: cordon, then
+/// per node the pods bound to it through drain's filters (DaemonSet, mirror, local storage,
+/// unreplicated), then evict the rest.
+///
+/// kubectl evicts pods concurrently and lists errors and warnings from Go maps, so their
+/// order varies between runs; fabsim prints them in the API's list order (namespace, name)
+/// and the filters' order. Evictions always succeed: fabsim has no PodDisruptionBudgets, and
+/// no pod has an emptyDir volume (`--delete-emptydir-data` changes nothing).
+fn drain(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOutcome, String> {
+    let p = parse(
+        "drain",
+        args,
+        &["--ignore-daemonsets", "--delete-emptydir-data", "--force"],
+    )?;
+    let names: Vec<String> = p.words.iter().map(|w| w.to_string()).collect();
+    if names.is_empty() {
+        return Ok(CommandOutcome::failed(
+            "error: USAGE: drain NODE [flags]\nSee 'kubectl drain -h' for help and examples\n",
+        ));
+    }
+    let (ignore_ds, force) = (p.has("--ignore-daemonsets"), p.has("--force"));
+    let cluster = cluster_mut(net)?;
+    if let Err(outcome) = existing_nodes(cluster, &names) {
+        return Ok(outcome);
+    }
+    let mut out = set_unschedulable(cluster, &names, true);
+    let mut fatal: Vec<Vec<String>> = Vec::new();
+    let mut pending = Vec::new();
+    for node in &names {
+        let mut pods: Vec<(String, String, Owner)> = cluster
+            .pods
+            .iter()
+            .filter(|p| p.node.as_deref() == Some(node.as_str()))
+            .map(|p| (p.namespace.clone(), p.name.clone(), p.owner.clone()))
+            .collect();
+        pods.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        // Each filter's message with the pods it stopped (errors) or let pass with a warning.
+        let mut errors: BTreeMap<usize, (&str, Vec<String>)> = BTreeMap::new();
+        let mut warnings: BTreeMap<usize, (&str, Vec<String>)> = BTreeMap::new();
+        let mut evict = Vec::new();
+        for (ns, name, owner) in &pods {
+            let id = format!("{ns}/{name}");
+            match owner {
+                Owner::DaemonSet(_) if ignore_ds => warnings.entry(0).or_insert((DAEMONSET_WARNING, vec![])).1.push(id),
+                Owner::DaemonSet(_) => errors.entry(0).or_insert((DAEMONSET_FATAL, vec![])).1.push(id),
+                // A static pod's API object is a mirror pod, which drain skips.
+                Owner::Static => {}
+                Owner::Bare if force => {
+                    warnings.entry(2).or_insert((UNMANAGED_WARNING, vec![])).1.push(id);
+                    evict.push((ns.clone(), name.clone()));
+                }
+                Owner::Bare => errors.entry(2).or_insert((UNMANAGED_FATAL, vec![])).1.push(id),
+                Owner::Deployment(_) => evict.push((ns.clone(), name.clone())),
+            }
+        }
+        if !errors.is_empty() {
+            let errs: Vec<String> = errors
+                .values()
+                .map(|(msg, pods)| format!("cannot delete {msg}: {}", pods.join(", ")))
+                .collect();
+            // utilerrors.Aggregate.Error(): one message as is, several as `[a, b]`.
+            let joined = match errs.as_slice() {
+                [one] => one.clone(),
+                many => format!("[{}]", many.join(", ")),
+            };
+            // kubectl v1.28 has no space after "error:" here (added in v1.31).
+            out += &format!("error: unable to drain node \"{node}\" due to error:{joined}, continuing command...\n");
+            fatal.push(errs);
+            pending.push(node.clone());
+            continue;
+        }
+        if !warnings.is_empty() {
+            let w: Vec<String> = warnings
+                .values()
+                .map(|(msg, pods)| format!("{msg}: {}", pods.join(", ")))
+                .collect();
+            out += &format!("Warning: {}\n", w.join("; "));
+        }
+        for (ns, name) in &evict {
+            out += &format!("evicting pod {ns}/{name}\n");
+        }
+        for (ns, name) in &evict {
+            cluster.delete_pod(ns, name, now);
+            out += &format!("pod/{name} evicted\n");
+        }
+        out += &format!("node/{node} drained\n");
+    }
+    if pending.is_empty() {
+        return Ok(CommandOutcome::ok(out));
+    }
+    out += "There are pending nodes to be drained:\n";
+    for node in &pending {
+        out += &format!(" {node}\n");
+    }
+    // `cmdutil.CheckErr` of the aggregate: one node's errors one per line, without a prefix;
+    // several nodes' as one line each, aggregated again.
+    match fatal.as_slice() {
+        [one] => one.iter().for_each(|e| out += &format!("{e}\n")),
+        many => {
+            for errs in many {
+                match errs.as_slice() {
+                    [one] => out += &format!("{one}\n"),
+                    several => out += &format!("[{}]\n", several.join(", ")),
+                }
+            }
+        }
+    }
+    Ok(CommandOutcome::failed(out))
+}
+
+/// The node names of `kind name…` or `node/name…` arguments, and the arguments after them.
+fn node_names<'a>(words: &[&'a str]) -> (Vec<String>, Vec<&'a str>) {
+    let mut names = Vec::new();
+    let mut i = 0;
+    while let Some(w) = words.get(i) {
+        match node_kind(w) {
+            Some(Some(name)) => names.push(name.to_string()),
+            Some(None) if i == 0 => {}
+            _ if i > 0 && !w.contains('=') && !w.contains(':') && !w.ends_with('-') => names.push(w.to_string()),
+            _ => break,
+        }
+        i += 1;
+    }
+    (names, words[i..].to_vec())
+}
+
+/// `kubectl label node NODE… KEY=VALUE… KEY-… [--overwrite]`. In the Kubernetes datastore a
+/// Calico Node is the Kubernetes Node, labels included, so Calico's selectors (BGPPeer,
+/// IPPool `nodeSelector`) see the change.
+fn label(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOutcome, String> {
+    let p = parse("label", args, &["--overwrite"])?;
+    let overwrite = p.has("--overwrite");
+    let (names, pairs) = node_names(&p.words);
+    let mut set: BTreeMap<String, String> = BTreeMap::new();
+    let mut remove: Vec<String> = Vec::new();
+    for spec in &pairs {
+        if let Some((k, v)) = spec.split_once('=') {
+            if v.contains('=') {
+                return Ok(CommandOutcome::failed(format!("error: invalid label spec: {spec}\n")));
+            }
+            if !valid_label_value(v) {
+                return Err(format!(
+                    "kubectl label {spec}: not a valid label value (kubectl refuses it; fabsim does not model the message)"
+                ));
+            }
+            set.insert(k.to_string(), v.to_string());
+        } else if let Some(k) = spec.strip_suffix('-') {
+            remove.push(k.to_string());
+        } else {
+            return Ok(CommandOutcome::failed(format!("error: unknown label spec: {spec}\n")));
+        }
+    }
+    if remove.iter().any(|k| set.contains_key(k)) {
+        return Ok(CommandOutcome::failed(
+            "error: can not both modify and remove a label in the same command\n",
+        ));
+    }
+    if names.is_empty() {
+        return Ok(CommandOutcome::failed(
+            "error: one or more resources must be specified as <resource> <name> or <resource>/<name>\n",
+        ));
+    }
+    if set.is_empty() && remove.is_empty() {
+        return Ok(CommandOutcome::failed("error: at least one label update is required\n"));
+    }
+    let cluster = cluster_mut(net)?;
+    if let Err(outcome) = existing_nodes(cluster, &names) {
+        return Ok(outcome);
+    }
+    let mut out = String::new();
+    let mut failed = Vec::new();
+    for name in &names {
+        let Some(node) = cluster.nodes.iter_mut().find(|n| &n.name == name) else {
+            continue;
+        };
+        for k in &remove {
+            if !node.labels.contains_key(k) {
+                out += &format!("label \"{k}\" not found.\n");
+            }
+        }
+        // validateNoOverwrites: each conflicting key is an error; nothing changes.
+        let conflicts: Vec<String> = set
+            .iter()
+            .filter_map(|(k, v)| {
+                let current = node.labels.get(k).filter(|c| *c != v)?;
+                Some(format!(
+                    "'{k}' already has a value ({current}), and --overwrite is false"
+                ))
+            })
+            .collect();
+        if !overwrite && !conflicts.is_empty() {
+            failed.extend(conflicts);
+            continue;
+        }
+        let before = node.labels.clone();
+        node.labels.extend(set.clone());
+        for k in &remove {
+            node.labels.remove(k);
+        }
+        // updateDataChangeMsg compares the serialised objects: changed and shorter without
+        // --overwrite is "unlabeled".
+        let size = |l: &BTreeMap<String, String>| serde_json::to_string(l).map_or(0, |s| s.len());
+        let msg = if node.labels == before {
+            "not labeled"
+        } else if !overwrite && size(&node.labels) < size(&before) {
+            "unlabeled"
+        } else {
+            "labeled"
+        };
+        out += &format!("node/{name} {msg}\n");
+        let labels = node.labels.clone();
+        if let Some(cn) = cluster.calico.as_mut().and_then(|c| c.datastore.nodes.get_mut(name)) {
+            for k in before.keys().filter(|k| !labels.contains_key(*k)) {
+                cn.labels.remove(k);
+            }
+            cn.labels.extend(labels);
+        }
+    }
+    cluster.reconcile(now);
+    if failed.is_empty() {
+        return Ok(CommandOutcome::ok(out));
+    }
+    // One error prints with kubectl's "error: " prefix; several as the aggregate's lines.
+    match failed.as_slice() {
+        [one] => out += &format!("error: {one}\n"),
+        many => many.iter().for_each(|e| out += &format!("{e}\n")),
+    }
+    Ok(CommandOutcome::failed(out))
+}
+
+/// `validation.IsValidLabelValue`: at most 63 characters, alphanumerics and `-_.`, starting
+/// and ending with an alphanumeric (or empty).
+fn valid_label_value(v: &str) -> bool {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    v.is_empty()
+        || (v.len() <= 63
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && alnum(v.chars().next())
+            && alnum(v.chars().last()))
+}
+
+/// `kubectl taint node NODE… KEY[=VALUE]:EFFECT… KEY[:EFFECT]-… [--overwrite]`: the node's
+/// `spec.taints` (new ones first, as `reorganizeTaints` builds the list). A NoExecute taint
+/// makes the taint manager delete, at once, the pods on the node that do not tolerate it.
+fn taint(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOutcome, String> {
+    let p = parse("taint", args, &["--overwrite"])?;
+    let overwrite = p.has("--overwrite");
+    let (names, specs) = node_names(&p.words);
+    let usage =
+        |msg: String| CommandOutcome::failed(format!("error: {msg}\nSee 'kubectl taint -h' for help and examples\n"));
+    if specs.is_empty() {
+        return Ok(CommandOutcome::failed("error: at least one taint update is required\n"));
+    }
+    let mut add = Vec::new();
+    let mut remove = Vec::new();
+    for spec in &specs {
+        match taints::parse_arg(spec) {
+            Ok(TaintArg::Add(t)) => {
+                if add
+                    .iter()
+                    .any(|a: &taints::Taint| a.key == t.key && a.effect == t.effect)
+                {
+                    return Ok(usage(format!(
+                        "duplicated taints with the same key and effect: {}",
+                        go_taint(&t)
+                    )));
+                }
+                add.push(t)
+            }
+            Ok(TaintArg::Remove(r)) => remove.push(r),
+            Err(e) => return Ok(usage(e)),
+        }
+    }
+    let conflicts: Vec<String> = remove
+        .iter()
+        .filter(|r| {
+            add.iter()
+                .any(|a| a.key == r.key && r.effect.is_none_or(|e| e == a.effect))
+        })
+        .map(|r| format!("{}={}", r.key, r.effect.map_or("", Effect::as_str)))
+        .collect();
+    if !conflicts.is_empty() {
+        return Ok(CommandOutcome::failed(format!(
+            "error: can not both modify and remove the following taint(s) in the same command: {}\n",
+            conflicts.join(", ")
+        )));
+    }
+    if names.is_empty() {
+        return Ok(CommandOutcome::failed(
+            "error: at least one resource name must be specified since 'all' parameter is not set\n",
+        ));
+    }
+    let cluster = cluster_mut(net)?;
+    if let Err(outcome) = existing_nodes(cluster, &names) {
+        return Ok(outcome);
+    }
+    let mut out = String::new();
+    let mut failed = Vec::new();
+    for name in &names {
+        let Some(node) = cluster.nodes.iter_mut().find(|n| &n.name == name) else {
+            continue;
+        };
+        if !overwrite {
+            let exists: Vec<&str> = add
+                .iter()
+                .filter(|a| node.taints.iter().any(|t| t.key == a.key && t.effect == a.effect))
+                .map(|a| a.key.as_str())
+                .collect();
+            if !exists.is_empty() {
+                failed.push(format!(
+                    "node {name} already has {} taint(s) with same effect(s) and --overwrite is false",
+                    exists.join(",")
+                ));
+                continue;
+            }
+        }
+        // reorganizeTaints: the new taints, then the old ones they do not replace, minus the
+        // removed ones; a removal that matches nothing fails the node unchanged.
+        let mut next = add.clone();
+        let old = node.taints.len();
+        next.extend(
+            node.taints
+                .iter()
+                .filter(|t| !add.iter().any(|a| a.key == t.key && a.effect == t.effect))
+                .cloned(),
+        );
+        let added = next.len() != old;
+        let mut missing = Vec::new();
+        let mut deleted = false;
+        for r in &remove {
+            let before = next.len();
+            next.retain(|t| !(t.key == r.key && r.effect.is_none_or(|e| e == t.effect)));
+            deleted = next.len() != before;
+            if !deleted {
+                missing.push(format!("taint \"{r}\" not found"));
+            }
+        }
+        if !missing.is_empty() {
+            failed.extend(missing);
+            continue;
+        }
+        let operation = if (added && deleted) || overwrite {
+            "modified"
+        } else if added {
+            "tainted"
+        } else {
+            "untainted"
+        };
+        node.taints = next;
+        out += &format!("node/{name} {operation}\n");
+    }
+    evict_intolerant(cluster, &names, now);
+    cluster.reconcile(now);
+    if failed.is_empty() {
+        return Ok(CommandOutcome::ok(out));
+    }
+    failed.iter().for_each(|e| out += &format!("error: {e}\n"));
+    Ok(CommandOutcome::failed(out))
+}
+
+/// A taint as Go's `%v` prints a `corev1.Taint` struct (`{key value effect <nil>}`).
+fn go_taint(t: &taints::Taint) -> String {
+    format!("{{{} {} {} <nil>}}", t.key, t.value, t.effect.as_str())
+}
+
+/// The taint manager: pods on `nodes` that do not tolerate one of their NoExecute taints are
+/// deleted (no `tolerationSeconds` is modelled, so at once); their controllers replace them.
+fn evict_intolerant(cluster: &mut Cluster, nodes: &[String], now: u64) {
+    let doomed: Vec<(String, String)> = cluster
+        .pods
+        .iter()
+        .filter(|p| {
+            let Some(node) = p.node.as_deref().filter(|n| nodes.iter().any(|x| x == n)) else {
+                return false;
+            };
+            cluster.node(node).is_some_and(|n| {
+                n.taints
+                    .iter()
+                    .any(|t| t.effect == Effect::NoExecute && !taints::tolerates(p, t))
+            })
+        })
+        .map(|p| (p.namespace.clone(), p.name.clone()))
+        .collect();
+    for (ns, name) in doomed {
+        cluster.delete_pod(&ns, &name, now);
+    }
+}
+
+/// `kubectl delete node NODE…`: the Node object goes, and with it (pod garbage collection)
+/// every pod bound to it — Deployment pods are replaced elsewhere, DaemonSet, static and bare
+/// pods are gone. In the Kubernetes datastore the Calico Node goes too, so the other nodes'
+/// BIRD drop their session to it; calico-node on that host stops with its pod (its BIRD and
+/// felix's routes go). The node's IPAM blocks and BlockAffinities stay: releasing them is
+/// calico-kube-controllers' garbage collection, which fabsim does not model.
+///
+/// Not modelled: a kubelet still running on the host re-registers the Node.
+fn delete_nodes(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOutcome, String> {
+    let p = parse("delete", args, &[])?;
+    let (names, extra) = node_names(&p.words);
+    if let Some(w) = extra.first() {
+        return Err(format!("`kubectl delete node`: unexpected argument {w}"));
+    }
+    if names.is_empty() {
+        return Ok(CommandOutcome::failed(
+            "error: resource(s) were provided, but no name was specified\n",
+        ));
+    }
+    let mut out = String::new();
+    let mut missing = String::new();
+    for name in &names {
+        let cluster = cluster_mut(net)?;
+        let Some(i) = cluster.nodes.iter().position(|n| &n.name == name) else {
+            missing += &format!("Error from server (NotFound): nodes \"{name}\" not found\n");
+            continue;
+        };
+        let node = cluster.nodes.remove(i);
+        let bound: Vec<(String, String, bool)> = cluster
+            .pods
+            .iter()
+            .filter(|p| p.node.as_deref() == Some(name.as_str()))
+            .map(|p| {
+                (
+                    p.namespace.clone(),
+                    p.name.clone(),
+                    matches!(p.owner, Owner::Deployment(_)),
+                )
+            })
+            .collect();
+        for (ns, pod, replaced) in bound {
+            if replaced {
+                cluster.delete_pod(&ns, &pod, now);
+            } else if let Some(j) = cluster.pods.iter().position(|p| p.namespace == ns && p.name == pod) {
+                let gone = cluster.pods.remove(j);
+                cluster.release(&gone);
+            }
+        }
+        if let Some(calico) = cluster.calico.as_mut() {
+            calico.stop_node(name);
+            calico.datastore.nodes.remove(name);
+        }
+        realize::forget_node(net, node.device);
+        out += &format!("node \"{name}\" deleted\n");
+    }
+    let status = if missing.is_empty() { 0 } else { 1 };
+    Ok(CommandOutcome {
+        status,
+        ..CommandOutcome::ok(out + &missing)
+    })
+}
+
+/// `kubectl delete pod NAME… [-n NS]` or `kubectl delete pods --all [-n NS]`: each pod's
+/// address goes back to IPAM and its controller (if any) replaces it; a bare pod is gone.
+fn delete_pods(net: &mut Network, namespace: &str, args: &[&str], now: u64) -> Result<CommandOutcome, String> {
+    let p = parse("delete", args, &["--all"])?;
+    let mut names: Vec<String> = Vec::new();
+    for (i, w) in p.words.iter().enumerate() {
+        match w.split_once('/') {
+            Some((_, name)) => names.push(name.to_string()),
+            None if i > 0 => names.push(w.to_string()),
+            None => {}
+        }
+    }
+    let cluster = cluster_mut(net)?;
+    if p.has("--all") {
+        if !names.is_empty() {
+            return Ok(CommandOutcome::failed(
+                "error: name cannot be provided when a selector is specified\n",
+            ));
+        }
+        // The pods that exist now; replacements their controllers create are not deleted.
+        let mut all: Vec<String> = cluster
+            .pods
+            .iter()
+            .filter(|p| p.namespace == namespace)
+            .map(|p| p.name.clone())
+            .collect();
+        all.sort();
+        if all.is_empty() {
+            return Ok(CommandOutcome::ok("No resources found\n"));
+        }
+        names = all;
+    } else if names.is_empty() {
+        return Ok(CommandOutcome::failed(
+            "error: resource(s) were provided, but no name was specified\n",
+        ));
+    }
+    let mut out = String::new();
+    let mut missing = String::new();
+    for name in &names {
+        // The kubelet recreates a deleted mirror pod at once, under the same name: the static
+        // pod itself never stopped, so fabsim keeps it.
+        let mirror = cluster.pod(namespace, name).is_some_and(|p| p.owner == Owner::Static);
+        if mirror || cluster.delete_pod(namespace, name, now) {
+            out += &format!("pod \"{name}\" deleted\n");
+        } else {
+            missing += &format!("Error from server (NotFound): pods \"{name}\" not found\n");
+        }
+    }
+    let status = if missing.is_empty() { 0 } else { 1 };
+    Ok(CommandOutcome {
+        status,
+        ..CommandOutcome::ok(out + &missing)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_arguments_take_both_forms() {
+        let (names, rest) = node_names(&["node", "k-w1", "k-w2", "a=b", "c-"]);
+        assert_eq!(
+            (names, rest),
+            (vec!["k-w1".to_string(), "k-w2".into()], vec!["a=b", "c-"])
+        );
+        let (names, rest) = node_names(&["node/k-w1", "dedicated=db:NoSchedule"]);
+        assert_eq!(
+            (names, rest),
+            (vec!["k-w1".to_string()], vec!["dedicated=db:NoSchedule"])
+        );
+    }
+
+    #[test]
+    fn unmodelled_flags_are_refused_by_name() {
+        let err = parse("drain", &["k-w1", "--grace-period=0"], &["--force"])
+            .err()
+            .unwrap_or_default();
+        assert!(err.contains("--grace-period"), "{err}");
+        let ok = parse("drain", &["k-w1", "-n", "kube-system", "--force"], &["--force"]);
+        assert!(ok.is_ok_and(|p| p.words == ["k-w1"] && p.has("--force")));
+    }
+
+    #[test]
+    fn label_values_follow_the_api_rule() {
+        assert!(valid_label_value("") && valid_label_value("rack-a") && valid_label_value("a.b_c"));
+        assert!(!valid_label_value("-a") && !valid_label_value("a b") && !valid_label_value(&"x".repeat(64)));
+    }
+}
