@@ -87,6 +87,9 @@ pub(crate) struct Session {
     pub adj_out: BTreeMap<Ipv4Net, Vec<(u32, Arc<PathAttrs>)>>,
     /// The configuration removed this session.
     pub retired: bool,
+    /// When the last UPDATE sent on this session arrives: later ones never overtake it (TCP
+    /// delivers in order).
+    pub last_arrival: u64,
 }
 
 impl Session {
@@ -98,14 +101,14 @@ impl Session {
         u64::from(self.cfg.timers.keepalive.unwrap_or(self.hold_s / 3).max(1)) * 1000
     }
 
-    fn retry_ms(&self) -> u64 {
+    fn retry_s(&self) -> u64 {
         let d = defaults(self.flavor);
-        u64::from(self.cfg.timers.connect_retry.unwrap_or(d.connect_retry)) * 1000
+        u64::from(self.cfg.timers.connect_retry.unwrap_or(d.connect_retry))
     }
 
-    fn error_wait_ms(&self) -> u64 {
+    fn error_wait_s(&self) -> u64 {
         let d = defaults(self.flavor);
-        u64::from(self.cfg.timers.error_wait.map_or(d.error_wait, |(min, _)| min)) * 1000
+        u64::from(self.cfg.timers.error_wait.map_or(d.error_wait, |(min, _)| min))
     }
 
     pub(crate) fn view(&self) -> BgpSessionView {
@@ -245,6 +248,7 @@ fn new_session(
         adj_in: BTreeMap::new(),
         adj_out: BTreeMap::new(),
         retired: false,
+        last_arrival: now,
     });
     start(bgp, now, sid, out);
     sid
@@ -285,7 +289,8 @@ fn start(bgp: &mut Bgp, now: u64, sid: SessionId, out: &mut Out) {
 struct Refused {
     ours: String,
     theirs: Option<(super::SessionId, String)>,
-    retry_ms: u64,
+    /// The timer that runs before the next attempt (connect retry or error wait), seconds.
+    retry_s: u64,
 }
 
 pub(super) fn connect(
@@ -309,12 +314,13 @@ pub(super) fn connect(
             true
         }
         Err(r) => {
+            let retry = bgp.jitter.timer_ms(bgp.sessions[sid.idx()].flavor, r.retry_s);
             let s = &mut bgp.sessions[sid.idx()];
             let changed = s.last_error.as_deref() != Some(r.ours.as_str()) || s.state != BgpState::Active;
             s.state = BgpState::Active;
             s.last_error = Some(r.ours);
             out.push((
-                now + r.retry_ms,
+                now + retry,
                 Event::Connect {
                     session: sid,
                     gen: s.gen,
@@ -387,11 +393,11 @@ fn transport(net: &Network, st: &State, s: &Session, src: Ipv4Addr) -> Result<()
 
 fn try_open(bgp: &Bgp, net: &Network, st: &State, sid: SessionId) -> Result<(SessionId, Ipv4Addr), Refused> {
     let s = &bgp.sessions[sid.idx()];
-    let retry = s.retry_ms();
+    let retry = s.retry_s();
     let refuse = |ours: String| Refused {
         ours,
         theirs: None,
-        retry_ms: retry,
+        retry_s: retry,
     };
     let src = source_address(net, st, s).ok_or_else(|| refuse("Socket: Network unreachable".into()))?;
     if local_iface(net, st, s.device, src).is_none() {
@@ -443,7 +449,7 @@ fn try_open(bgp: &Bgp, net: &Network, st: &State, sid: SessionId) -> Result<(Ses
         return Err(Refused {
             ours,
             theirs: Some((peer, theirs)),
-            retry_ms: s.error_wait_ms().max(retry),
+            retry_s: s.error_wait_s().max(retry),
         });
     }
     Ok((peer, src))
@@ -573,9 +579,11 @@ pub(super) fn drop_session(bgp: &mut Bgp, now: u64, sid: SessionId, reason: &str
         s.adj_out.clear();
         s.hold_armed = false;
         if !s.cfg.passive && !s.retired {
-            out.push((now + s.retry_ms(), Event::Connect { session: x, gen: s.gen }));
+            let (flavor, retry_s, gen) = (s.flavor, s.retry_s(), s.gen);
+            let retry = bgp.jitter.timer_ms(flavor, retry_s);
+            out.push((now + retry, Event::Connect { session: x, gen }));
         }
-        let dev = s.device;
+        let dev = bgp.sessions[x.idx()].device;
         if let Some(sp) = bgp.speakers.get_mut(&dev) {
             sp.flush_session(x);
         }
