@@ -9,6 +9,7 @@ pub mod file;
 pub mod junit;
 pub mod report;
 mod run;
+pub mod seeds;
 
 pub use checks::RouteProtocol;
 pub use clock::{describe as describe_outage, FlowReport, Outage};
