@@ -11,10 +11,13 @@ use crate::model::BgpFlavor;
 
 /// An UPDATE's delay from the sender's decision to the receiver processing it, in ms,
 /// inclusive: the sender's output queue, the wire and the receiver's input queue. No reference
-/// measures it for any of the three speakers; the range is centred on the 10 ms fabsim used
-/// as a fixed delay before, and the same for every flavour (FIDELITY.md "BGP message delay").
-/// A setting: `Engine::set_message_delays`.
-pub const DEFAULT_MESSAGE_DELAY_MS: (u64, u64) = (5, 15);
+/// measures it for any of the three speakers. The default is the fixed 10 ms fabsim used
+/// before: a spread (e.g. 5..=15 ms) makes UPDATEs for one prefix reach two leaves in the same
+/// millisecond, both redistribute it into OSPF in the same recompute, and fabsim's OSPF, whose
+/// flooding is global and instantaneous with no per-router LSA timing, then keeps them taking
+/// turns forever — an oscillation real routers leave through their own timing noise
+/// (FIDELITY.md "BGP message delay"). A setting: `Engine::set_message_delays`.
+pub const DEFAULT_MESSAGE_DELAY_MS: (u64, u64) = (10, 10);
 
 /// Per-flavour message-delay ranges, in ms (inclusive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -285,6 +285,16 @@ fn start(bgp: &mut Bgp, now: u64, sid: SessionId, out: &mut Out) {
     }
 }
 
+/// The connect-retry / error-wait timer in ms, exact. BIRD randomises it into its last quarter
+/// (bgp-profiles.md §7), but with that jitter sessions that retried come up in the same
+/// instant at several leaves, the leaves redistribute the same pod /24 into OSPF in one
+/// recompute, and fabsim's OSPF (global instantaneous flooding, no per-router LSA timing) keeps
+/// them taking turns forever (the seed lab's s6 restart oscillates). Until OSPF has per-router
+/// LSA timing only the connect delay is jittered (FIDELITY.md "Seeds").
+fn retry_ms(secs: u64) -> u64 {
+    secs * 1000
+}
+
 /// Why a TCP connection or OPEN fails, in the speaker's words, and when to try again.
 struct Refused {
     ours: String,
@@ -314,7 +324,8 @@ pub(super) fn connect(
             true
         }
         Err(r) => {
-            let retry = bgp.jitter.timer_ms(bgp.sessions[sid.idx()].flavor, r.retry_s);
+            // Exact, although BIRD randomises this timer too: see `retry_ms`.
+            let retry = retry_ms(r.retry_s);
             let s = &mut bgp.sessions[sid.idx()];
             let changed = s.last_error.as_deref() != Some(r.ours.as_str()) || s.state != BgpState::Active;
             s.state = BgpState::Active;
@@ -579,9 +590,7 @@ pub(super) fn drop_session(bgp: &mut Bgp, now: u64, sid: SessionId, reason: &str
         s.adj_out.clear();
         s.hold_armed = false;
         if !s.cfg.passive && !s.retired {
-            let (flavor, retry_s, gen) = (s.flavor, s.retry_s(), s.gen);
-            let retry = bgp.jitter.timer_ms(flavor, retry_s);
-            out.push((now + retry, Event::Connect { session: x, gen }));
+            out.push((now + retry_ms(s.retry_s()), Event::Connect { session: x, gen: s.gen }));
         }
         let dev = bgp.sessions[x.idx()].device;
         if let Some(sp) = bgp.speakers.get_mut(&dev) {
