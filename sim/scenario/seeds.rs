@@ -159,7 +159,10 @@ fn replay_all(opened: &Opened, until: Option<&str>, seeds: &[u64], threads: usiz
         })
     };
     // Back in the order the seeds were given, whatever thread ran them.
-    runs.sort_by_key(|r| r.as_ref().map_or(0, |r| seeds.iter().position(|s| *s == r.seed).unwrap_or(0)));
+    runs.sort_by_key(|r| {
+        r.as_ref()
+            .map_or(0, |r| seeds.iter().position(|s| *s == r.seed).unwrap_or(0))
+    });
     runs.into_iter().collect()
 }
 
@@ -171,7 +174,12 @@ fn replay(opened: &Opened, until: Option<&str>, seed: u64) -> Result<SeedRun, In
     let failed = run
         .steps
         .iter()
-        .flat_map(|s| s.checks.iter().filter(|c| !c.ok).map(move |c| format!("{}: {}", s.id, c.what)))
+        .flat_map(|s| {
+            s.checks
+                .iter()
+                .filter(|c| !c.ok)
+                .map(move |c| format!("{}: {}", s.id, c.what))
+        })
         .collect();
     Ok(SeedRun { seed, steps, failed })
 }
@@ -215,10 +223,7 @@ fn compare_step(runs: &[SeedRun], i: usize) -> Option<RaceStep> {
         id: id.clone(),
         name: name.clone(),
         differences: differences(&ordered),
-        outcomes: ordered
-            .into_iter()
-            .map(|(_, seeds)| OutcomeGroup { seeds })
-            .collect(),
+        outcomes: ordered.into_iter().map(|(_, seeds)| OutcomeGroup { seeds }).collect(),
         unsettled_seeds,
     })
 }
@@ -308,7 +313,12 @@ impl SeedsReport {
             for d in &r.differences {
                 out.push_str(&format!("  {} {}:\n", d.device, d.prefix));
                 for v in &d.variants {
-                    out.push_str(&format!("    {} in {} of {n}: {}\n", v.route, v.seeds.len(), seed_list(&v.seeds)));
+                    out.push_str(&format!(
+                        "    {} in {} of {n}: {}\n",
+                        v.route,
+                        v.seeds.len(),
+                        seed_list(&v.seeds)
+                    ));
                 }
             }
         }
@@ -381,8 +391,14 @@ mod tests {
 
     #[test]
     fn identical_outcomes_group_and_differences_name_device_and_prefix() {
-        let a = fib(&[("Leaf-2", "10.66.217.0/24", "B E via 10.2.22.1"), ("Leaf-1", "10.0.0.0/8", "C")]);
-        let b = fib(&[("Leaf-2", "10.66.217.0/24", "O E2 via 10.22.99.0"), ("Leaf-1", "10.0.0.0/8", "C")]);
+        let a = fib(&[
+            ("Leaf-2", "10.66.217.0/24", "B E via 10.2.22.1"),
+            ("Leaf-1", "10.0.0.0/8", "C"),
+        ]);
+        let b = fib(&[
+            ("Leaf-2", "10.66.217.0/24", "O E2 via 10.22.99.0"),
+            ("Leaf-1", "10.0.0.0/8", "C"),
+        ]);
         let runs = vec![
             seed_run(1, a.clone()),
             seed_run(2, b.clone()),
@@ -405,7 +421,11 @@ mod tests {
         let a = fib(&[("k-w2", "10.66.111.0/24", "via 10.2.22.0")]);
         let b = fib(&[("k-w2", "10.0.0.0/8", "via 10.2.22.0")]);
         let race = compare_step(&[seed_run(1, a.clone()), seed_run(2, b)], 0).expect("race");
-        let routes: Vec<&str> = race.differences.iter().flat_map(|d| d.variants.iter().map(|v| v.route.as_str())).collect();
+        let routes: Vec<&str> = race
+            .differences
+            .iter()
+            .flat_map(|d| d.variants.iter().map(|v| v.route.as_str()))
+            .collect();
         assert!(routes.contains(&NO_ROUTE), "{routes:?}");
         assert!(compare_step(&[seed_run(1, a.clone()), seed_run(2, a)], 0).is_none());
     }

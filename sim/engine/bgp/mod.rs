@@ -17,10 +17,10 @@ mod table;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ipnet::Ipv4Net;
 use super::bgp_state::{BgpView, PathAttrs};
 use super::state::{Route, State};
 use crate::model::{DeviceId, Network};
+use ipnet::Ipv4Net;
 
 pub(crate) use jitter::Jitter;
 pub use jitter::{MessageDelays, DEFAULT_MESSAGE_DELAY_MS};
