@@ -8,7 +8,7 @@
 
 mod bgp;
 pub mod bgp_state;
-pub use bgp::{filter, DEFAULT_SEED};
+pub use bgp::{filter, MessageDelays, DEFAULT_MESSAGE_DELAY_MS, DEFAULT_SEED};
 mod ospf;
 mod rib;
 pub mod state;
@@ -129,9 +129,16 @@ impl Engine {
         e
     }
 
-    /// Seed the run's random choices (BIRD's timer jitter); before anything has run.
+    /// Seed the run's random timing (BIRD's timer jitter, BGP message delays); before anything
+    /// has run.
     pub fn set_seed(&mut self, seed: u64) {
-        self.bgp.jitter = bgp::Jitter::new(seed);
+        self.bgp.jitter.reseed(seed);
+    }
+
+    /// The range each BGP flavour's UPDATEs take to arrive (default
+    /// [`DEFAULT_MESSAGE_DELAY_MS`] for all); before anything has run.
+    pub fn set_message_delays(&mut self, delays: MessageDelays) {
+        self.bgp.jitter.set_message_delays(delays);
     }
 
     /// The most paths one BGP speaker keeps for one prefix before fabsim reports a path

@@ -10,6 +10,7 @@ mod impact;
 pub mod junit;
 pub mod report;
 mod run;
+pub mod seeds;
 
 pub use checks::RouteProtocol;
 pub use clock::{describe as describe_outage, FlowReport, Outage};

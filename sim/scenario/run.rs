@@ -132,8 +132,19 @@ pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
     run_seeded(opened, until, crate::engine::DEFAULT_SEED)
 }
 
-/// [`run`] with the seed of the run's random choices (BIRD's timer jitter).
+/// [`run`] with the seed of the run's random timing (BIRD's timer jitter, BGP message delays).
 pub fn run_seeded(opened: &Opened, until: Option<&str>, seed: u64) -> Result<Run, InputError> {
+    run_watched(opened, until, seed, &mut |_, _| {})
+}
+
+/// [`run_seeded`], showing `after_step` the engine once each step has run (`--seeds` reads
+/// each step's converged outcome there).
+pub fn run_watched(
+    opened: &Opened,
+    until: Option<&str>,
+    seed: u64,
+    after_step: &mut dyn FnMut(&StepReport, &Engine),
+) -> Result<Run, InputError> {
     let mut engine = Engine::new(opened.net.clone());
     engine.set_seed(seed);
     if let Some(limit) = opened.scenario.as_ref().and_then(|s| s.path_limit) {
@@ -191,6 +202,7 @@ pub fn run_seeded(opened: &Opened, until: Option<&str>, seed: u64) -> Result<Run
     };
     for step in scn.steps.iter().take(last + 1) {
         let report = run_step(&mut run.engine, step, scn, &mut seen)?;
+        after_step(&report, &run.engine);
         run.steps.push(report);
     }
     Ok(run)

@@ -19,10 +19,6 @@ use crate::engine::state::{Proto, State};
 use crate::model::bgp::Policy;
 use crate::model::{BgpFlavor, BirdDaemon, Network};
 
-/// Virtual delay of an UPDATE on the wire and through the receiver's input queue
-/// (not from any reference; see FIDELITY.md).
-const UPDATE_DELAY_MS: u64 = 10;
-
 /// Does `policy` accept a route for `prefix`? BIRD filters run on the device's daemon; without
 /// one (EOS) only `all`/`none` exist.
 pub(crate) fn policy_accepts(
@@ -83,8 +79,17 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
         }
         updates.push((prefix, want));
     }
+    if updates.is_empty() {
+        return;
+    }
+    // What a session sends at one instant leaves together (one burst of UPDATE messages) and
+    // arrives after the sender's message delay, never before what it sent earlier.
+    let flavor = bgp.sessions[sid.idx()].flavor;
+    let delay = bgp.jitter.message_ms(flavor);
     let peer_gen = bgp.sessions[peer.idx()].gen;
     let s = &mut bgp.sessions[sid.idx()];
+    let at = (now + delay).max(s.last_arrival);
+    s.last_arrival = at;
     for (prefix, want) in updates {
         if want.is_empty() {
             s.adj_out.remove(&prefix);
@@ -92,7 +97,7 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
             s.adj_out.insert(prefix, want.clone());
         }
         out.push((
-            now + UPDATE_DELAY_MS,
+            at,
             Event::Update {
                 to: peer,
                 gen: peer_gen,

@@ -5,25 +5,25 @@
 //!
 //! Module map: `session` (connect, OPEN checks, hold timer), `table` (local routes, next-hop
 //! resolution, selection, what goes to the FIB), `export` (Adj-RIB-Out per session and the
-//! UPDATEs that change it).
+//! UPDATEs that change it), `jitter` (the seeded timer randomisation and message delays).
 
 pub mod decision;
 mod export;
 pub mod filter;
+mod jitter;
 mod session;
 mod table;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ipnet::Ipv4Net;
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
 use super::bgp_state::{BgpView, PathAttrs};
 use super::state::{Route, State};
-use crate::model::{BgpFlavor, DeviceId, Network};
+use crate::model::{DeviceId, Network};
+use ipnet::Ipv4Net;
 
+pub(crate) use jitter::Jitter;
+pub use jitter::{MessageDelays, DEFAULT_MESSAGE_DELAY_MS};
 pub(crate) use session::SessionId;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -68,31 +68,6 @@ pub(crate) struct Bgp {
     pub(crate) findings: Vec<String>,
     /// The speakers' timer randomisation, drawn from the run's seed.
     pub(crate) jitter: Jitter,
-}
-
-/// Timer randomisation, deterministic for a seed. BIRD 1.6 starts its BGP timers with
-/// `bgp_start_timer` (proto/bgp/bgp.c): a value of V whole seconds fires after
-/// `V - V/4 + random() % (V/4 + 1)` seconds (RFC 1771 §9.2.3.3 jitter). EOS and FRR timers
-/// are taken as configured (their jitter is not documented in the material fabsim has).
-#[derive(Clone, Debug)]
-pub(crate) struct Jitter(ChaCha8Rng);
-
-impl Jitter {
-    pub(crate) fn new(seed: u64) -> Self {
-        Jitter(ChaCha8Rng::seed_from_u64(seed))
-    }
-
-    /// When a timer of `secs` seconds that `flavor` starts fires, in ms.
-    pub(crate) fn timer_ms(&mut self, flavor: BgpFlavor, secs: u64) -> u64 {
-        let fired = match flavor {
-            BgpFlavor::Bird if secs >= 4 => {
-                let spread = secs / 4;
-                secs - spread + self.0.next_u64() % (spread + 1)
-            }
-            _ => secs,
-        };
-        fired * 1000
-    }
 }
 
 /// The seed a run uses unless told otherwise (`fabsim run --seed`).

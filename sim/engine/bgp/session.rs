@@ -87,6 +87,9 @@ pub(crate) struct Session {
     pub adj_out: BTreeMap<Ipv4Net, Vec<(u32, Arc<PathAttrs>)>>,
     /// The configuration removed this session.
     pub retired: bool,
+    /// When the last UPDATE sent on this session arrives: later ones never overtake it (TCP
+    /// delivers in order).
+    pub last_arrival: u64,
 }
 
 impl Session {
@@ -98,14 +101,14 @@ impl Session {
         u64::from(self.cfg.timers.keepalive.unwrap_or(self.hold_s / 3).max(1)) * 1000
     }
 
-    fn retry_ms(&self) -> u64 {
+    fn retry_s(&self) -> u64 {
         let d = defaults(self.flavor);
-        u64::from(self.cfg.timers.connect_retry.unwrap_or(d.connect_retry)) * 1000
+        u64::from(self.cfg.timers.connect_retry.unwrap_or(d.connect_retry))
     }
 
-    fn error_wait_ms(&self) -> u64 {
+    fn error_wait_s(&self) -> u64 {
         let d = defaults(self.flavor);
-        u64::from(self.cfg.timers.error_wait.map_or(d.error_wait, |(min, _)| min)) * 1000
+        u64::from(self.cfg.timers.error_wait.map_or(d.error_wait, |(min, _)| min))
     }
 
     /// The address BIRD calls `p->source_addr`: the configured `source address` when there is
@@ -258,6 +261,7 @@ fn new_session(
         adj_in: BTreeMap::new(),
         adj_out: BTreeMap::new(),
         retired: false,
+        last_arrival: now,
     });
     start(bgp, now, sid, out);
     sid
@@ -294,11 +298,22 @@ fn start(bgp: &mut Bgp, now: u64, sid: SessionId, out: &mut Out) {
     }
 }
 
+/// The connect-retry / error-wait timer in ms, exact. BIRD randomises it into its last quarter
+/// (bgp-profiles.md §7), but with that jitter sessions that retried come up in the same
+/// instant at several leaves, the leaves redistribute the same pod /24 into OSPF in one
+/// recompute, and fabsim's OSPF (global instantaneous flooding, no per-router LSA timing) keeps
+/// them taking turns forever (the seed lab's s6 restart oscillates). Until OSPF has per-router
+/// LSA timing only the connect delay is jittered (FIDELITY.md "Seeds").
+fn retry_ms(secs: u64) -> u64 {
+    secs * 1000
+}
+
 /// Why a TCP connection or OPEN fails, in the speaker's words, and when to try again.
 struct Refused {
     ours: String,
     theirs: Option<(super::SessionId, String)>,
-    retry_ms: u64,
+    /// The timer that runs before the next attempt (connect retry or error wait), seconds.
+    retry_s: u64,
 }
 
 pub(super) fn connect(
@@ -322,12 +337,14 @@ pub(super) fn connect(
             true
         }
         Err(r) => {
+            // Exact, although BIRD randomises this timer too: see `retry_ms`.
+            let retry = retry_ms(r.retry_s);
             let s = &mut bgp.sessions[sid.idx()];
             let changed = s.last_error.as_deref() != Some(r.ours.as_str()) || s.state != BgpState::Active;
             s.state = BgpState::Active;
             s.last_error = Some(r.ours);
             out.push((
-                now + r.retry_ms,
+                now + retry,
                 Event::Connect {
                     session: sid,
                     gen: s.gen,
@@ -400,11 +417,11 @@ fn transport(net: &Network, st: &State, s: &Session, src: Ipv4Addr) -> Result<()
 
 fn try_open(bgp: &Bgp, net: &Network, st: &State, sid: SessionId) -> Result<(SessionId, Ipv4Addr), Refused> {
     let s = &bgp.sessions[sid.idx()];
-    let retry = s.retry_ms();
+    let retry = s.retry_s();
     let refuse = |ours: String| Refused {
         ours,
         theirs: None,
-        retry_ms: retry,
+        retry_s: retry,
     };
     let src = source_address(net, st, s).ok_or_else(|| refuse("Socket: Network unreachable".into()))?;
     if local_iface(net, st, s.device, src).is_none() {
@@ -456,7 +473,7 @@ fn try_open(bgp: &Bgp, net: &Network, st: &State, sid: SessionId) -> Result<(Ses
         return Err(Refused {
             ours,
             theirs: Some((peer, theirs)),
-            retry_ms: s.error_wait_ms().max(retry),
+            retry_s: s.error_wait_s().max(retry),
         });
     }
     Ok((peer, src))
@@ -586,9 +603,9 @@ pub(super) fn drop_session(bgp: &mut Bgp, now: u64, sid: SessionId, reason: &str
         s.adj_out.clear();
         s.hold_armed = false;
         if !s.cfg.passive && !s.retired {
-            out.push((now + s.retry_ms(), Event::Connect { session: x, gen: s.gen }));
+            out.push((now + retry_ms(s.retry_s()), Event::Connect { session: x, gen: s.gen }));
         }
-        let dev = s.device;
+        let dev = bgp.sessions[x.idx()].device;
         if let Some(sp) = bgp.speakers.get_mut(&dev) {
             sp.flush_session(x);
         }
