@@ -5,6 +5,7 @@
 mod checks;
 mod clock;
 mod explain;
+pub mod fault;
 pub mod file;
 pub mod junit;
 pub mod report;
