@@ -13,6 +13,7 @@
 mod calico_datastore;
 mod cluster;
 mod command;
+mod ip_cmd;
 mod names;
 mod realize;
 mod rollout;

@@ -280,6 +280,10 @@ fn run_commands(
                 warnings.extend(k8s::realize(net)?);
                 Ok(outcome)
             })?;
+            // The kernel and the daemons take the change in at once: a command typed next
+            // (`ip route` after `ip route add`) sees it. No virtual time passes.
+            let now = engine.now_ms();
+            engine.run_until_quiet_or(now);
             if let Some(f) = outcome.follow.take() {
                 // `kubectl rollout status` returns when the rollout does: time passes meanwhile.
                 let until = Until::RolloutDone {
