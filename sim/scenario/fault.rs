@@ -71,6 +71,7 @@ impl Fault {
 /// Break `fault` (for `duration_ms`, then restore it, if given). Returns the report line.
 pub(super) fn fail(
     engine: &mut Engine,
+    step: &str,
     fault: &Fault,
     duration_ms: Option<u64>,
     span: &Span,
@@ -81,7 +82,7 @@ pub(super) fn fail(
         Fault::Device(name) => {
             let dev = device_of(engine.network(), name, span)?;
             if !engine.is_powered(dev) {
-                return Err(Diagnostic::error(span.clone(), format!("{name} is already off")).into());
+                return Err(Diagnostic::error(span.clone(), format!("step '{step}': {name} is already off")).into());
             }
             engine.power_off(&[dev], PowerLoss::Abrupt);
             match duration_ms {
@@ -100,7 +101,7 @@ pub(super) fn fail(
             if let Some(p) = ports.iter().find(|p| engine.is_severed(**p)) {
                 return Err(Diagnostic::error(
                     span.clone(),
-                    format!("{} has already failed", label(engine.network(), *p)),
+                    format!("step '{step}': {} has already failed", label(engine.network(), *p)),
                 )
                 .into());
             }
@@ -114,6 +115,7 @@ pub(super) fn fail(
 /// Make `fault` work again. Restoring what has not failed is an error.
 pub(super) fn restore(
     engine: &mut Engine,
+    step: &str,
     fault: &Fault,
     span: &Span,
 ) -> Result<(String, Vec<Diagnostic>), InputError> {
@@ -123,7 +125,7 @@ pub(super) fn restore(
             if engine.is_powered(dev) {
                 return Err(Diagnostic::error(
                     span.clone(),
-                    format!("cannot restore {name}: it has not failed (it is powered on)"),
+                    format!("step '{step}': cannot restore {name}: it has not failed (it is powered on)"),
                 )
                 .into());
             }
@@ -135,7 +137,10 @@ pub(super) fn restore(
             if let Some(p) = ports.iter().find(|p| !engine.is_severed(**p)) {
                 return Err(Diagnostic::error(
                     span.clone(),
-                    format!("cannot restore {}: it has not failed", label(engine.network(), *p)),
+                    format!(
+                        "step '{step}': cannot restore {}: it has not failed",
+                        label(engine.network(), *p)
+                    ),
                 )
                 .into());
             }

@@ -352,8 +352,8 @@ fn apply(engine: &mut Engine, step: &Step, scn: &Scenario, watch: &mut Watch) ->
             fault,
             duration_ms,
             span,
-        } => fault::fail(engine, fault, *duration_ms, span, watch)?,
-        Action::Restore { fault, span } => fault::restore(engine, fault, span)?,
+        } => fault::fail(engine, &step.id, fault, *duration_ms, span, watch)?,
+        Action::Restore { fault, span } => fault::restore(engine, &step.id, fault, span)?,
         _ => apply_config(engine, step)?,
     };
     Ok((change, warnings, Vec::new()))
