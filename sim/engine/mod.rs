@@ -14,7 +14,7 @@ mod rib;
 pub mod state;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 #[cfg(test)]
 use crate::model::L2Id;
@@ -89,6 +89,20 @@ pub struct Engine {
     bgp: bgp::Bgp,
     ospf: ospf::Ospf,
     state: State,
+    /// Ports whose medium is broken (a cut cable, a dead optic): physical faults, not
+    /// configuration, so they live here and not in the model.
+    severed: BTreeSet<IfId>,
+}
+
+/// How a device loses power.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PowerLoss {
+    /// An orderly shutdown (`reboot`): daemons stop first, so BGP speakers send their peers a
+    /// NOTIFICATION (Cease, administrative shutdown; bgp-profiles.md §7) before the power goes.
+    Orderly,
+    /// The power is cut: nothing is sent. Directly connected neighbours see carrier drop;
+    /// others notice only when their hold or dead timers run out.
+    Abrupt,
 }
 
 impl Engine {
@@ -110,6 +124,7 @@ impl Engine {
             deadline: MAX_RUN_MS,
             oscillating: Default::default(),
             bgp: bgp::Bgp::default(),
+            severed: BTreeSet::new(),
         };
         e.state.ifaces = vec![IfState::default(); e.net.interfaces.len()];
         e.state.devices = (0..e.net.devices.len())
@@ -181,15 +196,55 @@ impl Engine {
     /// Power `devices` off and on again now (a reboot): they lose every adjacency, session and
     /// learned route and boot with their saved configuration.
     pub fn power_cycle(&mut self, devices: &[DeviceId]) {
+        self.power_off(devices, PowerLoss::Orderly);
+        self.power_on(devices);
+    }
+
+    /// Power `devices` off now; they stay off until [`Engine::power_on`].
+    pub fn power_off(&mut self, devices: &[DeviceId], how: PowerLoss) {
+        if how == PowerLoss::Orderly {
+            let mut out = Vec::new();
+            for d in devices {
+                self.bgp.shut_down(*d, self.now, &mut out);
+            }
+            for (at, e) in out {
+                self.schedule(at, Event::Bgp(e));
+            }
+        }
         for d in devices {
             if let Some(s) = self.state.devices.get_mut(d.idx()) {
                 s.powered = false;
             }
         }
         self.refresh_all();
+    }
+
+    /// Power `devices` on: they boot now with their saved configuration.
+    pub fn power_on(&mut self, devices: &[DeviceId]) {
         for d in devices {
             self.schedule(self.now, Event::Boot(*d));
         }
+    }
+
+    pub fn is_powered(&self, dev: DeviceId) -> bool {
+        self.state.devices.get(dev.idx()).is_some_and(|s| s.powered)
+    }
+
+    /// Break (`true`) or mend (`false`) the medium of `ports`: a broken port has no carrier,
+    /// nor has a far end that only it reached. Admin state is untouched.
+    pub fn set_severed(&mut self, ports: &[IfId], broken: bool) {
+        for p in ports {
+            if broken {
+                self.severed.insert(*p);
+            } else {
+                self.severed.remove(p);
+            }
+        }
+        self.refresh_all();
+    }
+
+    pub fn is_severed(&self, port: IfId) -> bool {
+        self.severed.contains(&port)
     }
 
     /// Run until nothing has changed for a dead interval and no one-shot timer is pending.
@@ -400,7 +455,7 @@ impl Engine {
 
     /// Re-derive interface status (power, shutdown, carrier, DHCP) and let OSPF react.
     fn refresh_all(&mut self) {
-        self.state.ifaces = rib::interface_states(&self.net, &self.state);
+        self.state.ifaces = rib::interface_states(&self.net, &self.state, &self.severed);
         let mut out = Vec::new();
         self.ospf.sync(&self.net, &self.state, self.now, &mut out);
         for (at, e) in out {
@@ -449,7 +504,7 @@ pub fn booted_state(net: &Network) -> State {
         ifaces: vec![IfState::default(); net.interfaces.len()],
         ..State::default()
     };
-    st.ifaces = rib::interface_states(net, &st);
+    st.ifaces = rib::interface_states(net, &st, &BTreeSet::new());
     for (i, table) in rib::local_tables(net, &st).into_iter().enumerate() {
         st.devices[i].fib = rib::install(&net.devices[i], table);
     }

@@ -2,7 +2,7 @@
 //! add`), DHCP, and OSPF routes, merged by administrative distance (EOS) or kept side by side
 //! by metric (Linux kernel table).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
@@ -36,18 +36,21 @@ pub(crate) fn highest_address(net: &Network, st: &State, d: DeviceId) -> Option<
 }
 
 /// Derive every interface's status from power, `shutdown`, switchport mode, carrier and DHCP.
-pub(super) fn interface_states(net: &Network, st: &State) -> Vec<IfState> {
+/// `severed` ports have a broken medium (a cut cable, a dead optic): they send and hear
+/// nothing, so neither they nor the ports that only they reached have carrier.
+pub(super) fn interface_states(net: &Network, st: &State, severed: &BTreeSet<IfId>) -> Vec<IfState> {
     let powered = |d: DeviceId| st.devices.get(d.idx()).is_some_and(|s| s.powered);
-    let physically_up = |i: IfId| {
+    let admin_up = |i: IfId| {
         let ifc = net.iface(i);
         powered(ifc.device) && ifc.admin_up
     };
+    let physically_up = |i: IfId| admin_up(i) && !severed.contains(&i);
     net.interfaces
         .iter()
         .enumerate()
         .map(|(idx, ifc)| {
             let id = IfId(idx as u32);
-            let up = physically_up(id) && ifc.routed;
+            let up = admin_up(id) && ifc.routed;
             // Loopbacks and tunnels have carrier whenever they are up (no wire to lose).
             let line_up = if is_virtual(&ifc.name) || ifc.tunnel.is_some() {
                 up

@@ -69,6 +69,9 @@ const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/12";
 pub fn is_change(line: &str) -> bool {
     let Ok(words) = shell_words(line) else { return false };
     let w: Vec<&str> = words.iter().map(String::as_str).skip_while(|w| *w == "sudo").collect();
+    if let ["ip", rest @ ..] = w.as_slice() {
+        return super::ip_cmd::is_change(rest);
+    }
     matches!(
         w.as_slice(),
         ["kubeadm", ..]
@@ -156,6 +159,7 @@ pub fn run_line(
         },
         "kubectl" => kubectl(net, st, &args, ctx),
         "calicoctl" => calico_datastore::calicoctl(net, &args, ctx),
+        "ip" => super::ip_cmd::ip(net, st, dev, &args),
         other => Err(format!("`{other}` is not a command fabsim runs as a change")),
     }
 }

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::checks::RouteProtocol;
+use super::fault::Fault;
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
 use crate::engine::BgpState;
 use crate::input::topology::yaml::{self, OrderedMap};
@@ -97,6 +98,10 @@ struct RawStep {
     inject: Option<Spanned<RawInject>>,
     /// The DHCP server now leases this address to `on:`'s interface (the host renews).
     lease: Option<Spanned<RawStepLease>>,
+    /// A link, a port or a device breaks (cut cable, dead optic, power loss).
+    fail: Option<Spanned<RawFault>>,
+    /// What a `fail:` broke works again.
+    restore: Option<Spanned<RawFault>>,
     #[serde(default)]
     expect: RawExpect,
 }
@@ -116,6 +121,18 @@ struct RawInject {
 struct RawHeldAllocation {
     node: String,
     handle: String,
+}
+
+/// `fail:` / `restore:` (see `fault`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFault {
+    link: Option<Vec<String>>,
+    interface: Option<String>,
+    device: Option<String>,
+    /// `fail: {device: D, for: 2m}`: off that long, then it boots.
+    #[serde(rename = "for")]
+    duration: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -267,6 +284,15 @@ pub enum Action {
     Reboot { devices: Vec<String> },
     /// Scripted facts: IPAM allocations (node, handle) held from unshown history.
     Inject { ipam: Vec<(String, String)> },
+    /// A link, port or device breaks (power back after `duration_ms`, if given); `span` is
+    /// where the step names it.
+    Fail {
+        fault: Fault,
+        duration_ms: Option<u64>,
+        span: Span,
+    },
+    /// What a `fail:` broke works again.
+    Restore { fault: Fault, span: Span },
     /// A new DHCP lease for a host's interface.
     Lease {
         device: String,
@@ -528,6 +554,8 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
         rs.lease.is_some(),
         rs.reboot.is_some(),
         rs.inject.is_some(),
+        rs.fail.is_some(),
+        rs.restore.is_some(),
     ];
     if kinds.iter().filter(|k| **k).count() > 1 {
         return Err(Diagnostic::error(
@@ -586,6 +614,36 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
             r.value.clone()
         };
         Action::Reboot { devices }
+    } else if let Some(f) = &rs.fail {
+        let span = span_of(file, f);
+        let fault = fault_of(&f.value, &span)?;
+        let duration_ms = match (&fault, &f.value.duration) {
+            (_, None) => None,
+            (Fault::Device(_), Some(d)) => Some(duration_of(file, d)?),
+            (_, Some(d)) => {
+                return Err(Diagnostic::error(
+                    span_of(file, d),
+                    "`for:` is for a device (off for a while, then it boots); restore a link or interface with a later `restore:` step",
+                ))
+            }
+        };
+        Action::Fail {
+            fault,
+            duration_ms,
+            span,
+        }
+    } else if let Some(r) = &rs.restore {
+        let span = span_of(file, r);
+        if let Some(d) = &r.value.duration {
+            return Err(Diagnostic::error(
+                span_of(file, d),
+                "`for:` belongs to `fail:`, not `restore:`",
+            ));
+        }
+        Action::Restore {
+            fault: fault_of(&r.value, &span)?,
+            span,
+        }
     } else if let Some(l) = &rs.lease {
         Action::Lease {
             device: device("lease")?,
@@ -663,6 +721,11 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
         during,
         span,
     })
+}
+
+fn fault_of(f: &RawFault, span: &Span) -> Result<Fault, Diagnostic> {
+    Fault::parse(f.link.as_deref(), f.interface.as_deref(), f.device.as_deref())
+        .map_err(|e| Diagnostic::error(span.clone(), e))
 }
 
 fn convert_check(c: RawCheck, file: &str, span: &Span) -> Result<Check, Diagnostic> {

@@ -5,6 +5,7 @@
 mod checks;
 mod clock;
 mod explain;
+pub mod fault;
 pub mod file;
 mod impact;
 pub mod junit;

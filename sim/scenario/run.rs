@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::checks;
 use super::clock::{evaluate_during, pass_time, FlowReport, Until, Watch};
 use super::explain::explain_probe;
+use super::fault;
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
 use super::impact::{dataplane_findings, peer_changes, PeerChange, ReachDelta, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
@@ -355,6 +356,10 @@ fn run_commands(
                 warnings.extend(k8s::realize(net)?);
                 Ok(outcome)
             })?;
+            // The kernel and the daemons take the change in at once: a command typed next
+            // (`ip route` after `ip route add`) sees it. No virtual time passes.
+            let now = engine.now_ms();
+            engine.run_until_quiet_or(now);
             if let Some(f) = outcome.follow.take() {
                 // `kubectl rollout status` returns when the rollout does: time passes meanwhile.
                 let until = Until::RolloutDone {
@@ -417,7 +422,16 @@ fn apply(engine: &mut Engine, step: &Step, scn: &Scenario, watch: &mut Watch) ->
         };
         return run_commands(engine, device, lines, &session, &step.span, watch);
     }
-    let (change, warnings) = apply_config(engine, step)?;
+    // Faults may let time pass (`for:`): the watched pings go on meanwhile.
+    let (change, warnings) = match &step.action {
+        Action::Fail {
+            fault,
+            duration_ms,
+            span,
+        } => fault::fail(engine, &step.id, fault, *duration_ms, span, watch)?,
+        Action::Restore { fault, span } => fault::restore(engine, &step.id, fault, span)?,
+        _ => apply_config(engine, step)?,
+    };
     Ok((change, warnings, Vec::new()))
 }
 
@@ -428,8 +442,8 @@ type Applied = (String, Vec<Diagnostic>, Vec<CommandRecord>);
 fn apply_config(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnostic>), InputError> {
     match &step.action {
         Action::Checkpoint => Ok(("no change (checkpoint)".into(), Vec::new())),
-        // `apply` runs runbook commands itself; nothing reaches here with one.
-        Action::Run { .. } => Ok((String::new(), Vec::new())),
+        // `apply` runs runbook commands and faults itself; nothing reaches here with one.
+        Action::Run { .. } | Action::Fail { .. } | Action::Restore { .. } => Ok((String::new(), Vec::new())),
         Action::Inject { ipam } => {
             let now = engine.now_ms();
             let warnings = engine.reconfigure(|net| {
@@ -454,12 +468,7 @@ fn apply_config(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnos
             engine.power_cycle(&ids);
             // The hosts are back (addresses, routes) before their kubelets and calico-nodes start.
             engine.run_until_quiet();
-            let st = engine.state().clone();
-            let now = engine.now_ms();
-            let warnings = engine.reconfigure(|net| {
-                k8s::restart_nodes(net, &st, &ids, now).map_err(|e| Diagnostic::error(step.span.clone(), e))?;
-                k8s::realize(net)
-            })?;
+            let warnings = start_node_services(engine, &ids, &step.span)?;
             let what = if devices.is_empty() {
                 "every device".to_string()
             } else {
@@ -542,6 +551,21 @@ fn apply_config(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnos
             Ok((format!("{device}: new netplan file, netplan apply"), warnings))
         }
     }
+}
+
+/// Start what runs on freshly booted hosts: kubelet and calico-node on the cluster's nodes
+/// (their pods are replaced or restarted), then bring the network in line with the cluster.
+pub(super) fn start_node_services(
+    engine: &mut Engine,
+    ids: &[DeviceId],
+    span: &Span,
+) -> Result<Vec<Diagnostic>, InputError> {
+    let st = engine.state().clone();
+    let now = engine.now_ms();
+    engine.reconfigure(|net| {
+        k8s::restart_nodes(net, &st, ids, now).map_err(|e| Diagnostic::error(span.clone(), e))?;
+        k8s::realize(net)
+    })
 }
 
 pub fn fmt_ms(ms: u64) -> String {

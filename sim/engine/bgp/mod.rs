@@ -98,6 +98,11 @@ impl Bgp {
         session::sync(self, net, st, now, out)
     }
 
+    /// Stop a device's speaker in an orderly way: every peer gets a Cease first.
+    pub(crate) fn shut_down(&mut self, dev: DeviceId, now: u64, out: &mut Out) {
+        session::stop_speaker(self, dev, now, true, out);
+    }
+
     pub(crate) fn handle(&mut self, net: &Network, st: &State, now: u64, ev: Event, out: &mut Out) -> bool {
         match ev {
             Event::Connect { session, gen } => session::connect(self, net, st, now, session, gen, out),

@@ -31,6 +31,11 @@ struct Defaults {
     connect_retry: u32,
     connect_delay: u32,
     error_wait: u32,
+    /// A single-hop eBGP session goes down at once when its interface loses carrier (EOS and
+    /// FRR `bgp fast-external-failover`, on by default) rather than at hold-timer expiry.
+    /// BIRD has no such rule: its `check link` is not modelled (off), so only the interface
+    /// going down (the neighbour's address gone: "Neighbor lost") ends a direct session.
+    fast_external_failover: bool,
 }
 
 fn defaults(flavor: BgpFlavor) -> Defaults {
@@ -42,18 +47,22 @@ fn defaults(flavor: BgpFlavor) -> Defaults {
             connect_retry: 30,
             connect_delay: 0,
             error_wait: 30,
+            // Cisco IOS documents it on by default; EOS follows (unverified, FIDELITY.md).
+            fast_external_failover: true,
         },
         BgpFlavor::Bird => Defaults {
             hold: 240,
             connect_retry: 120,
             connect_delay: 5,
             error_wait: 60,
+            fast_external_failover: false,
         },
         BgpFlavor::Frr => Defaults {
             hold: 180,
             connect_retry: 120,
             connect_delay: 0,
             error_wait: 120,
+            fast_external_failover: true,
         },
     }
 }
@@ -163,13 +172,9 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut
         let powered = st.devices.get(d).is_some_and(|s| s.powered);
         let cfg = dev.bgp.as_ref().filter(|c| powered && !c.shutdown);
         let Some(cfg) = cfg else {
-            if let Some(sp) = bgp.speakers.remove(&id) {
-                for s in sp.sessions {
-                    drop_session(bgp, now, s, "Cease: administrative shutdown", out);
-                    bgp.sessions[s.idx()].retired = true;
-                }
-                changed = true;
-            }
+            // Unpowered without an orderly shutdown first (`Engine::power_off`): the power was
+            // cut and the peers hear nothing.
+            changed |= stop_speaker(bgp, id, now, powered, out);
             continue;
         };
         let router_id = cfg
@@ -222,6 +227,55 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut
         if let Some(sp) = bgp.speakers.get_mut(&id) {
             sp.sessions = keep;
         }
+    }
+    changed | watch_links(bgp, net, st, now, out)
+}
+
+/// Remove a device's speaker: with `notify`, each established peer gets a NOTIFICATION
+/// (Cease, administrative shutdown), as when BIRD is stopped or `router bgp` is shut down;
+/// without, the sessions just vanish (power cut) and the peers find out by themselves.
+pub(super) fn stop_speaker(bgp: &mut Bgp, id: DeviceId, now: u64, notify: bool, out: &mut Out) -> bool {
+    let Some(sp) = bgp.speakers.remove(&id) else {
+        return false;
+    };
+    for s in sp.sessions {
+        bgp.sessions[s.idx()].retired = true;
+        if notify {
+            drop_session(bgp, now, s, "Cease: administrative shutdown", out);
+        } else {
+            close(bgp, now, s, "Power lost".to_string(), out);
+        }
+    }
+    true
+}
+
+/// Single-hop eBGP sessions whose interface failed go down at once, without a NOTIFICATION
+/// (nothing can cross the link): when the interface is down or lost its address (BIRD's
+/// `bgp_neigh_notify`: "Neighbor lost"), or lost carrier where the flavour has
+/// fast-external-failover. Multihop and iBGP sessions wait for their hold timer.
+fn watch_links(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut Out) -> bool {
+    let mut changed = false;
+    for sid in 0..bgp.sessions.len() {
+        let s = &bgp.sessions[sid];
+        if s.state != BgpState::Established || s.retired || ttl_of(s) != 1 {
+            continue;
+        }
+        let Some(src) = s.source else { continue };
+        let port = net
+            .device(s.device)
+            .ifaces
+            .iter()
+            .find(|i| st.ifaces[i.idx()].addr.is_some_and(|a| a.addr() == src));
+        let why = match port.map(|i| (&st.ifaces[i.idx()], net.iface(*i).name.as_str())) {
+            None => "Neighbor lost".to_string(),
+            Some((i, _)) if !i.up => "Neighbor lost".to_string(),
+            Some((i, name)) if !i.line_up && defaults(s.flavor).fast_external_failover => {
+                format!("Interface {name} down (fast-external-failover)")
+            }
+            Some(_) => continue,
+        };
+        close(bgp, now, SessionId(sid as u32), why, out);
+        changed = true;
     }
     changed
 }
@@ -588,26 +642,29 @@ pub(super) fn hold_expire(bgp: &mut Bgp, now: u64, sid: SessionId, gen: u32, out
 /// active sides try again after their connect-retry time.
 pub(super) fn drop_session(bgp: &mut Bgp, now: u64, sid: SessionId, reason: &str, out: &mut Out) {
     let peer = bgp.sessions.get(sid.idx()).and_then(|s| s.peer);
-    for (x, why) in [(Some(sid), reason.to_string()), (peer, format!("Received: {reason}"))] {
-        let Some(x) = x else { continue };
-        let s = &mut bgp.sessions[x.idx()];
-        if s.state != BgpState::Established && x != sid {
-            continue;
-        }
-        s.state = BgpState::Active;
-        s.since = now;
-        s.gen += 1;
-        s.peer = None;
-        s.last_error = Some(why);
-        s.adj_in.clear();
-        s.adj_out.clear();
-        s.hold_armed = false;
-        if !s.cfg.passive && !s.retired {
-            out.push((now + retry_ms(s.retry_s()), Event::Connect { session: x, gen: s.gen }));
-        }
-        let dev = bgp.sessions[x.idx()].device;
-        if let Some(sp) = bgp.speakers.get_mut(&dev) {
-            sp.flush_session(x);
-        }
+    close(bgp, now, sid, reason.to_string(), out);
+    if let Some(p) = peer.filter(|p| bgp.sessions[p.idx()].state == BgpState::Established) {
+        close(bgp, now, p, format!("Received: {reason}"), out);
+    }
+}
+
+/// One end of a session goes down (the other end is not told): its paths are withdrawn and,
+/// if it is active, it tries again after its connect-retry time.
+fn close(bgp: &mut Bgp, now: u64, x: SessionId, why: String, out: &mut Out) {
+    let s = &mut bgp.sessions[x.idx()];
+    s.state = BgpState::Active;
+    s.since = now;
+    s.gen += 1;
+    s.peer = None;
+    s.last_error = Some(why);
+    s.adj_in.clear();
+    s.adj_out.clear();
+    s.hold_armed = false;
+    if !s.cfg.passive && !s.retired {
+        out.push((now + retry_ms(s.retry_s()), Event::Connect { session: x, gen: s.gen }));
+    }
+    let dev = s.device;
+    if let Some(sp) = bgp.speakers.get_mut(&dev) {
+        sp.flush_session(x);
     }
 }
