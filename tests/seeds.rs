@@ -7,8 +7,8 @@ use fabsim::scenario::report::RunReport;
 use fabsim::scenario::seeds::{run_seeds, seed_range};
 use fabsim::scenario::{open, run_seeded};
 
-const COLD_S5: &str = "scenarios/seed-lab-cold-s5.yaml";
-const COLD_S6: &str = "scenarios/seed-lab-cold-s6.yaml";
+const COLD_S5: &str = "tests/data/seeds/seed-lab-cold-s5.yaml";
+const COLD_S6: &str = "tests/data/seeds/seed-lab-cold-s6.yaml";
 
 fn json_of(file: &str, seed: u64) -> String {
     let opened = open(Path::new(file)).unwrap_or_else(|e| panic!("{e}"));
@@ -87,7 +87,7 @@ fn json_and_text_report_the_seeds_and_failures() {
     let text = report.text();
     assert!(
         text.starts_with(
-            "scenario seed-lab-cold-s6 (scenarios/seed-lab-cold-s6.yaml) on topology seed-lab, 2 seeds (1-2)"
+            "scenario seed-lab-cold-s6 (tests/data/seeds/seed-lab-cold-s6.yaml) on topology seed-lab, 2 seeds (1-2)"
         ),
         "{text}"
     );
