@@ -267,15 +267,9 @@ fn capture_point(net: &Network, arg: &str) -> Result<(crate::model::DeviceId, cr
         .ok_or_else(|| Failure::Usage(format!("--capture '{arg}': expected DEVICE:INTERFACE (e.g. k-w3:ens5)")))?;
     let dev = device(net, dev_name)?;
     let iface = net.iface_by_name(dev, if_name).ok_or_else(|| {
-        let known: Vec<&str> = net
-            .device(dev)
-            .ifaces
-            .iter()
-            .map(|i| net.iface(*i).name.as_str())
-            .collect();
         Failure::Usage(format!(
             "--capture '{arg}': {dev_name} has no interface '{if_name}' (interfaces: {})",
-            known.join(", ")
+            net.iface_names(dev)
         ))
     })?;
     Ok((dev, iface))

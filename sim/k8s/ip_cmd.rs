@@ -185,16 +185,10 @@ impl RouteSpec {
 
 fn iface_of(net: &Network, dev: DeviceId, name: &str) -> Result<IfId, String> {
     net.iface_by_name(dev, name).ok_or_else(|| {
-        let known: Vec<&str> = net
-            .device(dev)
-            .ifaces
-            .iter()
-            .map(|i| net.iface(*i).name.as_str())
-            .collect();
         format!(
             "{} has no interface '{name}' (interfaces: {})",
             net.device(dev).name,
-            known.join(", ")
+            net.iface_names(dev)
         )
     })
 }

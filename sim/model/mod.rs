@@ -403,6 +403,17 @@ impl Network {
             .copied()
             .find(|i| self.iface(*i).name.eq_ignore_ascii_case(name))
     }
+
+    /// `dev`'s interface names, comma-separated: the hint when a name is not one of them.
+    pub fn iface_names(&self, dev: DeviceId) -> String {
+        let names: Vec<&str> = self
+            .device(dev)
+            .ifaces
+            .iter()
+            .map(|i| self.iface(*i).name.as_str())
+            .collect();
+        names.join(", ")
+    }
     /// Add an interface to `dev` with the defaults every kind shares (enabled, unaddressed,
     /// MTU 1500, not cabled); callers set what differs.
     pub fn add_interface(&mut self, dev: DeviceId, name: impl Into<String>, routed: bool, span: Span) -> IfId {

@@ -186,14 +186,8 @@ fn ports(net: &Network, fault: &Fault, span: &Span) -> Result<Vec<IfId>, Diagnos
 fn port(net: &Network, p: &Port, span: &Span) -> Result<IfId, Diagnostic> {
     let dev = device_of(net, &p.device, span)?;
     net.iface_by_name(dev, &p.interface).ok_or_else(|| {
-        let known: Vec<&str> = net
-            .device(dev)
-            .ifaces
-            .iter()
-            .map(|i| net.iface(*i).name.as_str())
-            .collect();
         Diagnostic::error(span.clone(), format!("{} has no interface '{}'", p.device, p.interface))
-            .with_hint(format!("interfaces: {}", known.join(", ")))
+            .with_hint(format!("interfaces: {}", net.iface_names(dev)))
     })
 }
 

@@ -262,48 +262,34 @@ fn reach_text(r: &super::ReachDelta, p: &Palette, verbose: bool, out: &mut Strin
     out.push_str(&line);
     out.push('\n');
     let listed = if verbose { usize::MAX } else { LISTED_PAIRS };
-    for (i, c) in r.unreachable.iter().enumerate().take(listed) {
-        out.push_str(&format!(
-            "    no answer {} -> {} ({}): {}\n",
-            c.from, c.to, c.addr, c.result
-        ));
-        if verbose || i < EXPLAINED_PAIRS {
-            for h in &c.why {
-                out.push_str(&format!("             {h}\n"));
-            }
-        }
-    }
-    for (i, c) in r.broke.iter().enumerate().take(listed) {
-        let broke = p.fail.paint("broke ");
-        out.push_str(&format!(
-            "    {broke} {} -> {} ({}): {}\n",
-            c.from, c.to, c.addr, c.result
-        ));
-        if verbose || i < EXPLAINED_PAIRS {
-            for h in &c.why {
-                out.push_str(&format!("             {h}\n"));
-            }
-        }
-    }
+    pair_lines("no answer", &r.unreachable, listed, verbose, out);
+    pair_lines(&p.fail.paint("broke "), &r.broke, listed, verbose, out);
     let healed_room = listed.saturating_sub(r.broke.len());
-    for c in r.healed.iter().take(healed_room) {
-        let healed = p.ok.paint("healed");
-        out.push_str(&format!(
-            "    {healed} {} -> {} ({}): {}\n",
-            c.from, c.to, c.addr, c.result
-        ));
-    }
-    let shown = (r.broke.len() + r.healed.len()).min(listed);
-    if shown < r.broke.len() + r.healed.len() {
-        out.push_str(&format!(
-            "    … and {} more pairs (--verbose lists them all)\n",
-            r.broke.len() + r.healed.len() - shown
-        ));
-    }
+    pair_lines(&p.ok.paint("healed"), &r.healed, healed_room, verbose, out);
     for e in &r.appeared {
         out.push_str(&format!("    new endpoint {e}\n"));
     }
     for e in &r.gone {
         out.push_str(&format!("    endpoint gone {e}\n"));
+    }
+}
+
+/// Up to `listed` pairs, one line each, and how many more there are; pairs that do not answer
+/// also get their decision chain (all of them with `verbose`, else the first few).
+fn pair_lines(label: &str, pairs: &[super::PairChange], listed: usize, verbose: bool, out: &mut String) {
+    for (i, c) in pairs.iter().enumerate().take(listed) {
+        out.push_str(&format!(
+            "    {label} {} -> {} ({}): {}\n",
+            c.from, c.to, c.addr, c.result
+        ));
+        if verbose || i < EXPLAINED_PAIRS {
+            for h in &c.why {
+                out.push_str(&format!("             {h}\n"));
+            }
+        }
+    }
+    if pairs.len() > listed {
+        let more = pairs.len() - listed;
+        out.push_str(&format!("    {label} … and {more} more (--verbose lists them all)\n"));
     }
 }
