@@ -40,14 +40,8 @@ fn pods(run: &scenario::Run) -> Vec<(String, String)> {
 fn the_planned_migration_keeps_every_pair_reachable() {
     let run = plan_variant(None, |_| {});
     let failed: Vec<String> = run
-        .steps
-        .iter()
-        .flat_map(|s| {
-            s.checks
-                .iter()
-                .filter(|c| !c.ok)
-                .map(move |c| format!("{}: {}\n{}", s.id, c.what, c.detail))
-        })
+        .failures()
+        .map(|(s, c)| format!("{}: {}\n{}", s.id, c.what, c.detail))
         .collect();
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 

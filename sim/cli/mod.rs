@@ -275,6 +275,39 @@ fn capture_point(net: &Network, arg: &str) -> Result<(crate::model::DeviceId, cr
     Ok((dev, iface))
 }
 
+/// `fabsim run SCENARIO --seeds N`: the scenario under N seeds from `first`, and the steps
+/// whose outcome differs between them.
+fn run_seeds(
+    path: &std::path::Path,
+    until: Option<&str>,
+    format: Format,
+    first: u64,
+    n: u64,
+    out: &mut String,
+) -> Result<i32, Failure> {
+    let opened = scenario::open(path)?;
+    if opened.scenario.is_none() {
+        return Err(Failure::Usage(format!(
+            "{} is a topology, not a scenario",
+            path.display()
+        )));
+    }
+    let seeds = scenario::seeds::seed_range(first, n);
+    let started = std::time::Instant::now();
+    let report = scenario::seeds::run_seeds(&opened, &path.display().to_string(), until, &seeds, SEEDS_THREADS)?;
+    // Wall-clock time goes to stderr: the report itself stays byte-identical.
+    eprintln!(
+        "fabsim: {} seeds replayed in {:.1} s on {SEEDS_THREADS} threads",
+        seeds.len(),
+        started.elapsed().as_secs_f64()
+    );
+    match format {
+        Format::Json => out.push_str(&report.json()),
+        Format::Text => out.push_str(&report.text()),
+    }
+    Ok(report.exit_code)
+}
+
 fn run_on(run: &Run, dev_name: &str, line: &str, out: &mut String) -> Result<i32, Failure> {
     let (net, st) = (run.engine.network(), run.engine.state());
     let dev = device(net, dev_name)?;
@@ -367,51 +400,16 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             format,
             junit,
             seed,
-            seeds: Some(n),
-            color: _,
-            verbose: _,
-        } => {
-            if junit.is_some() {
-                return Err(Failure::Usage("--junit applies to a single run, not to --seeds".into()));
-            }
-            let opened = scenario::open(&path)?;
-            if opened.scenario.is_none() {
-                return Err(Failure::Usage(format!(
-                    "{} is a topology, not a scenario",
-                    path.display()
-                )));
-            }
-            let seeds = scenario::seeds::seed_range(seed, n);
-            let started = std::time::Instant::now();
-            let report = scenario::seeds::run_seeds(
-                &opened,
-                &path.display().to_string(),
-                until.as_deref(),
-                &seeds,
-                SEEDS_THREADS,
-            )?;
-            // Wall-clock time goes to stderr: the report itself stays byte-identical.
-            eprintln!(
-                "fabsim: {} seeds replayed in {:.1} s on {SEEDS_THREADS} threads",
-                seeds.len(),
-                started.elapsed().as_secs_f64()
-            );
-            match format {
-                Format::Json => out.push_str(&report.json()),
-                Format::Text => out.push_str(&report.text()),
-            }
-            Ok(report.exit_code)
-        }
-        Command::Run {
-            scenario: path,
-            until,
-            format,
-            junit,
-            seed,
-            seeds: None,
+            seeds,
             color,
             verbose,
         } => {
+            if let Some(n) = seeds {
+                if junit.is_some() {
+                    return Err(Failure::Usage("--junit applies to a single run, not to --seeds".into()));
+                }
+                return run_seeds(&path, until.as_deref(), format, seed, n, out);
+            }
             let (opened, run) = seeded_state_at(&path, until.as_deref(), seed)?;
             let Some(scn) = &opened.scenario else {
                 return Err(Failure::Usage(format!(

@@ -91,6 +91,8 @@ pub struct ReachMatrix {
     pub endpoints: Vec<Endpoint>,
     /// Row-major, `from * n + to`; the diagonal is true.
     reached: Vec<bool>,
+    /// Forwarding loops and blackholes the echoes ran into, one line per distinct cause.
+    pub findings: Vec<String>,
 }
 
 impl ReachMatrix {
@@ -110,12 +112,20 @@ impl ReachMatrix {
     fn of(net: &Network, st: &State, endpoints: Vec<Endpoint>) -> ReachMatrix {
         let n = endpoints.len();
         let mut reached = vec![true; n * n];
+        let mut causes = Causes::default();
         for (i, from) in endpoints.iter().enumerate() {
             for (j, to) in endpoints.iter().enumerate().filter(|(j, _)| *j != i) {
-                reached[i * n + j] = answered(&echo(net, st, from, to), to.addr);
+                let p = echo(net, st, from, to);
+                reached[i * n + j] = answered(&p, to.addr);
+                causes.note(net, &p, from, to);
             }
         }
-        ReachMatrix { endpoints, reached }
+        let findings = causes.findings(net);
+        ReachMatrix {
+            endpoints,
+            reached,
+            findings,
+        }
     }
 
     pub fn reached(&self, from: usize, to: usize) -> bool {
@@ -341,36 +351,37 @@ fn ospf_neighbors(d: Option<&DevState>) -> BTreeMap<(Ipv4Addr, IfId), NbrState> 
         .unwrap_or_default()
 }
 
-/// Forwarding loops and blackholes the matrix's echoes ran into, one finding per distinct
-/// cause (a blackhole names the sources whose pings it eats).
-pub fn dataplane_findings(net: &Network, st: &State, m: &ReachMatrix) -> Vec<String> {
-    let mut loops = std::collections::BTreeSet::new();
-    let mut blackholes: BTreeMap<(DeviceId, Ipv4Addr, String), Vec<&str>> = BTreeMap::new();
-    let n = m.endpoints.len();
-    for i in 0..n {
-        for j in (0..n).filter(|j| *j != i && !m.reached(i, *j)) {
-            let (from, to) = (&m.endpoints[i], &m.endpoints[j]);
-            let p = echo(net, st, from, to);
-            if let Some(cycle) = &p.forwarding_loop {
-                let names: Vec<&str> = cycle.iter().map(|d| net.device(*d).name.as_str()).collect();
-                loops.insert(format!("forwarding loop {} (towards {})", names.join(" -> "), to.addr));
-            }
-            for hop in &p.forward {
-                if let Some(l) = hop.route.filter(|l| l.blackhole) {
-                    let sources = blackholes
-                        .entry((hop.device, to.addr, l.prefix.to_string()))
-                        .or_default();
-                    sources.push(&from.name);
-                }
+/// Forwarding loops and blackholes met by the matrix's echoes (a blackhole names the sources
+/// whose pings it eats).
+#[derive(Default)]
+struct Causes {
+    loops: std::collections::BTreeSet<String>,
+    blackholes: BTreeMap<(DeviceId, Ipv4Addr, String), Vec<String>>,
+}
+
+impl Causes {
+    fn note(&mut self, net: &Network, p: &Probe, from: &Endpoint, to: &Endpoint) {
+        if let Some(cycle) = &p.forwarding_loop {
+            let names: Vec<&str> = cycle.iter().map(|d| net.device(*d).name.as_str()).collect();
+            self.loops
+                .insert(format!("forwarding loop {} (towards {})", names.join(" -> "), to.addr));
+        }
+        for hop in &p.forward {
+            if let Some(l) = hop.route.filter(|l| l.blackhole) {
+                let key = (hop.device, to.addr, l.prefix.to_string());
+                self.blackholes.entry(key).or_default().push(from.name.clone());
             }
         }
     }
-    let holes = blackholes.into_iter().map(|((dev, dst, prefix), from)| {
-        format!(
-            "blackhole: {} drops packets to {dst} by {prefix} (from {})",
-            net.device(dev).name,
-            from.join(", ")
-        )
-    });
-    loops.into_iter().chain(holes).collect()
+
+    fn findings(self, net: &Network) -> Vec<String> {
+        let holes = self.blackholes.into_iter().map(|((dev, dst, prefix), from)| {
+            format!(
+                "blackhole: {} drops packets to {dst} by {prefix} (from {})",
+                net.device(dev).name,
+                from.join(", ")
+            )
+        });
+        self.loops.into_iter().chain(holes).collect()
+    }
 }

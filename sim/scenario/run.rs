@@ -11,7 +11,7 @@ use super::clock::{evaluate_during, pass_time, FlowReport, Until, Watch};
 use super::explain::explain_probe;
 use super::fault;
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
-use super::impact::{dataplane_findings, peer_changes, PeerChange, ReachDelta, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
+use super::impact::{peer_changes, PeerChange, ReachDelta, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Engine, State};
@@ -127,6 +127,15 @@ pub struct Run {
     pub steps: Vec<StepReport>,
 }
 
+impl Run {
+    /// Every expectation that did not hold, with the step it belongs to.
+    pub fn failures(&self) -> impl Iterator<Item = (&StepReport, &CheckResult)> {
+        self.steps
+            .iter()
+            .flat_map(|s| s.checks.iter().filter(|c| !c.ok).map(move |c| (s, c)))
+    }
+}
+
 /// Converge the topology, then run the scenario's steps up to and including `until` (all
 /// steps if `None`).
 pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
@@ -135,16 +144,16 @@ pub fn run(opened: &Opened, until: Option<&str>) -> Result<Run, InputError> {
 
 /// [`run`] with the seed of the run's random timing (BIRD's timer jitter, BGP message delays).
 pub fn run_seeded(opened: &Opened, until: Option<&str>, seed: u64) -> Result<Run, InputError> {
-    run_watched(opened, until, seed, &mut |_, _| {})
+    run_watched(opened, until, seed, &mut |_, _, _| {})
 }
 
-/// [`run_seeded`], showing `after_step` the engine once each step has run (`--seeds` reads
-/// each step's converged outcome there).
+/// [`run_seeded`], showing `after_step` the engine and the step's reachability matrix (None
+/// when not computed) once each step has run (`--seeds` reads each step's outcome there).
 pub fn run_watched(
     opened: &Opened,
     until: Option<&str>,
     seed: u64,
-    after_step: &mut dyn FnMut(&StepReport, &Engine),
+    after_step: &mut dyn FnMut(&StepReport, &Engine, Option<&ReachMatrix>),
 ) -> Result<Run, InputError> {
     let mut engine = Engine::new(opened.net.clone());
     engine.set_seed(seed);
@@ -203,7 +212,7 @@ pub fn run_watched(
     };
     for step in scn.steps.iter().take(last + 1) {
         let report = run_step(&mut run.engine, step, scn, &mut seen)?;
-        after_step(&report, &run.engine);
+        after_step(&report, &run.engine, seen.matrix.as_ref());
         run.steps.push(report);
     }
     Ok(run)
@@ -241,7 +250,7 @@ impl Seen {
             Some(before) => ReachDelta::between(before, &matrix, net, st),
             None => ReachDelta::baseline(&matrix, net, st),
         };
-        let found = dataplane_findings(net, st, &matrix);
+        let found = matrix.findings.clone();
         let new = found.iter().filter(|f| !self.findings.contains(f)).cloned().collect();
         self.findings = found;
         self.matrix = Some(matrix);

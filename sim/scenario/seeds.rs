@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::impact::{ReachMatrix, DEFAULT_REACH_ENDPOINTS};
+use super::impact::ReachMatrix;
 use super::run::{normalize, run_watched, Opened, StepReport};
 use crate::diag::InputError;
 use crate::engine::Engine;
@@ -173,24 +173,22 @@ fn replay_all(opened: &Opened, until: Option<&str>, seeds: &[u64], threads: usiz
 
 fn replay(opened: &Opened, until: Option<&str>, seed: u64) -> Result<SeedRun, InputError> {
     let mut steps = Vec::new();
-    let run = run_watched(opened, until, seed, &mut |report: &StepReport, engine: &Engine| {
-        steps.push((report.id.clone(), report.name.clone(), report.quiet, outcome(engine)));
-    })?;
-    let failed = run
-        .steps
-        .iter()
-        .flat_map(|s| {
-            s.checks
-                .iter()
-                .filter(|c| !c.ok)
-                .map(move |c| format!("{}: {}", s.id, c.what))
-        })
-        .collect();
+    let mut after_step = |report: &StepReport, engine: &Engine, matrix: Option<&ReachMatrix>| {
+        steps.push((
+            report.id.clone(),
+            report.name.clone(),
+            report.quiet,
+            outcome(engine, matrix),
+        ));
+    };
+    let run = run_watched(opened, until, seed, &mut after_step)?;
+    let failed = run.failures().map(|(s, c)| format!("{}: {}", s.id, c.what)).collect();
     Ok(SeedRun { seed, steps, failed })
 }
 
-/// Every device's forwarding table, prefix by prefix, as the device prints it.
-fn outcome(engine: &Engine) -> Outcome {
+/// Every device's forwarding table, prefix by prefix, as the device prints it, and every
+/// host/pod pair's verdict from the step's own reachability matrix.
+fn outcome(engine: &Engine, matrix: Option<&ReachMatrix>) -> Outcome {
     let (net, st) = (engine.network(), engine.state());
     let mut out = Outcome::new();
     for (i, dev) in net.devices.iter().enumerate() {
@@ -208,7 +206,7 @@ fn outcome(engine: &Engine) -> Outcome {
         }
         out.insert(dev.name.clone(), table);
     }
-    if let Ok(m) = ReachMatrix::within(net, st, DEFAULT_REACH_ENDPOINTS) {
+    if let Some(m) = matrix {
         let n = m.endpoints.len();
         let mut pairs = BTreeMap::new();
         for i in 0..n {
