@@ -405,24 +405,25 @@ impl Engine {
     /// metric. Then originate AS-externals from what got installed (seen by the other routers
     /// after the LSA delay) and send BGP updates for what changed.
     fn recompute(&mut self) {
-        let before = rib::fingerprint(&self.state);
-        let local = rib::local_tables(&self.net, &self.state);
+        let mut tables = rib::local_tables(&self.net, &self.state);
         let mut ospf_routes = self.ospf.routes(&self.net);
-        let mut tables: Vec<Vec<state::Route>> = local;
         for (i, t) in tables.iter_mut().enumerate() {
             if let Some(rs) = ospf_routes.remove(&DeviceId(i as u32)) {
                 t.extend(rs);
             }
         }
-        for (i, t) in tables.iter().enumerate() {
-            self.state.devices[i].fib = rib::install(&self.net.devices[i], t.clone());
+        // BGP resolves its next hops through the tables without BGP, so those are installed
+        // first; the tables from before are kept aside to tell whether anything changed.
+        let mut before = Vec::with_capacity(tables.len());
+        for (i, t) in tables.into_iter().enumerate() {
+            let fib = rib::install(&self.net.devices[i], t);
+            before.push(std::mem::replace(&mut self.state.devices[i].fib, fib));
         }
         let bgp_routes = self.bgp.decide(&self.net, &self.state, self.now);
-        for (i, mut t) in tables.into_iter().enumerate() {
-            if let Some(rs) = bgp_routes.get(&DeviceId(i as u32)) {
-                t.extend(rs.iter().cloned());
-            }
-            self.state.devices[i].fib = rib::install(&self.net.devices[i], t);
+        for (dev, rs) in bgp_routes {
+            // Installing BGP's routes over the installed winners picks what installing every
+            // candidate at once would (`rib::add` keeps the earlier of equals).
+            rib::add(&self.net.devices[dev.idx()], &mut self.state.devices[dev.idx()].fib, rs);
         }
         let mut out = Vec::new();
         self.bgp.export(&self.net, &self.state, self.now, &mut out);
@@ -438,9 +439,10 @@ impl Engine {
             self.schedule(self.now + LSA_DELAY_MS, Event::Recompute);
         }
         self.refresh_timers_view();
-        if rib::fingerprint(&self.state) != before {
+        if before.iter().zip(&self.state.devices).any(|(b, d)| *b != d.fib) {
             self.last_change = self.now;
             self.routes_changed = self.now;
+            self.bgp.forwarding_epoch += 1;
         }
     }
 
@@ -456,6 +458,7 @@ impl Engine {
     /// Re-derive interface status (power, shutdown, carrier, DHCP) and let OSPF react.
     fn refresh_all(&mut self) {
         self.state.ifaces = rib::interface_states(&self.net, &self.state, &self.severed);
+        self.bgp.forwarding_epoch += 1;
         let mut out = Vec::new();
         self.ospf.sync(&self.net, &self.state, self.now, &mut out);
         for (at, e) in out {

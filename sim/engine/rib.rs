@@ -2,7 +2,7 @@
 //! add`), DHCP, and OSPF routes, merged by administrative distance (EOS) or kept side by side
 //! by metric (Linux kernel table).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
@@ -91,11 +91,6 @@ fn dhcp_lease(net: &Network, st: &State, ifid: IfId) -> Option<Ipv4Net> {
     })
 }
 
-/// Every device's routes, to tell whether a recompute changed anything.
-pub(super) fn fingerprint(st: &State) -> Vec<Vec<Route>> {
-    st.devices.iter().map(|d| d.fib.iter().cloned().collect()).collect()
-}
-
 /// Every device's connected, DHCP and static routes (nothing for powered-off devices).
 pub(super) fn local_tables(net: &Network, st: &State) -> Vec<Vec<Route>> {
     net.devices
@@ -114,9 +109,16 @@ pub(super) fn local_tables(net: &Network, st: &State) -> Vec<Vec<Route>> {
 /// A device's forwarding table from its candidate routes: a router keeps the best route per
 /// prefix by administrative distance, the Linux kernel keeps every route by metric.
 pub(super) fn install(dev: &crate::model::Device, candidates: Vec<Route>) -> Fib {
+    let mut fib = Fib::default();
+    add(dev, &mut fib, candidates);
+    fib
+}
+
+/// More candidates for a table built by [`install`], as if they had come after its own.
+pub(super) fn add(dev: &crate::model::Device, fib: &mut Fib, candidates: Vec<Route>) {
     match dev.kind {
-        DeviceKind::Linux => kernel_table(candidates),
-        DeviceKind::Eos | DeviceKind::External => best_by_distance(candidates),
+        DeviceKind::Linux => kernel_table(fib, candidates),
+        DeviceKind::Eos | DeviceKind::External => best_by_distance(fib, candidates),
     }
 }
 
@@ -262,32 +264,24 @@ fn resolve_static(
     })
 }
 
-/// The Linux main table: every route is installed, keyed by (prefix, metric); a later route
-/// with the same key replaces an earlier one, as `ip route replace` would.
-fn kernel_table(candidates: Vec<Route>) -> Fib {
-    let mut fib = Fib::default();
+/// The Linux main table: every route is installed, keyed by (prefix, metric); of candidates
+/// with the same key the first one stays.
+fn kernel_table(fib: &mut Fib, candidates: Vec<Route>) {
     for r in candidates {
-        fib.routes.entry((r.prefix, r.metric)).or_insert(r);
+        if !fib.routes().contains_key(&(r.prefix, r.metric)) {
+            fib.insert(r);
+        }
     }
-    fib
 }
 
 /// A router's FIB: per prefix, the route with the lowest administrative distance; on a tie the
-/// protocol order of `Proto` (connected before static before OSPF) decides.
-fn best_by_distance(candidates: Vec<Route>) -> Fib {
-    let mut best: BTreeMap<Ipv4Net, Route> = BTreeMap::new();
+/// protocol order of `Proto` (connected before static before OSPF) decides. Router tables
+/// hold one route per prefix, so the key's metric slot is always 0.
+fn best_by_distance(fib: &mut Fib, candidates: Vec<Route>) {
     for r in candidates {
-        match best.get(&r.prefix) {
+        match fib.routes().get(&(r.prefix, 0)) {
             Some(b) if (b.distance, b.proto) <= (r.distance, r.proto) => {}
-            _ => {
-                best.insert(r.prefix, r);
-            }
+            _ => fib.insert_at((r.prefix, 0), r),
         }
     }
-    let mut fib = Fib::default();
-    // Router tables hold one route per prefix, so the key's metric slot is always 0.
-    for (prefix, r) in best {
-        fib.routes.insert((prefix, 0), r);
-    }
-    fib
 }

@@ -84,9 +84,12 @@ pub struct Route {
 
 /// A device's forwarding table. Keyed by (prefix, metric) so a Linux table can hold the same
 /// prefix at several metrics, as the kernel does; on EOS there is one route per prefix.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fib {
-    pub routes: BTreeMap<(Ipv4Net, u32), Route>,
+    routes: BTreeMap<(Ipv4Net, u32), Route>,
+    /// Bit `len` is set when some route has a prefix of that length: a lookup probes only
+    /// those lengths (a fabric's tables use a handful of the 33).
+    lens: u64,
 }
 
 impl Serialize for Fib {
@@ -99,10 +102,9 @@ impl Fib {
     /// Longest-prefix match; among equal prefixes the lowest metric wins (Linux semantics;
     /// EOS tables have one route per prefix).
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
-        for len in (0..=32u8).rev() {
+        for len in (0..=32u8).rev().filter(|l| self.lens & (1 << l) != 0) {
             let Ok(net) = Ipv4Net::new(dst, len) else { continue };
-            let net = net.trunc();
-            if let Some((_, r)) = self.routes.range((net, 0)..=(net, u32::MAX)).next() {
+            if let Some(r) = self.with_prefix(net.trunc()).next() {
                 return Some(r);
             }
         }
@@ -114,8 +116,24 @@ impl Fib {
         self.routes.values()
     }
 
+    /// The routes for exactly `prefix`, lowest metric first.
+    pub fn with_prefix(&self, prefix: Ipv4Net) -> impl Iterator<Item = &Route> {
+        self.routes.range((prefix, 0)..=(prefix, u32::MAX)).map(|(_, r)| r)
+    }
+
+    /// The table keyed by (prefix, metric).
+    pub fn routes(&self) -> &BTreeMap<(Ipv4Net, u32), Route> {
+        &self.routes
+    }
+
     pub fn insert(&mut self, r: Route) {
-        self.routes.insert((r.prefix, r.metric), r);
+        self.insert_at((r.prefix, r.metric), r);
+    }
+
+    /// `r` under `key`, replacing what was there (a router's table keys every route at metric 0).
+    pub(crate) fn insert_at(&mut self, key: (Ipv4Net, u32), r: Route) {
+        self.lens |= 1 << key.0.prefix_len();
+        self.routes.insert(key, r);
     }
 }
 

@@ -281,26 +281,22 @@ pub struct PeerChange {
 }
 
 /// Sessions and adjacencies that went down, came up, or went down and came back (their
-/// `since` moved although the state is the same).
+/// `since` moved although the state is the same). States are compared as values; only the
+/// changes are put into words.
 pub fn peer_changes(net: &Network, before: &State, after: &State) -> Vec<PeerChange> {
     let mut out = Vec::new();
     for (i, dev) in net.devices.iter().enumerate() {
         let (b, a) = (before.devices.get(i), after.devices.get(i));
         let (old, new) = (bgp_sessions(b), bgp_sessions(a));
-        let keys: std::collections::BTreeSet<_> = old.keys().chain(new.keys()).cloned().collect();
+        let keys: std::collections::BTreeSet<_> = old.keys().chain(new.keys()).copied().collect();
         for k in keys {
-            let label = match &k.0 {
-                Some(name) => format!("BGP {name} ({})", k.1),
-                None => format!("BGP {}", k.1),
-            };
-            let state =
-                |s: Option<&&BgpSessionView>| s.map_or("not configured".to_string(), |s| format!("{:?}", s.state));
-            let (o, n) = (old.get(&k), new.get(&k));
+            let (o, n) = (old.get(&k).copied(), new.get(&k).copied());
             let flapped = matches!((o, n), (Some(o), Some(n)) if o.state == BgpState::Established
                 && n.state == BgpState::Established && n.since_ms != o.since_ms);
-            if state(o) == state(n) && !flapped {
+            if o.map(|s| s.state) == n.map(|s| s.state) && !flapped {
                 continue;
             }
+            let state = |s: Option<&BgpSessionView>| s.map_or("not configured".to_string(), |s| format!("{:?}", s.state));
             let after = if flapped {
                 let since = super::fmt_ms(n.map_or(0, |s| s.since_ms));
                 format!("Established again (went down during the step; up since t={since})")
@@ -309,7 +305,10 @@ pub fn peer_changes(net: &Network, before: &State, after: &State) -> Vec<PeerCha
             };
             out.push(PeerChange {
                 device: dev.name.clone(),
-                peer: label,
+                peer: match k.0 {
+                    Some(name) => format!("BGP {name} ({})", k.1),
+                    None => format!("BGP {}", k.1),
+                },
                 before: state(o),
                 after,
                 reason: n
@@ -320,16 +319,17 @@ pub fn peer_changes(net: &Network, before: &State, after: &State) -> Vec<PeerCha
         let (old, new) = (ospf_neighbors(b), ospf_neighbors(a));
         let keys: std::collections::BTreeSet<_> = old.keys().chain(new.keys()).copied().collect();
         for k in keys {
-            let state = |s: Option<&NbrState>| s.map_or("Down".to_string(), |s| format!("{s:?}"));
-            let (o, n) = (old.get(&k), new.get(&k));
-            if state(o) == state(n) {
+            // An adjacency that does not exist reads as Down, as `show ip ospf neighbor` has it.
+            let state = |s: Option<&NbrState>| s.copied().unwrap_or(NbrState::Down);
+            let (o, n) = (state(old.get(&k)), state(new.get(&k)));
+            if o == n {
                 continue;
             }
             out.push(PeerChange {
                 device: dev.name.clone(),
                 peer: format!("OSPF {} on {}", k.0, net.iface(k.1).name),
-                before: state(o),
-                after: state(n),
+                before: format!("{o:?}"),
+                after: format!("{n:?}"),
                 reason: None,
             });
         }
@@ -337,11 +337,11 @@ pub fn peer_changes(net: &Network, before: &State, after: &State) -> Vec<PeerCha
     out
 }
 
-type SessionKey = (Option<String>, Ipv4Addr);
+type SessionKey<'a> = (Option<&'a str>, Ipv4Addr);
 
-fn bgp_sessions(d: Option<&DevState>) -> BTreeMap<SessionKey, &BgpSessionView> {
+fn bgp_sessions(d: Option<&DevState>) -> BTreeMap<SessionKey<'_>, &BgpSessionView> {
     d.and_then(|d| d.bgp.as_ref())
-        .map(|v| v.sessions.iter().map(|s| ((s.name.clone(), s.neighbor), s)).collect())
+        .map(|v| v.sessions.iter().map(|s| ((s.name.as_deref(), s.neighbor), s)).collect())
         .unwrap_or_default()
 }
 

@@ -1,8 +1,11 @@
 //! Running a scenario: apply each step to the engine, converge, diff routing tables, check
 //! expectations.
 
+use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::path::Path;
+
+use ipnet::Ipv4Net;
 
 use serde::Serialize;
 
@@ -14,7 +17,7 @@ use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenar
 use super::impact::{peer_changes, PeerChange, ReachDelta, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
-use crate::engine::{Engine, State};
+use crate::engine::{Engine, Fib, Route, State};
 use crate::input::{bird, eos, netplan, topology};
 use crate::k8s::{self, Pin};
 use crate::model::{DeviceId, DeviceKind, Network};
@@ -587,27 +590,45 @@ pub fn fmt_ms(ms: u64) -> String {
 
 /// Per device, the routes that disappeared and appeared, each printed as the device's own
 /// table prints it (EOS `show ip route`, Linux `ip route`), in table order.
+///
+/// Routes are compared as lines, because that is what the report shows: a route whose fields
+/// changed but whose line did not is no change. A line names its prefix, so lines of different
+/// prefixes never match: only the prefixes whose routes differ are formatted and compared.
 pub fn route_diff(net: &Network, before: &State, after: &State) -> Vec<String> {
+    // A device the step created has no table before it.
+    let empty = Fib::default();
     let mut out = Vec::new();
     for (i, dev) in net.devices.iter().enumerate() {
-        let id = DeviceId(i as u32);
-        let lines = |st: &State| -> Vec<String> {
-            st.devices.get(i).map_or_else(Vec::new, |d| {
-                d.fib
-                    .iter()
-                    .map(|r| normalize(&views::route_line(net, id, r)))
-                    .collect()
-            })
-        };
-        let (b, a) = (lines(before), lines(after));
-        for gone in b.iter().filter(|l| !a.contains(l)) {
-            out.push(format!("{}: - {gone}", dev.name));
-        }
-        for new in a.iter().filter(|l| !b.contains(l)) {
-            out.push(format!("{}: + {new}", dev.name));
+        let (b, a) = (table(before, i, &empty), table(after, i, &empty));
+        if b != a {
+            push_fib_diff(net, DeviceId(i as u32), &dev.name, b, a, &mut out);
         }
     }
     out
+}
+
+fn table<'a>(st: &'a State, device: usize, empty: &'a Fib) -> &'a Fib {
+    st.devices.get(device).map_or(empty, |d| &d.fib)
+}
+
+/// One device's `- gone` lines, then its `+ new` lines, each in table order.
+fn push_fib_diff(net: &Network, id: DeviceId, name: &str, before: &Fib, after: &Fib, out: &mut Vec<String>) {
+    let prefixes: BTreeSet<Ipv4Net> = before.routes().keys().chain(after.routes().keys()).map(|k| k.0).collect();
+    let (mut gone, mut new) = (Vec::new(), Vec::new());
+    for p in prefixes {
+        let (b, a): (Vec<&Route>, Vec<&Route>) = (before.with_prefix(p).collect(), after.with_prefix(p).collect());
+        if b == a {
+            continue;
+        }
+        let lines = |rs: &[&Route]| -> Vec<String> {
+            rs.iter().map(|r| normalize(&views::route_line(net, id, r))).collect()
+        };
+        let (b, a) = (lines(&b), lines(&a));
+        gone.extend(b.iter().filter(|l| !a.contains(l)).map(|l| format!("{name}: - {l}")));
+        new.extend(a.iter().filter(|l| !b.contains(l)).map(|l| format!("{name}: + {l}")));
+    }
+    out.append(&mut gone);
+    out.append(&mut new);
 }
 
 /// A ping target: an address, or a device name (its first addressed interface).

@@ -90,6 +90,10 @@ pub(crate) struct Keys {
     /// `/global/peer_v4/<ip>[-<port>]`.
     pub global_peers_v4: BTreeMap<String, Peer>,
     pub hosts: BTreeMap<String, Host>,
+    /// Host names by each of their addresses (`ip_addr_v4` and `ip_addr_v6`, "" included), in
+    /// name order: a peering looks its node up here instead of scanning every host, which made
+    /// a build O(nodes × peerings).
+    hosts_by_ip: BTreeMap<String, BTreeSet<String>>,
     /// `/calico/ipam/v2/host/<node>/ipv4/block/<ip>-<len>` → affinity state.
     pub blocks: BTreeMap<String, BTreeMap<String, String>>,
     pub pools_v4: BTreeMap<String, Pool>,
@@ -179,6 +183,11 @@ impl Keys {
     /// peerings; the first entry for a key wins. Calico walks its BGPPeers in Go map order;
     /// fabsim walks them by name, which only matters when two BGPPeers produce the same key.
     fn peers_from(&mut self, ds: &Datastore) {
+        for (name, h) in &self.hosts {
+            for ip in [&h.ip_addr_v4, &h.ip_addr_v6] {
+                self.hosts_by_ip.entry(ip.clone()).or_default().insert(name.clone());
+            }
+        }
         let node_ips: BTreeSet<&str> = self
             .hosts
             .values()
@@ -311,10 +320,8 @@ impl Keys {
             as_num.to_string()
         };
         let mut out = Vec::new();
-        for (name, h) in &self.hosts {
-            if h.ip_addr_v4 != ip && h.ip_addr_v6 != ip {
-                continue;
-            }
+        let with_ip = self.hosts_by_ip.get(ip).into_iter().flatten();
+        for (name, h) in with_ip.filter_map(|n| Some((n, self.hosts.get(n)?))) {
             if *h.as_num.as_ref().unwrap_or(&self.global_as) != want {
                 continue;
             }

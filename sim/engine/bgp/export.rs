@@ -140,10 +140,9 @@ fn advertise(
             let received = matches!(best.origin, Origin::Peer(..));
             let active = st.devices[sp.device.idx()]
                 .fib
-                .routes
-                .range((prefix, 0)..=(prefix, u32::MAX))
+                .with_prefix(prefix)
                 .next()
-                .is_some_and(|(_, r)| matches!(r.proto, Proto::BgpExternal | Proto::BgpInternal));
+                .is_some_and(|r| matches!(r.proto, Proto::BgpExternal | Proto::BgpInternal));
             if received && !active && !advertise_inactive {
                 return Vec::new();
             }

@@ -68,6 +68,9 @@ pub(crate) struct Bgp {
     pub(crate) findings: Vec<String>,
     /// The speakers' timer randomisation, drawn from the run's seed.
     pub(crate) jitter: Jitter,
+    /// Bumped whenever something a packet walk reads (interfaces, forwarding tables, the
+    /// configuration) may have changed: a session's transport verdict is good until then.
+    pub(crate) forwarding_epoch: u64,
 }
 
 /// The seed a run uses unless told otherwise (`fabsim run --seed`).
@@ -85,6 +88,7 @@ impl Default for Bgp {
             next_src: 0,
             path_limit: DEFAULT_PATH_LIMIT,
             findings: Vec::new(),
+            forwarding_epoch: 0,
             jitter: Jitter::new(DEFAULT_SEED),
         }
     }

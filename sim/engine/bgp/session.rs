@@ -99,6 +99,9 @@ pub(crate) struct Session {
     /// When the last UPDATE sent on this session arrives: later ones never overtake it (TCP
     /// delivers in order).
     pub last_arrival: u64,
+    /// The last keepalive's transport check: (forwarding epoch, source address, got through).
+    /// Keepalives of a quiet network re-use it instead of walking the data plane again.
+    pub transport_seen: Option<(u64, Ipv4Addr, bool)>,
 }
 
 impl Session {
@@ -316,6 +319,7 @@ fn new_session(
         adj_out: BTreeMap::new(),
         retired: false,
         last_arrival: now,
+        transport_seen: None,
     });
     start(bgp, now, sid, out);
     sid
@@ -328,7 +332,8 @@ fn same_config(a: &BgpNeighbor, b: &BgpNeighbor) -> bool {
         span: Default::default(),
         ..n.clone()
     };
-    strip(a) == strip(b)
+    // The common case, a configuration not touched since the last sync, needs no copies.
+    a == b || strip(a) == strip(b)
 }
 
 /// Idle → Active: a passive or shut-down session waits; an active one connects after its
@@ -596,8 +601,13 @@ pub(super) fn keepalive(
     if s.gen != gen || s.state != BgpState::Established {
         return false;
     }
-    let up = s.source.is_some_and(|src| transport(net, st, s, src).is_ok());
+    let epoch = bgp.forwarding_epoch;
+    let up = s.source.is_some_and(|src| match s.transport_seen {
+        Some((e, seen_src, ok)) if e == epoch && seen_src == src => ok,
+        _ => transport(net, st, s, src).is_ok(),
+    });
     let s = &mut bgp.sessions[sid.idx()];
+    s.transport_seen = s.source.map(|src| (epoch, src, up));
     if up {
         s.last_ok = now;
         s.hold_armed = false;

@@ -365,7 +365,7 @@ fn local_routes(net: &Network, st: &State, dev: DeviceId) -> Vec<(Ipv4Net, Strin
     }
     if let (Some(cfg), None) = (&d.bgp, &d.bird) {
         for p in &cfg.networks {
-            if fib.routes.range((*p, 0)..=(*p, u32::MAX)).next().is_some() {
+            if fib.with_prefix(*p).next().is_some() {
                 out.push((*p, "network".into(), LocalDest::Rib, PREF_BGP, BgpOrigin::Igp));
             }
         }
