@@ -1,21 +1,25 @@
 //! Criterion benchmarks: convergence of the bundled seed lab, full scenario replays (the seed
-//! lab's runbook from the underlay through kubeadm, Calico, the pool migration and the reboot;
-//! the BGP stages), a ping over a converged state, and Calico's IPAM and confd at a scale the
-//! lab does not reach; generated leaf-spine fabrics (`fabsim gen leaf-spine`, OSPF underlay,
-//! Calico peering with the ToR) from topology text to converged FIBs on every device. Results
-//! and the machine go in BENCHMARKS.md.
+//! lab's whole runbook, `seed_lab_replay`; the BGP stages), a ping over a converged state, and
+//! Calico's IPAM and confd at a scale the lab does not reach; generated leaf-spine fabrics
+//! (`fabsim gen leaf-spine`, OSPF or eBGP underlay, Calico peering with the ToR) from topology
+//! text to converged FIBs on every device (`converge/…`), the all-pairs reachability matrix
+//! after convergence (`reach_all_pairs/…`) and a spine-leaf link failure re-converged
+//! (`step_delta/…`). Peak memory of the same workloads: `peak_memory.rs`. Results and the
+//! machine go in BENCHMARKS.md.
+
+mod common;
 
 use std::net::Ipv4Addr;
 use std::path::Path;
 
+use common::{fabric, fabric_id, fail_spine_leaf_link, load_and_converge, reach_all_pairs, FABRICS};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use fabsim::calico::confd;
 use fabsim::calico::datastore::Node;
 use fabsim::calico::install::Calico;
 use fabsim::dataplane::{probe, ProbeKind};
 use fabsim::engine::converge;
-use fabsim::gen::LeafSpine;
-use fabsim::input::topology::parse_topology;
+use fabsim::gen::Underlay;
 use fabsim::scenario;
 
 fn seed_lab(c: &mut Criterion) {
@@ -23,7 +27,8 @@ fn seed_lab(c: &mut Criterion) {
     c.bench_function("converge seed-lab topology", |b| b.iter(|| converge(topo.net.clone())));
 
     let scn = scenario::open(Path::new("scenarios/seed-lab.yaml")).expect("scenario");
-    c.bench_function("replay seed-lab scenario (s0-s2)", |b| {
+    // The whole runbook: 46 steps, each converged, with every check, route diff and matrix.
+    c.bench_function("seed_lab_replay", |b| {
         b.iter(|| scenario::run(&scn, None).expect("run"))
     });
 
@@ -103,24 +108,43 @@ fn calico(c: &mut Criterion) {
     });
 }
 
-/// `converge/SxLxN`: load the generated topology (which builds the cluster) and converge it.
+/// `converge/SxLxN` and `converge/ebgp-SxLxN`: load the generated topology (which builds the
+/// cluster) and converge it.
 fn generated(c: &mut Criterion) {
     let mut group = c.benchmark_group("converge");
     // A 4x32x16 run takes seconds; criterion's minimum of 10 samples keeps the bench short.
     group.sample_size(10);
-    for (s, l, n) in [(2, 4, 2), (4, 32, 16)] {
-        let text = LeafSpine::new(s, l, n).generate();
-        group.bench_function(format!("{s}x{l}x{n}"), |b| {
-            b.iter(|| {
-                let loaded = parse_topology(&text, "generated.yaml").expect("generated topology loads");
-                let (engine, conv) = converge(loaded.net);
-                assert!(conv.quiet, "converged");
-                engine
-            })
-        });
+    for underlay in [Underlay::Ospf, Underlay::Ebgp] {
+        for (s, l, n) in FABRICS {
+            let text = fabric(s, l, n, underlay);
+            group.bench_function(fabric_id(s, l, n, underlay), |b| b.iter(|| load_and_converge(&text)));
+        }
     }
     group.finish();
 }
 
-criterion_group!(benches, seed_lab, calico, generated);
+/// `reach_all_pairs/SxLxN`: the host/pod matrix of a converged fabric; `step_delta/SxLxN`: a
+/// spine-leaf link cut and the re-convergence after it (the converged engine is cloned
+/// outside the measurement).
+fn after_convergence(c: &mut Criterion) {
+    let (s, l, n) = FABRICS[1];
+    let id = fabric_id(s, l, n, Underlay::Ospf);
+    let engine = load_and_converge(&fabric(s, l, n, Underlay::Ospf));
+    let mut group = c.benchmark_group("reach_all_pairs");
+    group.sample_size(10);
+    group.bench_function(&id, |b| b.iter(|| reach_all_pairs(&engine)));
+    group.finish();
+    let mut group = c.benchmark_group("step_delta");
+    group.sample_size(10);
+    group.bench_function(&id, |b| {
+        b.iter_batched(
+            || engine.clone(),
+            |mut e| fail_spine_leaf_link(&mut e),
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, seed_lab, calico, generated, after_convergence);
 criterion_main!(benches);

@@ -296,7 +296,8 @@ pub fn peer_changes(net: &Network, before: &State, after: &State) -> Vec<PeerCha
             if o.map(|s| s.state) == n.map(|s| s.state) && !flapped {
                 continue;
             }
-            let state = |s: Option<&BgpSessionView>| s.map_or("not configured".to_string(), |s| format!("{:?}", s.state));
+            let state =
+                |s: Option<&BgpSessionView>| s.map_or("not configured".to_string(), |s| format!("{:?}", s.state));
             let after = if flapped {
                 let since = super::fmt_ms(n.map_or(0, |s| s.since_ms));
                 format!("Established again (went down during the step; up since t={since})")
@@ -341,7 +342,12 @@ type SessionKey<'a> = (Option<&'a str>, Ipv4Addr);
 
 fn bgp_sessions(d: Option<&DevState>) -> BTreeMap<SessionKey<'_>, &BgpSessionView> {
     d.and_then(|d| d.bgp.as_ref())
-        .map(|v| v.sessions.iter().map(|s| ((s.name.as_deref(), s.neighbor), s)).collect())
+        .map(|v| {
+            v.sessions
+                .iter()
+                .map(|s| ((s.name.as_deref(), s.neighbor), s))
+                .collect()
+        })
         .unwrap_or_default()
 }
 

@@ -613,16 +613,20 @@ fn table<'a>(st: &'a State, device: usize, empty: &'a Fib) -> &'a Fib {
 
 /// One device's `- gone` lines, then its `+ new` lines, each in table order.
 fn push_fib_diff(net: &Network, id: DeviceId, name: &str, before: &Fib, after: &Fib, out: &mut Vec<String>) {
-    let prefixes: BTreeSet<Ipv4Net> = before.routes().keys().chain(after.routes().keys()).map(|k| k.0).collect();
+    let prefixes: BTreeSet<Ipv4Net> = before
+        .routes()
+        .keys()
+        .chain(after.routes().keys())
+        .map(|k| k.0)
+        .collect();
     let (mut gone, mut new) = (Vec::new(), Vec::new());
     for p in prefixes {
         let (b, a): (Vec<&Route>, Vec<&Route>) = (before.with_prefix(p).collect(), after.with_prefix(p).collect());
         if b == a {
             continue;
         }
-        let lines = |rs: &[&Route]| -> Vec<String> {
-            rs.iter().map(|r| normalize(&views::route_line(net, id, r))).collect()
-        };
+        let lines =
+            |rs: &[&Route]| -> Vec<String> { rs.iter().map(|r| normalize(&views::route_line(net, id, r))).collect() };
         let (b, a) = (lines(&b), lines(&a));
         gone.extend(b.iter().filter(|l| !a.contains(l)).map(|l| format!("{name}: - {l}")));
         new.extend(a.iter().filter(|l| !b.contains(l)).map(|l| format!("{name}: + {l}")));

@@ -1,0 +1,52 @@
+//! The workloads of issue #8, shared by the timing benchmarks (`converge.rs`, criterion) and
+//! the peak-memory harness (`peak_memory.rs`), so both measure the same thing.
+
+use fabsim::engine::{converge, Convergence, Engine};
+use fabsim::gen::{LeafSpine, Underlay};
+use fabsim::input::topology::parse_topology;
+use fabsim::scenario::ReachMatrix;
+
+/// The generated fabrics benchmarked (spines, leaves, nodes per leaf); 16x256x16 is not among
+/// them yet (BENCHMARKS.md says how far it is).
+pub const FABRICS: [(u32, u32, u32); 2] = [(2, 4, 2), (4, 32, 16)];
+
+/// A generated fabric's name in benchmark ids: `4x32x16`, `ebgp-4x32x16`.
+pub fn fabric_id(s: u32, l: u32, n: u32, underlay: Underlay) -> String {
+    match underlay {
+        Underlay::Ospf => format!("{s}x{l}x{n}"),
+        Underlay::Ebgp => format!("ebgp-{s}x{l}x{n}"),
+    }
+}
+
+/// `fabsim gen leaf-spine` text for these sizes: Calico peering with the ToR, per-node ASNs,
+/// no pods (node-to-node reachability is what the matrix then checks).
+pub fn fabric(s: u32, l: u32, n: u32, underlay: Underlay) -> String {
+    LeafSpine {
+        underlay,
+        ..LeafSpine::new(s, l, n)
+    }
+    .generate()
+}
+
+/// From topology text to converged FIBs on every device (the load builds and realizes the
+/// declared cluster).
+pub fn load_and_converge(text: &str) -> Engine {
+    let loaded = parse_topology(text, "generated.yaml").expect("generated topology loads");
+    let (engine, conv) = converge(loaded.net);
+    assert!(conv.quiet, "converged");
+    engine
+}
+
+/// Every host and pod to every other one, after convergence.
+pub fn reach_all_pairs(engine: &Engine) -> ReachMatrix {
+    ReachMatrix::compute(engine.network(), engine.state())
+}
+
+/// Cut the cable between spine-1 and leaf-1 and run until quiet again.
+pub fn fail_spine_leaf_link(engine: &mut Engine) -> Convergence {
+    let net = engine.network();
+    let spine = net.device_by_name("spine-1").expect("spine-1");
+    let port = net.iface_by_name(spine, "Ethernet1").expect("spine-1 Ethernet1");
+    engine.set_severed(&[port], true);
+    engine.run_until_quiet()
+}
