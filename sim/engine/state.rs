@@ -183,3 +183,47 @@ pub struct DevState {
     pub ospf: Option<OspfView>,
     pub bgp: Option<super::BgpView>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(prefix: &str, metric: u32) -> Route {
+        Route {
+            prefix: prefix.parse().expect("prefix"),
+            proto: Proto::Static,
+            distance: 0,
+            metric,
+            nexthops: Vec::new(),
+            src: None,
+            blackhole: false,
+            linux_proto: None,
+            scope_link: false,
+            onlink: false,
+        }
+    }
+
+    fn hit(fib: &Fib, dst: &str) -> Option<(String, u32)> {
+        fib.lookup(dst.parse().expect("address"))
+            .map(|r| (r.prefix.to_string(), r.metric))
+    }
+
+    #[test]
+    fn lookup_takes_the_longest_prefix_present_then_the_lowest_metric() {
+        let mut fib = Fib::default();
+        assert_eq!(hit(&fib, "10.1.0.5"), None, "an empty table");
+        for (p, m) in [
+            ("10.1.0.0/26", 100),
+            ("0.0.0.0/0", 0),
+            ("10.0.0.0/8", 0),
+            ("10.1.0.5/32", 0),
+            ("10.1.0.0/26", 20),
+        ] {
+            fib.insert(route(p, m));
+        }
+        assert_eq!(hit(&fib, "10.1.0.5"), Some(("10.1.0.5/32".into(), 0)));
+        assert_eq!(hit(&fib, "10.1.0.6"), Some(("10.1.0.0/26".into(), 20)));
+        assert_eq!(hit(&fib, "10.1.0.64"), Some(("10.0.0.0/8".into(), 0)));
+        assert_eq!(hit(&fib, "192.0.2.1"), Some(("0.0.0.0/0".into(), 0)));
+    }
+}

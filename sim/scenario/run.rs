@@ -815,3 +815,58 @@ pub fn describe_outcome(o: &ProbeOutcome) -> String {
         ProbeOutcome::Lost { reason } => format!("no reply: {reason}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Proto;
+    use crate::views::testnet::*;
+
+    /// Leaf-3 at s1b with one OSPF route moved to another port, one route changed in a field
+    /// `show ip route` does not print, and one new prefix.
+    #[test]
+    fn route_diff_names_changed_lines_only_gone_before_new_in_table_order() {
+        let (mut lab, d) = leaf3_s1b();
+        let before = lab.st.clone();
+        let et2 = lab.net.iface_by_name(d, "Ethernet2").expect("Ethernet2");
+        let moved = eos_route(
+            "10.0.11.0/31",
+            Proto::OspfIntra,
+            (110, 30),
+            vec![hop(Some("10.3.33.1"), et2)],
+        );
+        lab.route(d, moved);
+        let et1 = lab.net.iface_by_name(d, "Ethernet1").expect("Ethernet1");
+        let unprinted = Route {
+            src: Some(ip("10.33.99.1")),
+            ..eos_route(
+                "10.1.11.0/31",
+                Proto::OspfIntra,
+                (110, 30),
+                vec![hop(Some("10.33.99.0"), et1)],
+            )
+        };
+        lab.route(d, unprinted);
+        lab.route(
+            d,
+            eos_route(
+                "10.9.0.0/24",
+                Proto::OspfE2,
+                (110, 1),
+                vec![hop(Some("10.33.99.0"), et1)],
+            ),
+        );
+        assert_eq!(
+            route_diff(&lab.net, &before, &lab.st),
+            [
+                "Leaf-3: - O 10.0.11.0/31 [110/30] via 10.33.99.0, Ethernet1",
+                "Leaf-3: + O 10.0.11.0/31 [110/30] via 10.3.33.1, Ethernet2",
+                "Leaf-3: + O E2 10.9.0.0/24 [110/1] via 10.33.99.0, Ethernet1",
+            ]
+        );
+        assert!(
+            route_diff(&lab.net, &lab.st, &lab.st).is_empty(),
+            "a table against itself"
+        );
+    }
+}
