@@ -17,7 +17,7 @@ mod table;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::bgp_state::{BgpView, PathAttrs};
+use super::bgp_state::{BgpView, BgpWireRecord, PathAttrs};
 use super::state::{Route, State};
 use crate::model::{DeviceId, Network};
 use ipnet::Ipv4Net;
@@ -68,6 +68,37 @@ pub(crate) struct Bgp {
     pub(crate) findings: Vec<String>,
     /// The speakers' timer randomisation, drawn from the run's seed.
     pub(crate) jitter: Jitter,
+    /// Every message sent, for captures (`Engine::record_bgp_wire`); None: not kept.
+    pub(crate) wire: Option<WireLog>,
+}
+
+/// The BGP messages a run sent, in order, with a number per TCP connection.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WireLog {
+    pub(crate) records: Vec<BgpWireRecord>,
+    connections: u64,
+    /// Interfaces whose segments captures want (`WirePath` is kept for those only).
+    pub(crate) taps: std::collections::BTreeSet<crate::model::IfId>,
+    /// Records before this one have been walked.
+    pub(crate) walked: usize,
+}
+
+impl WireLog {
+    pub(crate) fn new(taps: std::collections::BTreeSet<crate::model::IfId>) -> Self {
+        WireLog {
+            taps,
+            ..Default::default()
+        }
+    }
+
+    fn new_connection(&mut self) -> u64 {
+        self.connections += 1;
+        self.connections
+    }
+
+    fn push(&mut self, r: BgpWireRecord) {
+        self.records.push(r);
+    }
 }
 
 /// The seed a run uses unless told otherwise (`fabsim run --seed`).
@@ -86,6 +117,7 @@ impl Default for Bgp {
             path_limit: DEFAULT_PATH_LIMIT,
             findings: Vec::new(),
             jitter: Jitter::new(DEFAULT_SEED),
+            wire: None,
         }
     }
 }
