@@ -112,10 +112,13 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
     }
 }
 
+/// The paths advertised for one prefix: (path id, attributes).
+type Paths = Vec<(u32, Arc<PathAttrs>)>;
+
 /// The UPDATE that takes session `s` from what it advertised to `updates`: with ADD-PATH the
 /// path ids no longer sent are withdrawn and new or changed paths announced (RFC 7911 §3: a
 /// path id is replaced by announcing it again); without, one path per prefix or a withdrawal.
-fn update_message(s: &Session, updates: &[(Ipv4Net, Vec<(u32, Arc<PathAttrs>)>)]) -> BgpMessage {
+fn update_message(s: &Session, updates: &[(Ipv4Net, Paths)]) -> BgpMessage {
     let mut withdrawn = Vec::new();
     let mut announced = Vec::new();
     for (prefix, want) in updates {
