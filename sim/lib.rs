@@ -16,3 +16,4 @@ pub mod k8s;
 pub mod model;
 pub mod scenario;
 pub mod views;
+pub mod wire;

@@ -12,11 +12,13 @@ use serde::Serialize;
 use crate::dataplane::{probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError};
 use crate::gen;
+use crate::model::IfId;
 use crate::model::{DeviceKind, Network};
 use crate::scenario::junit::junit_xml;
 use crate::scenario::report::{RunReport, DEFAULT_SEED};
 use crate::scenario::{self, describe_probe, resolve_target, Opened, Run};
 use crate::views;
+use crate::wire::{self, Frame};
 
 /// Threads `run --seeds` replays on (the machines fabsim is built on have 2 cores; the report
 /// does not depend on it).
@@ -64,6 +66,10 @@ enum Command {
         /// Also print what `tcpdump -n -i IF` on DEVICE shows during the ping (repeatable).
         #[arg(long, value_name = "DEVICE:IF")]
         capture: Vec<String>,
+        /// Write every packet of the ping that crossed DEVICE's interface IF to FILE as a pcap
+        /// (Ethernet; virtual time; repeatable).
+        #[arg(long, value_name = "DEVICE:IF=FILE")]
+        pcap: Vec<String>,
     },
     /// Trace the path from FROM to TO (`traceroute -n`).
     Traceroute {
@@ -72,6 +78,10 @@ enum Command {
         step: Option<String>,
         from: String,
         to: String,
+        /// Write every probe and answer that crossed DEVICE's interface IF to FILE as a pcap
+        /// (repeatable).
+        #[arg(long, value_name = "DEVICE:IF=FILE")]
+        pcap: Vec<String>,
     },
     /// Reachability between every pair of hosts.
     Reach {
@@ -131,6 +141,10 @@ enum Command {
         /// otherwise summarises large steps).
         #[arg(long, short = 'v')]
         verbose: bool,
+        /// Write the BGP sessions' TCP segments (OPEN, UPDATE, KEEPALIVE, NOTIFICATION) that
+        /// crossed DEVICE's interface IF during the run to FILE as a pcap (repeatable).
+        #[arg(long, value_name = "DEVICE:IF=FILE")]
+        pcap: Vec<String>,
     },
     /// Explain one flow hop by hop: each device's forwarding decision (matched prefix,
     /// protocol, next hop, interface), encapsulation and NAT, and where the packet ends.
@@ -236,12 +250,13 @@ pub fn main() -> i32 {
 
 /// Open a file and replay it to the requested step; warnings go to stderr.
 fn state_at(file: &std::path::Path, step: Option<&str>) -> Result<(Opened, Run), Failure> {
-    seeded_state_at(file, step, DEFAULT_SEED)
+    let opened = scenario::open(file)?;
+    let run = scenario::run_seeded(&opened, step, DEFAULT_SEED)?;
+    print_warnings(&run);
+    Ok((opened, run))
 }
 
-fn seeded_state_at(file: &std::path::Path, step: Option<&str>, seed: u64) -> Result<(Opened, Run), Failure> {
-    let opened = scenario::open(file)?;
-    let run = scenario::run_seeded(&opened, step, seed)?;
+fn print_warnings(run: &Run) {
     for w in run
         .start
         .warnings
@@ -250,7 +265,6 @@ fn seeded_state_at(file: &std::path::Path, step: Option<&str>, seed: u64) -> Res
     {
         eprintln!("{w}");
     }
-    Ok((opened, run))
 }
 
 fn device(net: &Network, name: &str) -> Result<crate::model::DeviceId, Failure> {
@@ -261,18 +275,50 @@ fn device(net: &Network, name: &str) -> Result<crate::model::DeviceId, Failure> 
 }
 
 /// A `--capture DEVICE:IF` argument: a device and one of its interfaces.
-fn capture_point(net: &Network, arg: &str) -> Result<(crate::model::DeviceId, crate::model::IfId), Failure> {
+fn capture_point(net: &Network, flag: &str, arg: &str) -> Result<(crate::model::DeviceId, IfId), Failure> {
     let (dev_name, if_name) = arg
         .split_once(':')
-        .ok_or_else(|| Failure::Usage(format!("--capture '{arg}': expected DEVICE:INTERFACE (e.g. k-w3:ens5)")))?;
+        .ok_or_else(|| Failure::Usage(format!("{flag} '{arg}': expected DEVICE:INTERFACE (e.g. k-w3:ens5)")))?;
     let dev = device(net, dev_name)?;
     let iface = net.iface_by_name(dev, if_name).ok_or_else(|| {
         Failure::Usage(format!(
-            "--capture '{arg}': {dev_name} has no interface '{if_name}' (interfaces: {})",
+            "{flag} '{arg}': {dev_name} has no interface '{if_name}' (interfaces: {})",
             net.iface_names(dev)
         ))
     })?;
     Ok((dev, iface))
+}
+
+/// `--pcap DEVICE:IF=FILE` arguments: the interfaces and the files their captures go to. A
+/// tunnel device carries no Ethernet frames: its packets are captured on the interface that
+/// carries the tunnel.
+fn pcap_points(net: &Network, args: &[String]) -> Result<Vec<(IfId, PathBuf)>, Failure> {
+    args.iter()
+        .map(|arg| {
+            let (point, file) = arg.split_once('=').ok_or_else(|| {
+                Failure::Usage(format!(
+                    "--pcap '{arg}': expected DEVICE:INTERFACE=FILE (e.g. k-w3:ens5=s1.pcap)"
+                ))
+            })?;
+            let (_, iface) = capture_point(net, "--pcap", point)?;
+            if net.iface(iface).tunnel.is_some() {
+                return Err(Failure::Usage(format!(
+                    "--pcap '{arg}': {point} is a tunnel device; capture on the interface that carries the tunnel"
+                )));
+            }
+            Ok((iface, PathBuf::from(file)))
+        })
+        .collect()
+}
+
+/// Write each `--pcap` file with the frames `frames` gives for its interface.
+fn write_pcaps(points: &[(IfId, PathBuf)], frames: impl Fn(IfId) -> Vec<Frame>) -> Result<(), Failure> {
+    for (iface, file) in points {
+        let out = std::fs::File::create(file).map_err(|e| Failure::Usage(format!("--pcap {}: {e}", file.display())))?;
+        wire::pcap::write(std::io::BufWriter::new(out), &frames(*iface))
+            .map_err(|e| Failure::Usage(format!("--pcap {}: {e}", file.display())))?;
+    }
+    Ok(())
 }
 
 /// `fabsim run SCENARIO --seeds N`: the scenario under N seeds from `first`, and the steps
@@ -338,6 +384,7 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             to,
             count,
             capture,
+            pcap,
         } => {
             let (_, run) = state_at(&file, step.as_deref())?;
             let net = run.engine.network();
@@ -345,9 +392,10 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             let src = device(net, &from)?;
             // Captures first: a bad `--capture` fails before anything is printed.
             let ping = views::tcpdump::PingCapture::new(net, run.engine.state(), src, to, count);
+            write_pcaps(&pcap_points(net, &pcap)?, |iface| ping.frames(net, iface))?;
             let mut captures = String::new();
             for arg in &capture {
-                let (dev, iface) = capture_point(net, arg)?;
+                let (dev, iface) = capture_point(net, "--capture", arg)?;
                 let text = ping.on(net, dev, iface).map_err(|e| Failure::Usage(e.message))?;
                 captures.push_str(&format!(
                     "\n# {}: tcpdump -n -i {}\n{text}",
@@ -363,9 +411,21 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             out.push_str(&captures);
             Ok(code)
         }
-        Command::Traceroute { file, step, from, to } => {
+        Command::Traceroute {
+            file,
+            step,
+            from,
+            to,
+            pcap,
+        } => {
             let (_, run) = state_at(&file, step.as_deref())?;
             let to = target(&run, &to)?;
+            let net = run.engine.network();
+            let points = pcap_points(net, &pcap)?;
+            if !points.is_empty() {
+                let trace = views::tcpdump::TraceCapture::new(net, run.engine.state(), device(net, &from)?, to);
+                write_pcaps(&points, |iface| trace.frames(net, iface))?;
+            }
             run_on(&run, &from, &format!("traceroute -n {to}"), out)
         }
         Command::Reach { file, step, format } => {
@@ -403,14 +463,25 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             seeds,
             color,
             verbose,
+            pcap,
         } => {
             if let Some(n) = seeds {
-                if junit.is_some() {
-                    return Err(Failure::Usage("--junit applies to a single run, not to --seeds".into()));
+                if junit.is_some() || !pcap.is_empty() {
+                    return Err(Failure::Usage(
+                        "--junit and --pcap apply to a single run, not to --seeds".into(),
+                    ));
                 }
                 return run_seeds(&path, until.as_deref(), format, seed, n, out);
             }
-            let (opened, run) = seeded_state_at(&path, until.as_deref(), seed)?;
+            let opened = scenario::open(&path)?;
+            let points = pcap_points(&opened.net, &pcap)?;
+            let taps = points.iter().map(|(i, _)| *i).collect();
+            let run = scenario::run_captured(&opened, until.as_deref(), seed, taps)?;
+            print_warnings(&run);
+            let net = run.engine.network();
+            write_pcaps(&points, |iface| {
+                wire::tcp::bgp_frames(net, run.engine.bgp_wire(), iface)
+            })?;
             let Some(scn) = &opened.scenario else {
                 return Err(Failure::Usage(format!(
                     "{} is a topology, not a scenario",

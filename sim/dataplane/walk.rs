@@ -68,6 +68,21 @@ pub struct Headers {
     /// The encapsulation and the encapsulated packet's source and destination.
     pub inner: Option<Inner>,
     pub payload: Payload,
+    /// An ICMP error's quoted datagram (the packet that caused it).
+    pub quoted: Option<Quoted>,
+}
+
+/// The datagram an ICMP error quotes, as the device that sent the error held it: the received
+/// TTL for a TTL or routing failure (Linux checks both before `ip_forward` decrements it), the
+/// decremented one for an ARP failure after forwarding (the neighbour code quotes the packet
+/// as it was about to leave, NATed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Quoted {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub ttl: u8,
+    pub inner: Option<Inner>,
+    pub kind: ProbeKind,
 }
 
 /// The packet inside an encapsulated one, as a capture shows it.
@@ -76,6 +91,7 @@ pub struct Inner {
     pub encap: Encap,
     pub src: Ipv4Addr,
     pub dst: Ipv4Addr,
+    pub ttl: u8,
 }
 
 /// How a packet is encapsulated.
@@ -236,6 +252,7 @@ fn probe_with(
         dst,
         ttl,
         kind: Payload::Request(kind),
+        quoted: None,
     };
     let (end, fwd) = ctx.walk(from, pkt, true);
     p.forward = fwd;
@@ -253,6 +270,10 @@ fn probe_with(
                     dst: arrived.src,
                     ttl,
                     kind: payload,
+                    // A port unreachable quotes the datagram as it arrived.
+                    quoted: (payload == Payload::PortUnreachable)
+                        .then(|| arrived.quote(None, arrived.ttl))
+                        .flatten(),
                 },
             ))
         }
@@ -268,6 +289,7 @@ fn probe_with(
                     dst: arrived.src,
                     ttl: responder.reply_ttl,
                     kind: Payload::EchoReply,
+                    quoted: None,
                 },
             )),
             ProbeKind::Udp { .. } | ProbeKind::Tcp { .. } => {
@@ -282,6 +304,7 @@ fn probe_with(
             from: err_src,
             error,
             pkt: offending,
+            quoted,
         } => {
             if dev == from {
                 // The source itself could not resolve the next hop (ARP failed).
@@ -301,6 +324,7 @@ fn probe_with(
                     dst: offending.src,
                     ttl,
                     kind: Payload::Error(error),
+                    quoted,
                 },
             ))
         }
@@ -407,6 +431,7 @@ fn encapsulate<'a>(
         dst: remote,
         ttl: net.device(dev).profile.ttl,
         kind: pkt.kind,
+        quoted: pkt.quoted,
     };
     Ok((outer, encap, nh))
 }
@@ -431,8 +456,10 @@ fn headers(pkt: &Packet, inner: Option<&(Encap, Packet)>) -> Headers {
             encap: *encap,
             src: i.src,
             dst: i.dst,
+            ttl: i.ttl,
         }),
         payload: inner.map_or(pkt.kind, |(_, i)| i.kind),
+        quoted: inner.map_or(pkt.quoted, |(_, i)| i.quoted),
     }
 }
 
@@ -472,9 +499,25 @@ struct Packet {
     dst: Ipv4Addr,
     ttl: u8,
     kind: Payload,
+    /// What an ICMP error quotes.
+    quoted: Option<Quoted>,
 }
 
 impl Packet {
+    /// This packet (carrying `inner`, if encapsulated) as an ICMP error about it quotes it,
+    /// with its TTL as the erring device held it; None for what never triggers an error.
+    fn quote(&self, inner: Option<&(Encap, Packet)>, ttl: u8) -> Option<Quoted> {
+        let Payload::Request(kind) = self.kind else { return None };
+        let h = headers(self, inner);
+        Some(Quoted {
+            src: self.src,
+            dst: self.dst,
+            ttl,
+            inner: h.inner,
+            kind,
+        })
+    }
+
     /// ICMP errors are never sent about ICMP errors or replies (RFC 1122 §3.2.2).
     fn may_trigger_error(&self) -> bool {
         matches!(self.kind, Payload::Request(_))
@@ -528,12 +571,13 @@ enum End {
         responder: Responder,
         pkt: Packet,
     },
-    /// `dev` generated an ICMP error about `pkt`, sourced from `from`.
+    /// `dev` generated an ICMP error about `pkt`, sourced from `from`, quoting `quoted`.
     Error {
         dev: DeviceId,
         from: Ipv4Addr,
         error: IcmpError,
         pkt: Packet,
+        quoted: Option<Quoted>,
     },
     Dropped {
         reason: String,
@@ -617,6 +661,7 @@ impl Walk<'_> {
                                     dev: cur,
                                     from,
                                     error: IcmpError::TtlExceeded,
+                                    quoted: pkt.quote(inner.as_ref(), pkt.ttl),
                                     pkt,
                                 },
                                 hops,
@@ -642,7 +687,8 @@ impl Walk<'_> {
                 }
                 if pkt.ttl <= 1 {
                     hops.push(hop);
-                    return self.icmp_error(cur, inif, IcmpError::TtlExceeded, pkt, hops);
+                    let quoted = pkt.quote(inner.as_ref(), pkt.ttl);
+                    return self.icmp_error(cur, inif, IcmpError::TtlExceeded, pkt, quoted, hops);
                 }
                 pkt.ttl -= 1;
             }
@@ -660,7 +706,9 @@ impl Walk<'_> {
                     let reason = format!("{} has no route back to {} (no NAT applied)", dev.name, pkt.dst);
                     return (End::Dropped { reason }, hops);
                 }
-                return self.icmp_error(cur, inif, IcmpError::NetUnreachable, pkt, hops);
+                // Linux looks the route up on input, before `ip_forward` decrements the TTL.
+                let quoted = pkt.quote(inner.as_ref(), pkt.ttl.saturating_add(1));
+                return self.icmp_error(cur, inif, IcmpError::NetUnreachable, pkt, quoted, hops);
             };
             let mut lookup = Lookup {
                 prefix: route.prefix,
@@ -702,6 +750,7 @@ impl Walk<'_> {
             let gw = nh.via.unwrap_or(pkt.dst);
             let Some(next_if) = self.arp(nh.iface, gw) else {
                 hops.push(hop);
+                let quoted = pkt.quote(inner.as_ref(), pkt.ttl);
                 return match ingress {
                     None => {
                         let from = st.ifaces[nh.iface.idx()].addr.map_or(pkt.src, |a| a.addr());
@@ -711,11 +760,12 @@ impl Walk<'_> {
                                 from,
                                 error: IcmpError::HostUnreachable,
                                 pkt,
+                                quoted,
                             },
                             hops,
                         )
                     }
-                    Some(inif) => self.icmp_error(cur, inif, IcmpError::HostUnreachable, pkt, hops),
+                    Some(inif) => self.icmp_error(cur, inif, IcmpError::HostUnreachable, pkt, quoted, hops),
                 };
             };
             hop.sent = Some(headers(&pkt, inner.as_ref()));
@@ -746,7 +796,15 @@ impl Walk<'_> {
     }
 
     /// `dev` answers `pkt` with an ICMP error, unless `pkt` is itself an answer.
-    fn icmp_error(&self, dev: DeviceId, inif: IfId, error: IcmpError, pkt: Packet, hops: Vec<Hop>) -> (End, Vec<Hop>) {
+    fn icmp_error(
+        &self,
+        dev: DeviceId,
+        inif: IfId,
+        error: IcmpError,
+        pkt: Packet,
+        quoted: Option<Quoted>,
+        hops: Vec<Hop>,
+    ) -> (End, Vec<Hop>) {
         let (net, st) = (self.net, self.st);
         let name = &net.device(dev).name;
         if !pkt.may_trigger_error() {
@@ -766,7 +824,16 @@ impl Walk<'_> {
             })
         };
         match from {
-            Some(from) => (End::Error { dev, from, error, pkt }, hops),
+            Some(from) => (
+                End::Error {
+                    dev,
+                    from,
+                    error,
+                    pkt,
+                    quoted,
+                },
+                hops,
+            ),
             None => (
                 End::Dropped {
                     reason: format!("{} dropped it: {}", name, error_text(&error)),

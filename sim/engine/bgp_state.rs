@@ -140,3 +140,77 @@ pub struct BgpView {
     /// Sorted by prefix; within a prefix the best route first, then by arrival.
     pub table: Vec<TableRoute>,
 }
+
+/// A BGP message as a speaker sent it (what captures encode, `wire::bgp`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BgpMessage {
+    /// The sender's AS, proposed hold time, router id and the ADD-PATH directions it offers
+    /// for IPv4 unicast.
+    Open {
+        asn: u32,
+        hold_s: u32,
+        router_id: Ipv4Addr,
+        add_path_rx: bool,
+        add_path_tx: bool,
+    },
+    Keepalive,
+    /// Withdrawn (prefix, path id) and announced paths; `add_path` when the sender sends path
+    /// identifiers on this session (it negotiated ADD-PATH send).
+    Update {
+        add_path: bool,
+        withdrawn: Vec<(Ipv4Net, u32)>,
+        announced: Vec<(Ipv4Net, u32, Arc<PathAttrs>)>,
+    },
+    Notification {
+        code: u8,
+        subcode: u8,
+    },
+}
+
+/// What one event put on a BGP session's TCP connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BgpWire {
+    /// The connection opens (the active side connects) and the session comes up: both OPENs,
+    /// then a KEEPALIVE each way (RFC 4271 §8.2.2).
+    Establish {
+        active_open: BgpMessage,
+        passive_open: BgpMessage,
+    },
+    /// A message from `from` to `to`.
+    Send(BgpMessage),
+    /// A NOTIFICATION from `from`, after which the connection closes.
+    Notify(BgpMessage),
+}
+
+/// One entry of the engine's BGP wire log (`Engine::record_bgp_wire`).
+#[derive(Clone, Debug)]
+pub struct BgpWireRecord {
+    pub at_ms: u64,
+    /// The TCP connection: one per establishment of a session.
+    pub conn: u64,
+    /// The sending and receiving devices and their addresses.
+    pub device: crate::model::DeviceId,
+    pub peer: crate::model::DeviceId,
+    pub from: Ipv4Addr,
+    pub to: Ipv4Addr,
+    /// The sender opened the connection (its port is the ephemeral one).
+    pub from_active: bool,
+    /// The IP TTL each side sends with (1 for single-hop eBGP, the multihop value, 64 for
+    /// iBGP).
+    pub ttl: u8,
+    pub peer_ttl: u8,
+    pub wire: BgpWire,
+    /// Where the segments went at the instant they were sent; kept only when they cross a
+    /// tapped interface.
+    pub path: Option<WirePath>,
+}
+
+/// The data-plane walks of a segment each way between a session's two addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WirePath {
+    /// From the sender to the receiver, and from the receiver back.
+    pub there: Vec<crate::dataplane::Hop>,
+    pub back: Vec<crate::dataplane::Hop>,
+    /// When a segment reaches the receiver, µs after it left.
+    pub one_way_us: u64,
+}

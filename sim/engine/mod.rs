@@ -30,6 +30,8 @@ const MAX_RUN_MS: u64 = 3_600_000;
 /// Delay between a router installing a route and the other routers seeing its AS-external
 /// LSA (EOS initial LSA throttle, eos-linux-formats.md §1.4).
 const LSA_DELAY_MS: u64 = 1_000;
+/// BGP's TCP port (RFC 4271 §8.2.1).
+const BGP_PORT: u16 = 179;
 /// An external LSA for one prefix that changes this often within one run is oscillating.
 const FLAP_LIMIT: u32 = 20;
 
@@ -160,6 +162,40 @@ impl Engine {
     /// explosion (default 10,000).
     pub fn set_path_limit(&mut self, limit: usize) {
         self.bgp.path_limit = limit.max(1);
+    }
+
+    /// Keep every BGP message sent from now on, for captures: the TCP connection it belongs
+    /// to and, for the segments that cross one of `taps`, their path through the network at
+    /// the instant they were sent.
+    pub fn record_bgp_wire(&mut self, taps: BTreeSet<IfId>) {
+        self.bgp.wire = Some(bgp::WireLog::new(taps));
+    }
+
+    /// The BGP messages sent since [`Engine::record_bgp_wire`], in order.
+    pub fn bgp_wire(&self) -> &[BgpWireRecord] {
+        self.bgp.wire.as_ref().map_or(&[], |w| &w.records)
+    }
+
+    /// Walk the segments of the messages logged since the last call through the network as it
+    /// is now (the instant they were sent).
+    fn walk_wire(&mut self) {
+        let Some(log) = self.bgp.wire.as_mut() else { return };
+        let (net, st) = (&self.net, &self.state);
+        for r in &mut log.records[log.walked..] {
+            let tcp = crate::dataplane::ProbeKind::Tcp { dst_port: BGP_PORT };
+            let there = crate::dataplane::probe_src(net, st, r.device, Some(r.from), r.to, r.ttl, tcp);
+            let back = crate::dataplane::probe_src(net, st, r.peer, Some(r.to), r.from, r.peer_ttl, tcp);
+            let tapped =
+                |h: &crate::dataplane::Hop| [h.ingress, h.egress].iter().flatten().any(|i| log.taps.contains(i));
+            if there.forward.iter().chain(&back.forward).any(tapped) {
+                r.path = Some(WirePath {
+                    one_way_us: there.forward.last().map_or(0, |h| h.at_us),
+                    there: there.forward,
+                    back: back.forward,
+                });
+            }
+        }
+        log.walked = log.records.len();
     }
 
     pub fn network(&self) -> &Network {
@@ -398,6 +434,7 @@ impl Engine {
                 self.recompute();
             }
         }
+        self.walk_wire();
     }
 
     /// Rebuild every forwarding table: connected/static/DHCP, OSPF over the current LSDB, then
@@ -457,6 +494,8 @@ impl Engine {
 
     /// Re-derive interface status (power, shutdown, carrier, DHCP) and let OSPF react.
     fn refresh_all(&mut self) {
+        // What was sent before this change left through the network as it was.
+        self.walk_wire();
         self.state.ifaces = rib::interface_states(&self.net, &self.state, &self.severed);
         self.bgp.forwarding_epoch += 1;
         let mut out = Vec::new();
@@ -472,6 +511,7 @@ impl Engine {
         // Always recompute: a config edit may change routes without touching interfaces or
         // OSPF (a static route); the recompute itself tells whether the tables changed.
         self.mark_changed();
+        self.walk_wire();
     }
 
     /// Copy the OSPF runtime's neighbour tables into the State (dead timers move with time).

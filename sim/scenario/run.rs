@@ -20,7 +20,7 @@ use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Engine, Fib, Route, State};
 use crate::input::{bird, eos, netplan, topology};
 use crate::k8s::{self, Pin};
-use crate::model::{DeviceId, DeviceKind, Network};
+use crate::model::{DeviceId, DeviceKind, IfId, Network};
 use crate::views;
 
 /// What a file opened: a topology (no steps) or a scenario over one.
@@ -158,8 +158,27 @@ pub fn run_watched(
     seed: u64,
     after_step: &mut dyn FnMut(&StepReport, &Engine, Option<&ReachMatrix>),
 ) -> Result<Run, InputError> {
+    run_with(opened, until, seed, None, after_step)
+}
+
+/// [`run_seeded`], keeping every BGP message the run sends, with the network path of those
+/// that cross `taps` (`Engine::record_bgp_wire`), for captures.
+pub fn run_captured(opened: &Opened, until: Option<&str>, seed: u64, taps: BTreeSet<IfId>) -> Result<Run, InputError> {
+    run_with(opened, until, seed, Some(taps), &mut |_, _, _| {})
+}
+
+fn run_with(
+    opened: &Opened,
+    until: Option<&str>,
+    seed: u64,
+    taps: Option<BTreeSet<IfId>>,
+    after_step: &mut dyn FnMut(&StepReport, &Engine, Option<&ReachMatrix>),
+) -> Result<Run, InputError> {
     let mut engine = Engine::new(opened.net.clone());
     engine.set_seed(seed);
+    if let Some(taps) = taps {
+        engine.record_bgp_wire(taps);
+    }
     if let Some(limit) = opened.scenario.as_ref().and_then(|s| s.path_limit) {
         engine.set_path_limit(limit);
     }

@@ -7,7 +7,7 @@
 
 pub mod bird;
 mod calicoctl;
-mod clock;
+pub(crate) mod clock;
 pub mod eos;
 pub mod frr;
 mod kubectl;

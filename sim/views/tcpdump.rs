@@ -11,23 +11,20 @@
 use std::net::Ipv4Addr;
 
 use super::clock::wall_clock;
-use super::linux::{ping_send_times, run_pings, PingStyle};
+use super::linux::{ping_send_times, run_pings, traceroute_probe, traceroute_text, PingStyle};
 use super::CommandError;
-use crate::dataplane::{Encap, Headers, IcmpError, Inner, Payload, Probe, ProbeKind};
+use crate::dataplane::{Probe, ProbeOutcome};
 use crate::engine::State;
 use crate::model::{DeviceId, DeviceKind, IfId, Network};
+use crate::wire::frames::{frames_on, ProbeData};
+use crate::wire::{ipv4_bytes, Frame, IcmpRepr, IpBody, Ipv4Repr, UdpBody};
 
 /// The echo identifier. The real one is the ping socket's port (unprivileged iputils) or the
 /// pid (raw socket, busybox as root): incidental, so fabsim fixes it.
 const PING_ID: u16 = 1;
 
-/// ICMP error messages quote the offending datagram up to 576 bytes in all (Linux
-/// `icmp_send`: 576 minus the IP and ICMP headers).
-const MAX_QUOTE: u32 = 576 - 20 - 8;
-
 /// One ping's echo requests and their fates, with the times the requests left.
 pub struct PingCapture {
-    dst: Ipv4Addr,
     /// ICMP data bytes per request (`ping -s`).
     data_bytes: u32,
     probes: Vec<Probe>,
@@ -49,7 +46,6 @@ impl PingCapture {
         let probes = run_pings(net, st, from, dst, count, dev.profile.ttl);
         let sends = ping_send_times(&style, &probes);
         PingCapture {
-            dst,
             data_bytes: style.data_bytes,
             probes,
             sends,
@@ -57,99 +53,162 @@ impl PingCapture {
         }
     }
 
+    /// Every frame of the ping that crossed `iface`, either way, in time order. What both
+    /// the text view and a pcap show.
+    pub fn frames(&self, net: &Network, iface: IfId) -> Vec<Frame> {
+        let sent = self.probes.iter().enumerate().map(|(i, p)| {
+            let data = ProbeData {
+                id: PING_ID,
+                // icmp_seq as ping prints it (`ping_text`: index + 1).
+                seq: u16::try_from(i + 1).unwrap_or(u16::MAX),
+                data: self.data_bytes as usize,
+                src_port: 0,
+            };
+            (data, p, self.start_ms * 1000 + self.sends[i])
+        });
+        probe_frames(net, iface, sent)
+    }
+
     /// What `tcpdump -n -i IFACE` on `dev` prints during the ping. Only Linux hosts: a
     /// switch's tcpdump sees only the packets its CPU handles, which fabsim does not model.
     pub fn on(&self, net: &Network, dev: DeviceId, iface: IfId) -> Result<String, CommandError> {
-        let (device, ifc) = (net.device(dev), net.iface(iface));
-        if device.kind != DeviceKind::Linux {
-            return Err(CommandError::new(format!(
-                "{}: tcpdump is modelled on Linux hosts only (a switch captures only the packets its CPU handles)",
-                device.name
-            )));
-        }
-        if ifc.tunnel.is_some() {
-            return Err(CommandError::new(format!(
-                "{}: a capture on the tunnel device {} is not modelled (capture on the interface that carries the tunnel)",
-                device.name, ifc.name
-            )));
-        }
-        let mut packets: Vec<(u64, String)> = Vec::new();
-        for (i, p) in self.probes.iter().enumerate() {
-            // icmp_seq as ping prints it (`ping_text`: index + 1).
-            let seq = u16::try_from(i + 1).unwrap_or(u16::MAX);
-            for hop in p.forward.iter().chain(&p.back) {
-                let seen = [(hop.ingress, hop.received), (hop.egress, hop.sent)];
-                for h in seen.iter().filter(|(on, _)| *on == Some(iface)).filter_map(|(_, h)| *h) {
-                    if let Some(text) = self.packet_text(&h, seq) {
-                        packets.push((self.sends[i] + hop.at_us, text));
-                    }
-                }
-            }
-        }
-        // Stable: packets at the same instant keep their path order.
-        packets.sort_by_key(|(t, _)| *t);
+        capturable(net, dev, iface)?;
         let mut out = format!(
             "tcpdump: verbose output suppressed, use -v[v]... for full protocol decode\n\
              listening on {}, link-type EN10MB (Ethernet), snapshot length 262144 bytes\n",
-            ifc.name
+            net.iface(iface).name
         );
-        for (t_us, text) in packets {
-            let at = wall_clock(self.start_ms) + chrono::Duration::microseconds(t_us as i64);
-            out.push_str(&format!("{} {text}\n", at.format("%H:%M:%S%.6f")));
+        for f in self.frames(net, iface) {
+            if let Some(text) = packet_text(&f.ip) {
+                let at = wall_clock(0) + chrono::Duration::microseconds(f.at_us as i64);
+                out.push_str(&format!("{} {text}\n", at.format("%H:%M:%S%.6f")));
+            }
         }
         Ok(out)
     }
+}
 
-    /// One packet's line after the timestamp; None for what a ping never sends.
-    fn packet_text(&self, h: &Headers, seq: u16) -> Option<String> {
-        let echo_len = 8 + self.data_bytes;
-        let payload = match h.payload {
-            Payload::Request(ProbeKind::Echo) => format!("echo request, id {PING_ID}, seq {seq}, length {echo_len}"),
-            Payload::EchoReply => format!("echo reply, id {PING_ID}, seq {seq}, length {echo_len}"),
-            Payload::Error(e) => {
-                // The quoted datagram is the echo request: IP header + ICMP message.
-                let len = 8 + (20 + echo_len).min(MAX_QUOTE);
-                let what = match e {
-                    IcmpError::NetUnreachable => format!("net {} unreachable", self.dst),
-                    IcmpError::HostUnreachable => format!("host {} unreachable", self.dst),
-                    IcmpError::TtlExceeded => "time exceeded in-transit".to_string(),
-                };
-                format!("{what}, length {len}")
-            }
-            Payload::Request(ProbeKind::Udp { .. } | ProbeKind::Tcp { .. }) | Payload::PortUnreachable => return None,
-        };
-        let icmp = format!("ICMP {payload}");
-        Some(match h.inner {
-            None => format!("IP {} > {}: {icmp}", h.src, h.dst),
-            Some(Inner {
-                encap: Encap::Ipip,
-                src,
-                dst,
-            }) => format!("IP {} > {}: IP {src} > {dst}: {icmp}", h.src, h.dst),
-            // print-udp.c `udpipaddr_print` (`-n`: numeric ports), then print-vxlan.c, whose
-            // `vni %u\n` ends the line: the inner frame (Ethernet, printed from its IP header
-            // without `-e`) starts the next one, without a timestamp.
-            Some(Inner {
-                encap:
-                    Encap::Vxlan {
-                        src_port,
-                        dst_port,
-                        vni,
-                    },
-                src,
-                dst,
-            }) => format!(
-                "IP {}.{src_port} > {}.{dst_port}: VXLAN, flags [I] (0x08), vni {vni}\nIP {src} > {dst}: {icmp}",
-                h.src, h.dst
+/// The frames of probes (what each carried, the probe, when it left, µs) on `iface`, in time
+/// order (stable: frames of one instant keep their path order).
+fn probe_frames<'a>(net: &Network, iface: IfId, sent: impl Iterator<Item = (ProbeData, &'a Probe, u64)>) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    for (data, p, start) in sent {
+        frames.extend(frames_on(net, &p.forward, start, iface, &data));
+        frames.extend(frames_on(net, &p.back, start, iface, &data));
+    }
+    frames.sort_by_key(|f| f.at_us);
+    frames
+}
+
+/// Traceroute's UDP data: its default 60-byte packets less the IP and UDP headers.
+const TRACEROUTE_DATA: usize = 60 - 20 - 8;
+/// How long traceroute waits for a probe's answer (`-w`, default 5 s).
+const TRACEROUTE_WAIT_US: u64 = 5_000_000;
+
+/// The probes of one `traceroute -n` (the same probes `fabsim traceroute` prints), for captures.
+/// Traceroute 2.1 may keep up to 16 probes in flight; fabsim sends each when the previous one
+/// was answered or timed out, so the order on the wire is the order of the text. Each probe's
+/// UDP source port is 32768 + its number (the kernel's ephemeral port, fixed here).
+pub struct TraceCapture {
+    probes: Vec<(ProbeData, Probe, u64)>,
+}
+
+impl TraceCapture {
+    pub fn new(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr) -> Self {
+        let mut probes = Vec::new();
+        let mut at = st.time_ms * 1000;
+        traceroute_text(dst, true, |ttl, n| {
+            let p = traceroute_probe(net, st, from, dst, ttl, n);
+            let data = ProbeData {
+                id: 0,
+                seq: 0,
+                data: TRACEROUTE_DATA,
+                src_port: 32768u16.wrapping_add(n as u16),
+            };
+            let waited = match p.outcome {
+                ProbeOutcome::Lost { .. } | ProbeOutcome::LocalNoRoute => TRACEROUTE_WAIT_US,
+                _ => p.rtt_us,
+            };
+            probes.push((data, p.clone(), at));
+            at += waited;
+            p
+        });
+        TraceCapture { probes }
+    }
+
+    pub fn frames(&self, net: &Network, iface: IfId) -> Vec<Frame> {
+        probe_frames(net, iface, self.probes.iter().map(|(d, p, at)| (*d, p, *at)))
+    }
+}
+
+/// Whether a capture on `iface` of `dev` is modelled: Linux hosts' interfaces that carry
+/// frames (a tunnel device's packets are captured on the interface that carries the tunnel).
+pub fn capturable(net: &Network, dev: DeviceId, iface: IfId) -> Result<(), CommandError> {
+    let (device, ifc) = (net.device(dev), net.iface(iface));
+    if device.kind != DeviceKind::Linux {
+        return Err(CommandError::new(format!(
+            "{}: tcpdump is modelled on Linux hosts only (a switch captures only the packets its CPU handles)",
+            device.name
+        )));
+    }
+    if ifc.tunnel.is_some() {
+        return Err(CommandError::new(format!(
+            "{}: a capture on the tunnel device {} is not modelled (capture on the interface that carries the tunnel)",
+            device.name, ifc.name
+        )));
+    }
+    Ok(())
+}
+
+/// One datagram's line after the timestamp; None for what this view does not render (TCP).
+fn packet_text(ip: &Ipv4Repr) -> Option<String> {
+    let (src, dst) = (ip.src, ip.dst);
+    Some(match &ip.body {
+        IpBody::Icmp(m) => {
+            // The ICMP message length: the datagram less its 20-byte header.
+            let len = ipv4_bytes(ip).len() - 20;
+            format!("IP {src} > {dst}: ICMP {}, length {len}", icmp_text(m))
+        }
+        IpBody::Ipip(inner) => format!("IP {src} > {dst}: {}", packet_text(inner)?),
+        // print-udp.c `udpipaddr_print` (`-n`: numeric ports), then print-vxlan.c, whose
+        // `vni %u\n` ends the line: the inner frame (Ethernet, printed from its IP header
+        // without `-e`) starts the next one, without a timestamp.
+        IpBody::Udp(u) => match &u.body {
+            UdpBody::Vxlan { vni, inner, .. } => format!(
+                "IP {src}.{} > {dst}.{}: VXLAN, flags [I] (0x08), vni {vni}\n{}",
+                u.src_port,
+                u.dst_port,
+                packet_text(inner)?
             ),
-        })
+            UdpBody::Data(len) => format!("IP {src}.{} > {dst}.{}: UDP, length {len}", u.src_port, u.dst_port),
+        },
+        IpBody::Tcp(_) => return None,
+    })
+}
+
+/// print-icmp.c `icmp_print` texts: unreachables name the quoted datagram's destination
+/// (and a port unreachable the quoted UDP header's port).
+fn icmp_text(m: &IcmpRepr) -> String {
+    match m {
+        IcmpRepr::EchoRequest { id, seq, .. } => format!("echo request, id {id}, seq {seq}"),
+        IcmpRepr::EchoReply { id, seq, .. } => format!("echo reply, id {id}, seq {seq}"),
+        IcmpRepr::DestUnreachable { code: 0, quoted } => format!("net {} unreachable", quoted.dst),
+        IcmpRepr::DestUnreachable { code: 1, quoted } => format!("host {} unreachable", quoted.dst),
+        IcmpRepr::DestUnreachable { quoted, .. } => {
+            let port = match &quoted.body {
+                IpBody::Udp(u) => u.dst_port,
+                _ => 0,
+            };
+            format!("{} udp port {port} unreachable", quoted.dst)
+        }
+        IcmpRepr::TimeExceeded { .. } => "time exceeded in-transit".to_string(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataplane::{Hop, ProbeOutcome};
+    use crate::dataplane::{Encap, Headers, Hop, IcmpError, Inner, Payload, ProbeKind, ProbeOutcome, Quoted};
     use crate::model::Tunnel;
     use crate::views::testnet::*;
 
@@ -164,8 +223,10 @@ mod tests {
                 encap: Encap::Ipip,
                 src: ip(s),
                 dst: ip(d),
+                ttl: 63,
             }),
             payload,
+            quoted: None,
         })
     }
 
@@ -186,7 +247,6 @@ mod tests {
     fn capture(probes: Vec<Probe>) -> PingCapture {
         let sends = (0..probes.len() as u64).map(|i| i * 1_000_000).collect();
         PingCapture {
-            dst: ip("10.66.207.66"),
             data_bytes: 56,
             probes,
             sends,
@@ -201,6 +261,8 @@ mod tests {
         let kw3 = lab.device("k-w3", DeviceKind::Linux);
         let cali = lab.iface(kw3, "cali7fba7a35b74", None);
         let ens5 = lab.iface(kw3, "ens5", Some("10.0.137.142/24"));
+        let kw1 = lab.device("k-w1", DeviceKind::Linux);
+        let kw1_ens5 = lab.iface(kw1, "ens5", Some("10.0.137.15/24"));
         let outer_req = ("10.0.137.142", "10.0.137.15");
         let inner_req = Some(("10.66.122.194", "10.66.207.66"));
         let outer_rep = ("10.0.137.15", "10.0.137.142");
@@ -215,10 +277,13 @@ mod tests {
             );
             let mut out = hop(kw3, Some(cali), Some(ens5), 0);
             out.sent = headers(outer_req.0, outer_req.1, inner_req, Payload::Request(ProbeKind::Echo));
+            let arrive = hop(kw1, Some(kw1_ens5), None, 0);
+            let mut answer = hop(kw1, None, Some(kw1_ens5), 455);
+            answer.sent = headers(outer_rep.0, outer_rep.1, inner_rep, Payload::EchoReply);
             let mut back = hop(kw3, Some(ens5), Some(cali), 455);
-            back.received = headers(outer_rep.0, outer_rep.1, inner_rep, Payload::EchoReply);
-            p.forward = vec![out];
-            p.back = vec![back];
+            back.received = answer.sent;
+            p.forward = vec![out, arrive];
+            p.back = vec![answer, back];
             p
         };
         let cap = capture((0..count).map(|_| probe()).collect());
@@ -296,6 +361,8 @@ mod tests {
         let mut lab = Lab::default();
         let host = lab.device("k-w1", DeviceKind::Linux);
         let ens3 = lab.iface(host, "ens3", Some("10.0.11.1/31"));
+        let leaf = lab.device("Leaf-1", DeviceKind::Eos);
+        let et2 = lab.iface(leaf, "Ethernet2", Some("10.0.11.0/31"));
         let cases = [
             (
                 IcmpError::NetUnreachable,
@@ -319,9 +386,20 @@ mod tests {
             let mut req = hop(host, None, Some(ens3), 0);
             req.sent = headers("10.0.11.1", "10.66.207.66", None, Payload::Request(ProbeKind::Echo));
             let mut err = hop(host, Some(ens3), None, 1000);
-            err.received = headers("10.1.11.0", "10.0.11.1", None, Payload::Error(error));
-            p.forward = vec![req];
-            p.back = vec![err];
+            err.received = headers("10.1.11.0", "10.0.11.1", None, Payload::Error(error)).map(|h| Headers {
+                quoted: Some(Quoted {
+                    src: ip("10.0.11.1"),
+                    dst: ip("10.66.207.66"),
+                    ttl: 1,
+                    inner: None,
+                    kind: ProbeKind::Echo,
+                }),
+                ..h
+            });
+            let mut sender = hop(leaf, None, Some(et2), 1000);
+            sender.sent = err.received;
+            p.forward = vec![req, hop(leaf, Some(et2), None, 500)];
+            p.back = vec![sender, err];
             let out = capture(vec![p]).on(&lab.net, host, ens3).unwrap();
             assert!(
                 out.ends_with(&format!(

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use ipnet::Ipv4Net;
 
 use super::filter::{run_filter, FilterRoute, Verdict};
-use super::session::SessionId;
+use super::session::{log_wire, Session, SessionId};
 use super::table::{Entry, Origin, Speaker};
 use super::{Bgp, Event, Out};
-use crate::engine::bgp_state::{BgpState, PathAttrs};
+use crate::engine::bgp_state::{BgpMessage, BgpState, BgpWire, PathAttrs};
 use crate::engine::state::{Proto, State};
 use crate::model::bgp::Policy;
 use crate::model::{BgpFlavor, BirdDaemon, Network};
@@ -82,6 +82,10 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
     if updates.is_empty() {
         return;
     }
+    if bgp.wire.is_some() {
+        let msg = update_message(&bgp.sessions[sid.idx()], &updates);
+        log_wire(bgp, now, sid, BgpWire::Send(msg));
+    }
     // What a session sends at one instant leaves together (one burst of UPDATE messages) and
     // arrives after the sender's message delay, never before what it sent earlier.
     let flavor = bgp.sessions[sid.idx()].flavor;
@@ -105,6 +109,35 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
                 paths: want,
             },
         ));
+    }
+}
+
+/// The paths advertised for one prefix: (path id, attributes).
+type Paths = Vec<(u32, Arc<PathAttrs>)>;
+
+/// The UPDATE that takes session `s` from what it advertised to `updates`: with ADD-PATH the
+/// path ids no longer sent are withdrawn and new or changed paths announced (RFC 7911 §3: a
+/// path id is replaced by announcing it again); without, one path per prefix or a withdrawal.
+fn update_message(s: &Session, updates: &[(Ipv4Net, Paths)]) -> BgpMessage {
+    let mut withdrawn = Vec::new();
+    let mut announced = Vec::new();
+    for (prefix, want) in updates {
+        let had = s.adj_out.get(prefix).map(Vec::as_slice).unwrap_or_default();
+        for (id, _) in had {
+            if !want.iter().any(|(w, _)| w == id) {
+                withdrawn.push((*prefix, *id));
+            }
+        }
+        for (id, attrs) in want {
+            if !had.iter().any(|(h, a)| h == id && a == attrs) {
+                announced.push((*prefix, *id, attrs.clone()));
+            }
+        }
+    }
+    BgpMessage::Update {
+        add_path: s.add_path_tx,
+        withdrawn,
+        announced,
     }
 }
 
@@ -176,7 +209,7 @@ fn advertise(
 }
 
 /// Attributes as they leave on session `s` (RFC 4271 §5.1; BIRD `bgp_update_attrs`).
-fn outgoing(s: &super::session::Session, e: &Entry, src: Ipv4Addr) -> PathAttrs {
+fn outgoing(s: &Session, e: &Entry, src: Ipv4Addr) -> PathAttrs {
     let a = &*e.attrs;
     let local = matches!(e.origin, Origin::Local { .. });
     if s.internal {

@@ -17,7 +17,7 @@ mod table;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::bgp_state::{BgpView, PathAttrs};
+use super::bgp_state::{BgpView, BgpWireRecord, PathAttrs};
 use super::state::{Route, State};
 use crate::model::{DeviceId, Network};
 use ipnet::Ipv4Net;
@@ -71,6 +71,37 @@ pub(crate) struct Bgp {
     /// Bumped whenever something a packet walk reads (interfaces, forwarding tables, the
     /// configuration) may have changed: a session's transport verdict is good until then.
     pub(crate) forwarding_epoch: u64,
+    /// Every message sent, for captures (`Engine::record_bgp_wire`); None: not kept.
+    pub(crate) wire: Option<WireLog>,
+}
+
+/// The BGP messages a run sent, in order, with a number per TCP connection.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WireLog {
+    pub(crate) records: Vec<BgpWireRecord>,
+    connections: u64,
+    /// Interfaces whose segments captures want (`WirePath` is kept for those only).
+    pub(crate) taps: std::collections::BTreeSet<crate::model::IfId>,
+    /// Records before this one have been walked.
+    pub(crate) walked: usize,
+}
+
+impl WireLog {
+    pub(crate) fn new(taps: std::collections::BTreeSet<crate::model::IfId>) -> Self {
+        WireLog {
+            taps,
+            ..Default::default()
+        }
+    }
+
+    fn new_connection(&mut self) -> u64 {
+        self.connections += 1;
+        self.connections
+    }
+
+    fn push(&mut self, r: BgpWireRecord) {
+        self.records.push(r);
+    }
 }
 
 /// The seed a run uses unless told otherwise (`fabsim run --seed`).
@@ -90,6 +121,7 @@ impl Default for Bgp {
             findings: Vec::new(),
             forwarding_epoch: 0,
             jitter: Jitter::new(DEFAULT_SEED),
+            wire: None,
         }
     }
 }

@@ -11,7 +11,7 @@ use ipnet::Ipv4Net;
 use super::table::Speaker;
 use super::{Bgp, Event, Out};
 use crate::dataplane::{probe_src, IcmpError, ProbeKind, ProbeOutcome};
-use crate::engine::bgp_state::{BgpSessionView, BgpState, PathAttrs};
+use crate::engine::bgp_state::{BgpMessage, BgpSessionView, BgpState, BgpWire, BgpWireRecord, PathAttrs};
 use crate::engine::state::{Proto, State};
 use crate::engine::{local_iface, rib};
 use crate::model::{BgpFlavor, BgpNeighbor, DeviceId, Network};
@@ -102,6 +102,9 @@ pub(crate) struct Session {
     /// The last keepalive's transport check: (forwarding epoch, source address, got through).
     /// Keepalives of a quiet network re-use it instead of walking the data plane again.
     pub transport_seen: Option<(u64, Ipv4Addr, bool)>,
+    /// The current TCP connection (wire log), and whether this side opened it.
+    pub conn: u64,
+    pub active: bool,
 }
 
 impl Session {
@@ -213,7 +216,7 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut
                 keep.push(s);
                 continue;
             }
-            drop_session(bgp, now, s, "Cease: configuration change", out);
+            drop_session(bgp, now, s, Notice::ConfigurationChange, out);
             bgp.sessions[s.idx()].retired = true;
             changed = true;
             if let Some(n) = want {
@@ -244,7 +247,7 @@ pub(super) fn stop_speaker(bgp: &mut Bgp, id: DeviceId, now: u64, notify: bool, 
     for s in sp.sessions {
         bgp.sessions[s.idx()].retired = true;
         if notify {
-            drop_session(bgp, now, s, "Cease: administrative shutdown", out);
+            drop_session(bgp, now, s, Notice::AdministrativeShutdown, out);
         } else {
             close(bgp, now, s, "Power lost".to_string(), out);
         }
@@ -320,6 +323,8 @@ fn new_session(
         retired: false,
         last_arrival: now,
         transport_seen: None,
+        conn: 0,
+        active: false,
     });
     start(bgp, now, sid, out);
     sid
@@ -552,6 +557,22 @@ fn establish(bgp: &mut Bgp, now: u64, a: SessionId, b: SessionId, src: Ipv4Addr,
     let (a_dev, b_dev) = (bgp.sessions[a.idx()].device, bgp.sessions[b.idx()].device);
     let (a_rid, b_rid) = (rid(a_dev), rid(b_dev));
     let b_src = bgp.sessions[a.idx()].neighbor;
+    // What each side's OPEN offers (before the hold times are negotiated below).
+    let open = |x: SessionId, rid: Option<Ipv4Addr>| {
+        let s = &bgp.sessions[x.idx()];
+        BgpMessage::Open {
+            asn: s.local_as,
+            hold_s: s.hold_s,
+            router_id: rid.unwrap_or(Ipv4Addr::UNSPECIFIED),
+            add_path_rx: s.cfg.add_path_rx,
+            add_path_tx: s.cfg.add_path_tx,
+        }
+    };
+    let wire = BgpWire::Establish {
+        active_open: open(a, a_rid),
+        passive_open: open(b, b_rid),
+    };
+    let conn = bgp.wire.as_mut().map_or(0, |log| log.new_connection());
     let hold = bgp.sessions[a.idx()].hold_s.min(bgp.sessions[b.idx()].hold_s);
     for (me, other, my_src, rx, tx, peer_rid) in [
         (a, b, src, a_rx && b_tx, a_tx && b_rx, b_rid),
@@ -571,6 +592,8 @@ fn establish(bgp: &mut Bgp, now: u64, a: SessionId, b: SessionId, src: Ipv4Addr,
         s.peer_rid = peer_rid;
         s.adj_in.clear();
         s.adj_out.clear();
+        s.conn = conn;
+        s.active = me == a;
         // OPEN and KEEPALIVE each way.
         s.msgs_rcvd += 2;
         s.msgs_sent += 2;
@@ -583,6 +606,7 @@ fn establish(bgp: &mut Bgp, now: u64, a: SessionId, b: SessionId, src: Ipv4Addr,
             },
         ));
     }
+    log_wire(bgp, now, a, wire);
 }
 
 /// Keepalives flow while the connection can exist; without them the hold timer expires.
@@ -606,6 +630,10 @@ pub(super) fn keepalive(
         Some((e, seen_src, ok)) if e == epoch && seen_src == src => ok,
         _ => transport(net, st, s, src).is_ok(),
     });
+    if up {
+        // Each side's own timer sends its KEEPALIVE; the peer's event logs the other one.
+        log_wire(bgp, now, sid, BgpWire::Send(BgpMessage::Keepalive));
+    }
     let s = &mut bgp.sessions[sid.idx()];
     s.transport_seen = s.source.map(|src| (epoch, src, up));
     if up {
@@ -644,14 +672,68 @@ pub(super) fn hold_expire(bgp: &mut Bgp, now: u64, sid: SessionId, gen: u32, out
         }
         return false;
     }
-    drop_session(bgp, now, sid, "Hold timer expired", out);
+    drop_session(bgp, now, sid, Notice::HoldTimerExpired, out);
     true
 }
 
-/// Tear a session (and its other end) down: paths learned over it are withdrawn, and the
-/// active sides try again after their connect-retry time.
-pub(super) fn drop_session(bgp: &mut Bgp, now: u64, sid: SessionId, reason: &str, out: &mut Out) {
+/// Why a speaker sends a NOTIFICATION: RFC 4271 §6.5 (hold timer, code 4) and RFC 4486's Cease
+/// subcodes (code 6: 2 administrative shutdown, 6 other configuration change).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Notice {
+    ConfigurationChange,
+    AdministrativeShutdown,
+    HoldTimerExpired,
+}
+
+impl Notice {
+    fn text(self) -> &'static str {
+        match self {
+            Notice::ConfigurationChange => "Cease: configuration change",
+            Notice::AdministrativeShutdown => "Cease: administrative shutdown",
+            Notice::HoldTimerExpired => "Hold timer expired",
+        }
+    }
+
+    fn message(self) -> BgpMessage {
+        let (code, subcode) = match self {
+            Notice::ConfigurationChange => (6, 6),
+            Notice::AdministrativeShutdown => (6, 2),
+            Notice::HoldTimerExpired => (4, 0),
+        };
+        BgpMessage::Notification { code, subcode }
+    }
+}
+
+/// Log what `sid` put on its connection, when the engine keeps a wire log.
+pub(super) fn log_wire(bgp: &mut Bgp, now: u64, sid: SessionId, wire: BgpWire) {
+    let s = &bgp.sessions[sid.idx()];
+    let peer = s.peer.map(|p| &bgp.sessions[p.idx()]);
+    let (Some(log), Some(from), Some(peer)) = (bgp.wire.as_mut(), s.source, peer) else {
+        return;
+    };
+    log.push(BgpWireRecord {
+        at_ms: now,
+        conn: s.conn,
+        device: s.device,
+        peer: peer.device,
+        from,
+        to: s.neighbor,
+        from_active: s.active,
+        ttl: ttl_of(s),
+        peer_ttl: ttl_of(peer),
+        wire,
+        path: None,
+    });
+}
+
+/// Tear a session (and its other end) down: the speaker sends a NOTIFICATION, paths learned
+/// over it are withdrawn, and the active sides try again after their connect-retry time.
+pub(super) fn drop_session(bgp: &mut Bgp, now: u64, sid: SessionId, notice: Notice, out: &mut Out) {
     let peer = bgp.sessions.get(sid.idx()).and_then(|s| s.peer);
+    if bgp.sessions[sid.idx()].state == BgpState::Established {
+        log_wire(bgp, now, sid, BgpWire::Notify(notice.message()));
+    }
+    let reason = notice.text();
     close(bgp, now, sid, reason.to_string(), out);
     if let Some(p) = peer.filter(|p| bgp.sessions[p.idx()].state == BgpState::Established) {
         close(bgp, now, p, format!("Received: {reason}"), out);

@@ -80,6 +80,22 @@ fn random_mac(seed: &str) -> [u8; 6] {
 /// Calico gives the host side of every pod's veth this fixed MAC (felix/CNI `ee:ee:…`).
 const CALICO_HOST_MAC: [u8; 6] = [0xee; 6];
 
+/// The MAC address of an interface, as `ip link` shows it and as captures put it in frames:
+/// none for `lo` and `tunl0`, the VXLAN device's own, Calico's fixed host-side veth MAC, a pod's
+/// stable random one, else the lab-style scheme of [`mac`] (also for switch ports, which fabsim
+/// gives no MAC of their own).
+pub(crate) fn iface_mac(net: &Network, id: IfId) -> [u8; 6] {
+    let i = net.iface(id);
+    match (veth_peer(net, id), &i.tunnel) {
+        _ if i.name == "lo" => [0; 6],
+        (_, Some(Tunnel::Ipip)) => [0; 6],
+        (_, Some(Tunnel::Vxlan(v))) => v.mac,
+        (Some((_, Some(_))), None) => CALICO_HOST_MAC,
+        (Some((_, None)), None) => random_mac(net.devices.get(i.device.idx()).map_or("", |d| d.name.as_str())),
+        (None, None) => mac(i.device, i.ifindex),
+    }
+}
+
 /// The other end of a pod's veth pair, if `id` is one end: (peer, and the peer's namespace
 /// name when the peer is the pod's side, which is named; the host's namespace is not).
 fn veth_peer(net: &Network, id: IfId) -> Option<(IfId, Option<String>)> {
@@ -104,21 +120,18 @@ pub(super) fn links(net: &Network, st: &State, dev: DeviceId) -> Vec<Link> {
         .map(|(id, i)| {
             let s = if_state(st, id);
             let veth = veth_peer(net, id);
-            let (kind, parent, mac) = match (&veth, &i.tunnel) {
-                _ if i.name == "lo" => (Kind::Loopback, None, [0; 6]),
-                (_, Some(Tunnel::Ipip)) => (Kind::Ipip, Some(Parent::None), [0; 6]),
-                (_, Some(Tunnel::Vxlan(v))) => (Kind::Vxlan, None, v.mac),
+            let (kind, parent) = match (&veth, &i.tunnel) {
+                _ if i.name == "lo" => (Kind::Loopback, None),
+                (_, Some(Tunnel::Ipip)) => (Kind::Ipip, Some(Parent::None)),
+                (_, Some(Tunnel::Vxlan(_))) => (Kind::Vxlan, None),
                 (Some((peer, netns)), None) => {
                     let index = net.interfaces.get(peer.idx()).map_or(0, |p| p.ifindex);
-                    let mac = match netns {
-                        Some(_) => CALICO_HOST_MAC,
-                        None => random_mac(net.devices.get(dev.idx()).map_or("", |d| d.name.as_str())),
-                    };
                     let netns = netns.clone();
-                    (Kind::Veth, Some(Parent::Peer { index, netns }), mac)
+                    (Kind::Veth, Some(Parent::Peer { index, netns }))
                 }
-                (None, None) => (Kind::Ether, None, mac(dev, i.ifindex)),
+                (None, None) => (Kind::Ether, None),
             };
+            let mac = iface_mac(net, id);
             let loopback = kind == Kind::Loopback;
             Link {
                 index: i.ifindex,

@@ -12,10 +12,10 @@ mod trace;
 
 use std::net::Ipv4Addr;
 
-pub(crate) use addr::mac_text;
+pub(crate) use addr::{iface_mac, mac_text};
 pub(crate) use ping::{ping_send_times, ping_text, run_pings, PingStyle};
 pub(crate) use route::route_line;
-pub(crate) use trace::run_traceroute;
+pub(crate) use trace::{run_traceroute, traceroute_probe, traceroute_text};
 
 use super::pipe::shell_words;
 use super::CommandError;

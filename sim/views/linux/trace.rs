@@ -141,15 +141,17 @@ pub(super) fn traceroute(net: &Network, st: &State, dev: DeviceId, args: &[Strin
     Ok(run_traceroute(net, st, dev, dst, numeric))
 }
 
-/// Run traceroute's UDP probes (port 33434 + probe number) through the data plane.
+/// Run traceroute's UDP probes through the data plane.
 pub(crate) fn run_traceroute(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, numeric: bool) -> String {
-    let send = |ttl: u8, n: u32| {
-        let kind = ProbeKind::Udp {
-            dst_port: 33434u16.wrapping_add(n as u16),
-        };
-        dataplane::probe(net, st, dev, dst, ttl, kind, n)
+    traceroute_text(dst, numeric, |ttl, n| traceroute_probe(net, st, dev, dst, ttl, n))
+}
+
+/// Traceroute's probe number `n` (from 0) with TTL `ttl`: UDP to port 33434 + n.
+pub(crate) fn traceroute_probe(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, ttl: u8, n: u32) -> Probe {
+    let kind = ProbeKind::Udp {
+        dst_port: 33434u16.wrapping_add(n as u16),
     };
-    traceroute_text(dst, numeric, send)
+    dataplane::probe(net, st, dev, dst, ttl, kind, n)
 }
 
 /// The whole text of traceroute 2.1 (§4.4, traceroute.c `print_probe`, `do_it`): 3 probes per

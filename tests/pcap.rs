@@ -1,0 +1,433 @@
+//! `--pcap DEVICE:IF=FILE`: the files decode back (pcap-file, pnet_packet, bgp-rs) to what the
+//! seed lab shows — s1's IPIP pod-to-pod ping on k-w3 ens5 (seed-lab.md s1 "IPIP on the wire",
+//! C27), s4's BGP session Leaf-1 ↔ k-master with its 32 ADD-PATH paths (seed-lab.md s4, C-checks
+//! on `show ip bgp`) — and tshark reads them with no malformed packet.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use bgp_rs::{Capabilities, Message, NLRIEncoding, PathAttribute, Reader};
+use common::fabsim;
+use pcap_file::pcap::PcapReader;
+use pnet_packet::ethernet::{EtherTypes, EthernetPacket};
+use pnet_packet::icmp::{self, IcmpPacket};
+use pnet_packet::ip::IpNextHeaderProtocols;
+use pnet_packet::ipv4::{self, Ipv4Packet};
+use pnet_packet::tcp::{self, TcpFlags, TcpPacket};
+use pnet_packet::udp::UdpPacket;
+use pnet_packet::Packet;
+
+/// A frame of a capture: its time (µs since the epoch) and bytes.
+struct Captured {
+    at_us: u128,
+    data: Vec<u8>,
+}
+
+fn read_pcap(path: &Path) -> Vec<Captured> {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = PcapReader::new(file).expect("a pcap header");
+    assert_eq!(reader.header().datalink, pcap_file::DataLink::ETHERNET);
+    let mut out = Vec::new();
+    while let Some(p) = reader.next_packet() {
+        let p = p.expect("a well-formed record");
+        assert_eq!(p.orig_len as usize, p.data.len(), "nothing truncated");
+        out.push(Captured {
+            at_us: p.timestamp.as_micros(),
+            data: p.data.into_owned(),
+        });
+    }
+    out
+}
+
+fn tmp(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+/// The IPv4 datagram in an Ethernet frame, its header checksum checked.
+fn ipv4_of(frame: &[u8]) -> Ipv4Packet<'_> {
+    let eth = EthernetPacket::new(frame).expect("Ethernet");
+    assert_eq!(eth.get_ethertype(), EtherTypes::Ipv4);
+    let ip = Ipv4Packet::new(&frame[14..]).expect("IPv4");
+    assert_eq!(ip.get_checksum(), ipv4::checksum(&ip), "IPv4 header checksum");
+    ip
+}
+
+/// One IPIP echo as the test reads it: outer and inner (src, dst, ttl), ICMP type and seq.
+#[derive(Debug, PartialEq, Eq)]
+struct Echo {
+    outer: (Ipv4Addr, Ipv4Addr, u8),
+    inner: (Ipv4Addr, Ipv4Addr, u8),
+    icmp_type: u8,
+    seq: u16,
+}
+
+fn ipip_echo(frame: &[u8]) -> Echo {
+    let outer = ipv4_of(frame);
+    assert_eq!(outer.get_next_level_protocol(), IpNextHeaderProtocols::Ipv4, "IP-in-IP");
+    let inner = Ipv4Packet::new(outer.payload()).expect("inner IPv4");
+    assert_eq!(inner.get_checksum(), ipv4::checksum(&inner));
+    assert_eq!(inner.get_next_level_protocol(), IpNextHeaderProtocols::Icmp);
+    let m = IcmpPacket::new(inner.payload()).expect("ICMP");
+    assert_eq!(m.get_checksum(), icmp::checksum(&m), "ICMP checksum");
+    Echo {
+        outer: (outer.get_source(), outer.get_destination(), outer.get_ttl()),
+        inner: (inner.get_source(), inner.get_destination(), inner.get_ttl()),
+        icmp_type: m.get_icmp_type().0,
+        seq: u16::from_be_bytes([m.payload()[2], m.payload()[3]]),
+    }
+}
+
+const S1_PING: [&str; 9] = [
+    "ping",
+    "scenarios/seed-lab.yaml",
+    "--step",
+    "s1",
+    "test-pod",
+    "10.66.207.66",
+    "-c",
+    "3",
+    "--capture",
+];
+
+/// s1: test-pod (k-w3) pings the controller on k-w1 over the IPIP mesh; k-w3 ens5 carries it.
+fn s1_capture(name: &str) -> (PathBuf, String) {
+    let file = tmp(name);
+    let pcap = format!("k-w3:ens5={}", file.display());
+    let mut args = S1_PING.to_vec();
+    args.extend(["k-w3:ens5", "--pcap", &pcap]);
+    let out = fabsim(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (file, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn s1_ipip_ping_on_k_w3_ens5() {
+    let (file, text) = s1_capture("s1-ipip.pcap");
+    let frames = read_pcap(&file);
+    let echoes: Vec<Echo> = frames.iter().map(|f| ipip_echo(&f.data)).collect();
+    let (node_w3, node_w1) = ("10.0.137.142".parse().unwrap(), "10.0.137.15".parse().unwrap());
+    let (pod, controller) = ("10.66.122.194".parse().unwrap(), "10.66.207.66".parse().unwrap());
+    let mut want = Vec::new();
+    for seq in 1..=3 {
+        // Outer ens5 to ens5 with the node's TTL 64; inner TTL 63: the sending node forwarded
+        // it once (the pod receives the reply with 62 after k-w3 forwards it: seed s1b).
+        want.push(Echo {
+            outer: (node_w3, node_w1, 64),
+            inner: (pod, controller, 63),
+            icmp_type: 8,
+            seq,
+        });
+        want.push(Echo {
+            outer: (node_w1, node_w3, 64),
+            inner: (controller, pod, 63),
+            icmp_type: 0,
+            seq,
+        });
+    }
+    assert_eq!(echoes, want);
+    // The text view renders the same records: one line per frame, with the same times.
+    let lines: Vec<&str> = text
+        .split("tcpdump -n -i ens5\n")
+        .nth(1)
+        .expect("the tcpdump view")
+        .lines()
+        .skip(2)
+        .collect();
+    assert_eq!(lines.len(), frames.len(), "{text}");
+    for (line, f) in lines.iter().zip(&frames) {
+        let secs = (f.at_us / 1_000_000) % 86_400;
+        let stamp = format!(
+            "{:02}:{:02}:{:02}.{:06}",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60,
+            f.at_us % 1_000_000
+        );
+        assert!(line.starts_with(&stamp), "{line} at {stamp}");
+    }
+    // Same input, same bytes.
+    let (again, _) = s1_capture("s1-ipip-again.pcap");
+    assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(&again).unwrap());
+}
+
+#[test]
+fn traceroute_errors_quote_the_probe_as_received() {
+    // k-w3 → k-master at s0 (seed-lab.md s0, C07's path): the first probe (TTL 1) dies at
+    // Leaf-3, whose time-exceeded quotes the UDP probe with the TTL it arrived with.
+    let file = tmp("s0-traceroute.pcap");
+    let pcap = format!("k-w3:ens3={}", file.display());
+    let out = fabsim(&[
+        "traceroute",
+        "scenarios/seed-lab.yaml",
+        "--step",
+        "s0",
+        "k-w3",
+        "k-master",
+        "--pcap",
+        &pcap,
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let frames = read_pcap(&file);
+    let probe = ipv4_of(&frames[0].data);
+    assert_eq!(probe.get_next_level_protocol(), IpNextHeaderProtocols::Udp);
+    assert_eq!(probe.get_ttl(), 1);
+    let udp = UdpPacket::new(probe.payload()).unwrap();
+    assert_eq!(udp.get_destination(), 33434);
+    let answer = ipv4_of(&frames[1].data);
+    assert_eq!(answer.get_source(), "10.3.33.0".parse::<Ipv4Addr>().unwrap());
+    let m = IcmpPacket::new(answer.payload()).unwrap();
+    assert_eq!((m.get_icmp_type().0, m.get_icmp_code().0), (11, 0));
+    assert_eq!(m.get_checksum(), icmp::checksum(&m));
+    let quoted = Ipv4Packet::new(&m.payload()[4..]).unwrap();
+    assert_eq!(quoted.get_ttl(), 1);
+    assert_eq!(quoted.get_destination(), probe.get_destination());
+    assert_eq!(&m.payload()[4..], probe.packet(), "the whole probe is quoted");
+    // The last probe reached k-master: port unreachable quoting its UDP header.
+    let last = ipv4_of(&frames.last().unwrap().data);
+    let m = IcmpPacket::new(last.payload()).unwrap();
+    assert_eq!((m.get_icmp_type().0, m.get_icmp_code().0), (3, 3));
+}
+
+/// One TCP segment of a capture.
+struct Segment {
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    ttl: u8,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: Vec<u8>,
+}
+
+fn tcp_segments(frames: &[Captured]) -> Vec<Segment> {
+    frames
+        .iter()
+        .filter_map(|f| {
+            let ip = ipv4_of(&f.data);
+            (ip.get_next_level_protocol() == IpNextHeaderProtocols::Tcp).then(|| {
+                let t = TcpPacket::new(ip.payload()).unwrap();
+                let sum = tcp::ipv4_checksum(&t, &ip.get_source(), &ip.get_destination());
+                assert_eq!(t.get_checksum(), sum, "TCP checksum");
+                Segment {
+                    src: ip.get_source(),
+                    dst: ip.get_destination(),
+                    ttl: ip.get_ttl(),
+                    seq: t.get_sequence(),
+                    ack: t.get_acknowledgement(),
+                    flags: t.get_flags(),
+                    payload: t.payload().to_vec(),
+                }
+            })
+        })
+        .collect()
+}
+
+/// The byte stream one side sent, checking that its segments follow each other.
+fn stream(segs: &[&Segment]) -> Vec<u8> {
+    let mut next = None;
+    let mut bytes = Vec::new();
+    for s in segs {
+        if s.flags & TcpFlags::SYN != 0 {
+            next = Some(s.seq.wrapping_add(1));
+            continue;
+        }
+        assert_eq!(Some(s.seq), next, "contiguous sequence numbers");
+        bytes.extend_from_slice(&s.payload);
+        let fin = u32::from(s.flags & TcpFlags::FIN != 0);
+        next = Some(s.seq.wrapping_add(s.payload.len() as u32 + fin));
+    }
+    bytes
+}
+
+/// The s4 run captured on Leaf-1 Ethernet2 (k-master's link).
+fn s4_capture() -> PathBuf {
+    let file = tmp("s4-bgp.pcap");
+    let pcap = format!("Leaf-1:Ethernet2={}", file.display());
+    let out = fabsim(&["run", "scenarios/seed-lab.yaml", "--until", "s4", "--pcap", &pcap]);
+    assert!(out.status.code() == Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    file
+}
+
+#[test]
+fn s4_leaf1_k_master_session_carries_the_32_add_path_paths() {
+    let file = s4_capture();
+    let segs = tcp_segments(&read_pcap(&file));
+    let (master, leaf): (Ipv4Addr, Ipv4Addr) = ("10.0.11.1".parse().unwrap(), "10.0.11.0".parse().unwrap());
+    let up: Vec<&Segment> = segs.iter().filter(|s| s.src == master && s.dst == leaf).collect();
+    let down: Vec<&Segment> = segs.iter().filter(|s| s.src == leaf && s.dst == master).collect();
+    // Here k-master opened the connection. Leaf-1's single-hop eBGP sends with TTL 1;
+    // Calico's template gives the node's peer `multihop;`, which BIRD sends with TTL 64.
+    assert_eq!(up[0].flags, TcpFlags::SYN);
+    assert_eq!(down[0].flags, TcpFlags::SYN | TcpFlags::ACK);
+    assert_eq!(down[0].ack, up[0].seq.wrapping_add(1));
+    assert!(down.iter().all(|s| s.ttl == 1));
+    assert!(up.iter().all(|s| s.ttl == 64));
+    let (up_bytes, down_bytes) = (stream(&up), stream(&down));
+
+    let leaf_msgs = bgp_messages(&down_bytes, &Capabilities::default());
+    let Message::Open(leaf_open) = &leaf_msgs[0] else {
+        panic!("Leaf-1 opens with OPEN: {:?}", leaf_msgs[0])
+    };
+    assert_eq!(leaf_open.peer_asn, 65011);
+    let master_msgs = bgp_messages(&up_bytes, &Capabilities::default());
+    let Message::Open(open) = &master_msgs[0] else {
+        panic!("k-master opens with OPEN: {:?}", master_msgs[0])
+    };
+    assert_eq!(open.peer_asn, 65000);
+    let caps = Capabilities::from_parameters(open.parameters.clone());
+    assert!(caps.FOUR_OCTET_ASN_SUPPORT);
+    assert!(caps.EXTENDED_PATH_NLRI_SUPPORT, "ADD-PATH offered");
+    assert!(matches!(master_msgs[1], Message::KeepAlive));
+
+    // Decode k-master's UPDATEs as the session negotiated them (path ids, 4-octet AS paths)
+    // and replay them: what Leaf-1 holds from k-master at the end of s4.
+    let mut held: BTreeMap<(String, u32), Vec<u32>> = BTreeMap::new();
+    for m in bgp_messages(&up_bytes, &caps) {
+        let Message::Update(u) = m else { continue };
+        for w in &u.withdrawn_routes {
+            held.remove(&nlri_key(w));
+        }
+        let mut path = Vec::new();
+        for a in &u.attributes {
+            match a {
+                PathAttribute::AS_PATH(p) => path = p.sequence().expect("AS_SEQUENCE only"),
+                PathAttribute::NEXT_HOP(nh) => assert_eq!(nh.to_string(), "10.0.11.1"),
+                PathAttribute::LOCAL_PREF(_) => panic!("no LOCAL_PREF on eBGP"),
+                _ => {}
+            }
+        }
+        for n in &u.announced_routes {
+            held.insert(nlri_key(n), path.clone());
+        }
+    }
+    assert_eq!(held.len(), 32, "PfxRcd 32 (seed-lab.md s4): {held:?}");
+    let per_prefix = |p: &str| held.keys().filter(|(q, _)| q == p).count();
+    assert_eq!(per_prefix("10.66.52.0/24"), 5);
+    assert_eq!(per_prefix("10.66.95.0/24"), 5);
+    assert_eq!(per_prefix("10.66.111.0/24"), 1);
+    assert_eq!(per_prefix("10.66.217.0/24"), 5);
+    assert_eq!(per_prefix("10.96.0.0/12"), 16);
+    let paths_of = |p: &str| -> Vec<&Vec<u32>> { held.iter().filter(|((q, _), _)| q == p).map(|(_, v)| v).collect() };
+    assert!(paths_of("10.66.111.0/24").contains(&&vec![65000]));
+    assert!(paths_of("10.96.0.0/12").contains(&&vec![65000, 65003, 65002, 65001]));
+    assert!(paths_of("10.66.52.0/24").contains(&&vec![65000, 65002, 65001, 65003]));
+}
+
+fn nlri_key(n: &NLRIEncoding) -> (String, u32) {
+    match n {
+        NLRIEncoding::IP_WITH_PATH_ID((p, id)) => (format!("{p}"), *id),
+        other => panic!("an ADD-PATH NLRI, not {other:?}"),
+    }
+}
+
+fn bgp_messages(bytes: &[u8], caps: &Capabilities) -> Vec<Message> {
+    let mut reader = Reader {
+        stream: std::io::Cursor::new(bytes),
+        capabilities: caps,
+    };
+    let mut out = Vec::new();
+    while (reader.stream.position() as usize) < bytes.len() {
+        let (_, m) = reader.read().expect("a well-formed BGP message");
+        out.push(m);
+    }
+    out
+}
+
+/// tshark's fields of a capture, one line per packet.
+fn tshark(file: &Path, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(args)
+        .output();
+    match out {
+        Ok(o) => {
+            assert!(o.status.success(), "tshark: {}", String::from_utf8_lossy(&o.stderr));
+            Some(String::from_utf8_lossy(&o.stdout).into_owned())
+        }
+        Err(e) => {
+            let required = std::env::var("FABSIM_TSHARK").is_ok_and(|v| v == "required");
+            assert!(!required, "FABSIM_TSHARK=required but tshark cannot run: {e}");
+            eprintln!("skipped: tshark is not installed ({e}); .ci/run installs it");
+            None
+        }
+    }
+}
+
+/// tshark's expert info has no malformed packet and no error.
+fn assert_clean(file: &Path) {
+    let Some(expert) = tshark(file, &["-q", "-z", "expert"]) else {
+        return;
+    };
+    assert!(!expert.contains("Malformed"), "{expert}");
+    assert!(!expert.contains("Errors ("), "{expert}");
+}
+
+#[test]
+fn tshark_reads_the_same_fields_and_no_malformed_packet() {
+    let (s1, _) = s1_capture("s1-tshark.pcap");
+    let Some(fields) = tshark(
+        &s1,
+        &[
+            "-T",
+            "fields",
+            "-e",
+            "ip.src",
+            "-e",
+            "ip.dst",
+            "-e",
+            "ip.ttl",
+            "-e",
+            "icmp.type",
+        ],
+    ) else {
+        return;
+    };
+    assert_clean(&s1);
+    let rows: Vec<&str> = fields.lines().collect();
+    assert_eq!(rows.len(), 6, "{fields}");
+    assert_eq!(
+        rows[0],
+        "10.0.137.142,10.66.122.194\t10.0.137.15,10.66.207.66\t64,63\t8"
+    );
+    assert_eq!(
+        rows[1],
+        "10.0.137.15,10.66.207.66\t10.0.137.142,10.66.122.194\t64,63\t0"
+    );
+
+    let s4 = s4_capture();
+    assert_clean(&s4);
+    let filter = "bgp.type == 2 && ip.src == 10.0.11.1 && ip.dst == 10.0.11.0";
+    let Some(ids) = tshark(
+        &s4,
+        &[
+            "-Y",
+            filter,
+            "-T",
+            "fields",
+            "-e",
+            "bgp.nlri_path_id",
+            "-e",
+            "bgp.update.path_attribute.as_path_segment.as4",
+        ],
+    ) else {
+        return;
+    };
+    let announced: usize = ids
+        .lines()
+        .map(|l| {
+            l.split('\t')
+                .next()
+                .unwrap_or("")
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .count()
+        })
+        .sum();
+    // No path was withdrawn on this session during s4: the 32 announced are the 32 held.
+    assert_eq!(announced, 32, "{ids}");
+    assert!(ids.contains("65000,65003,65002,65001"), "{ids}");
+}
