@@ -469,7 +469,7 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             let (_, run) = state_at(&file, step.as_deref())?;
             let last = run.steps.last().unwrap_or(&run.start);
             let scene = scenario::html::drawing::Scene::of(&run.fabric, &last.fabric);
-            let title = format!("{} after {}", file.display(), last.id);
+            let title = scenario::html::drawing::title(&last.id);
             match format {
                 Drawing::Svg => {
                     out.push_str(&scene.svg(&title));

@@ -191,6 +191,11 @@ impl Scene {
     }
 }
 
+/// The drawing's title, the same in the report and from `fabsim topo`.
+pub fn title(step: &str) -> String {
+    format!("the fabric after step {step}")
+}
+
 fn fill(role: Role) -> &'static str {
     match role {
         Role::External | Role::Segment => "#eceff1",

@@ -126,7 +126,7 @@ fn step_section(report: &RunReport, st: &StepReport, end_ms: u64, s: &mut String
     let _ = write!(
         s,
         r#"<div class="drawing">{}</div>"#,
-        scene.svg(&format!("the fabric after {}", st.id))
+        scene.svg(&drawing::title(&st.id))
     );
     list(
         s,
