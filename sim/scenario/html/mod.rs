@@ -68,7 +68,7 @@ pub fn page(report: &RunReport) -> String {
             .map_or(step.settled_ms.max(step.start_ms), |n| n.start_ms);
         step_section(report, step, end_ms, &mut s);
     }
-    let _ = write!(s, "<script>{SCRIPT}</script></body></html>\n");
+    let _ = writeln!(s, "<script>{SCRIPT}</script></body></html>");
     s
 }
 
