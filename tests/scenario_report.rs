@@ -223,7 +223,7 @@ fn json_report_has_stable_keys_and_is_byte_identical() {
     let text = stdout(&a);
     assert_eq!(
         top_level_keys(&text),
-        ["schema", "scenario", "file", "topology", "seed", "until", "start", "steps", "summary"]
+        ["schema", "scenario", "file", "topology", "seed", "until", "fabric", "start", "steps", "summary"]
     );
     let doc: Value = serde_json::from_str(&text).expect("one JSON document");
     assert_eq!(doc["seed"], 1, "the default seed is printed");

@@ -41,6 +41,15 @@ enum Format {
     Json,
 }
 
+/// `fabsim topo`'s output formats.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum Drawing {
+    /// A standalone SVG image.
+    Svg,
+    /// Graphviz DOT with the positions pinned (`neato -n2 -Tpng`).
+    Dot,
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a command on a device as its CLI or shell would (EOS `show …`, Linux `ip route`, `ping`…).
@@ -124,6 +133,10 @@ enum Command {
         /// Also write the expectations as JUnit XML to FILE (one testcase per expectation).
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
+        /// Also write the report as one self-contained HTML page to FILE: the fabric drawn per
+        /// step, the timeline, the reachability heat maps, outage windows, broken flows.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         /// Seed for the run's random choices (BIRD's timer jitter), printed in the report. The
         /// same seed gives the same run, byte for byte.
         #[arg(long, default_value_t = DEFAULT_SEED)]
@@ -158,6 +171,16 @@ enum Command {
         step: Option<String>,
         from: String,
         to: String,
+    },
+    /// Draw the topology (devices, cables, BGP sessions) in its state after a step, as the
+    /// HTML report draws it.
+    Topo {
+        file: PathBuf,
+        /// Use the state after this scenario step (default: the end of the scenario).
+        #[arg(long)]
+        step: Option<String>,
+        #[arg(long, value_enum, default_value_t = Drawing::Svg)]
+        format: Drawing,
     },
     /// Calico IPAM as Calico computes it.
     Ipam {
@@ -459,6 +482,7 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             until,
             format,
             junit,
+            html,
             seed,
             seeds,
             color,
@@ -466,9 +490,9 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             pcap,
         } => {
             if let Some(n) = seeds {
-                if junit.is_some() || !pcap.is_empty() {
+                if junit.is_some() || html.is_some() || !pcap.is_empty() {
                     return Err(Failure::Usage(
-                        "--junit and --pcap apply to a single run, not to --seeds".into(),
+                        "--junit, --html and --pcap apply to a single run, not to --seeds".into(),
                     ));
                 }
                 return run_seeds(&path, until.as_deref(), format, seed, n, out);
@@ -493,6 +517,10 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
                 std::fs::write(file, junit_xml(&report))
                     .map_err(|e| Failure::Usage(format!("--junit {}: {e}", file.display())))?;
             }
+            if let Some(file) = &html {
+                std::fs::write(file, scenario::html::page(&report))
+                    .map_err(|e| Failure::Usage(format!("--html {}: {e}", file.display())))?;
+            }
             match format {
                 Format::Json => out.push_str(&report.json()),
                 Format::Text => {
@@ -505,6 +533,20 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
                 }
             }
             Ok(report.summary.exit_code)
+        }
+        Command::Topo { file, step, format } => {
+            let (_, run) = state_at(&file, step.as_deref())?;
+            let last = run.steps.last().unwrap_or(&run.start);
+            let scene = scenario::html::drawing::Scene::of(&run.fabric, &last.fabric);
+            let title = scenario::html::drawing::title(&last.id);
+            match format {
+                Drawing::Svg => {
+                    out.push_str(&scene.svg(&title));
+                    out.push('\n');
+                }
+                Drawing::Dot => out.push_str(&scene.dot(&title)),
+            }
+            Ok(0)
         }
         Command::Explain { file, step, from, to } => {
             let (_, run) = state_at(&file, step.as_deref())?;

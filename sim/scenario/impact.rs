@@ -184,6 +184,77 @@ pub struct ReachDelta {
     /// The first matrix only: the pairs that do not answer, each explained.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unreachable: Vec<PairChange>,
+    /// The whole matrix after the step, per endpoint or per rack (for the heat map).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid: Option<ReachGrid>,
+}
+
+/// Endpoints up to which the grid keeps one row per endpoint; beyond, one row per rack.
+pub const GRID_ENDPOINTS: usize = 24;
+
+/// Where endpoints without a rack (a host not cabled to a leaf) are counted.
+const NO_RACK: &str = "(no rack)";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GridBy {
+    Endpoint,
+    Rack,
+}
+
+/// The reachability matrix in a size a page can show: per endpoint in a small fabric, per rack
+/// (the leaf an endpoint's host is cabled to) beyond [`GRID_ENDPOINTS`].
+#[derive(Clone, Debug, Serialize)]
+pub struct ReachGrid {
+    pub by: GridBy,
+    pub labels: Vec<String>,
+    /// `answered[i][j]` of the `pairs[i][j]` ordered pairs from group i to group j answer.
+    pub answered: Vec<Vec<usize>>,
+    pub pairs: Vec<Vec<usize>>,
+}
+
+impl ReachGrid {
+    pub fn of(m: &ReachMatrix, racks: &BTreeMap<DeviceId, String>) -> ReachGrid {
+        let by = if m.endpoints.len() <= GRID_ENDPOINTS {
+            GridBy::Endpoint
+        } else {
+            GridBy::Rack
+        };
+        let group_of: Vec<String> = m
+            .endpoints
+            .iter()
+            .map(|e| match by {
+                GridBy::Endpoint => e.name.clone(),
+                GridBy::Rack => racks.get(&e.device).cloned().unwrap_or_else(|| NO_RACK.to_string()),
+            })
+            .collect();
+        // Groups in the order their first endpoint comes (hosts in topology order first).
+        let mut labels: Vec<String> = Vec::new();
+        let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut group = Vec::with_capacity(group_of.len());
+        for g in &group_of {
+            let next = labels.len();
+            let i = *index.entry(g.as_str()).or_insert(next);
+            if i == next {
+                labels.push(g.clone());
+            }
+            group.push(i);
+        }
+        let k = labels.len();
+        let (mut answered, mut pairs) = (vec![vec![0; k]; k], vec![vec![0; k]; k]);
+        for (i, gi) in group.iter().enumerate() {
+            for (j, gj) in group.iter().enumerate().filter(|(j, _)| *j != i) {
+                pairs[*gi][*gj] += 1;
+                answered[*gi][*gj] += usize::from(m.reached(i, j));
+            }
+        }
+        ReachGrid {
+            by,
+            labels,
+            answered,
+            pairs,
+        }
+    }
 }
 
 impl ReachDelta {
@@ -306,10 +377,7 @@ pub fn peer_changes(net: &Network, before: &State, after: &State) -> Vec<PeerCha
             };
             out.push(PeerChange {
                 device: dev.name.clone(),
-                peer: match k.0 {
-                    Some(name) => format!("BGP {name} ({})", k.1),
-                    None => format!("BGP {}", k.1),
-                },
+                peer: session_label(k.0, k.1),
                 before: state(o),
                 after,
                 reason: n
@@ -336,6 +404,14 @@ pub fn peer_changes(net: &Network, before: &State, after: &State) -> Vec<PeerCha
         }
     }
     out
+}
+
+/// A BGP session as the report names it: `BGP 10.0.11.1`, or with BIRD's protocol name.
+pub fn session_label(name: Option<&str>, neighbor: Ipv4Addr) -> String {
+    match name {
+        Some(name) => format!("BGP {name} ({neighbor})"),
+        None => format!("BGP {neighbor}"),
+    }
 }
 
 type SessionKey<'a> = (Option<&'a str>, Ipv4Addr);

@@ -5,8 +5,10 @@
 mod checks;
 mod clock;
 mod explain;
+pub mod fabric;
 pub mod fault;
 pub mod file;
+pub mod html;
 mod impact;
 pub mod junit;
 pub mod report;
@@ -20,5 +22,7 @@ pub use file::{
     is_scenario, load_scenario, parse_duration, Action, Check, Expectation, FlowCheck, FlowExpectation, Scenario, Step,
     Timing,
 };
-pub use impact::{endpoints, Endpoint, PairChange, PeerChange, ReachDelta, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
+pub use impact::{
+    endpoints, Endpoint, GridBy, PairChange, PeerChange, ReachDelta, ReachGrid, ReachMatrix, DEFAULT_REACH_ENDPOINTS,
+};
 pub use run::*;

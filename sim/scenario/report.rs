@@ -6,6 +6,7 @@ use anstyle::{AnsiColor, Style};
 use serde::Serialize;
 
 use super::checks::serde_name;
+use super::fabric::Fabric;
 use super::run::{fmt_ms, Run, StepReport};
 use super::Scenario;
 
@@ -26,6 +27,8 @@ pub struct RunReport<'a> {
     pub seed: u64,
     /// `--until STEP`, when the run stopped early.
     pub until: Option<&'a str>,
+    /// The devices and cables the drawings show (each step's `fabric` says their state).
+    pub fabric: &'a Fabric,
     /// The topology's converged start (no expectations).
     pub start: &'a StepReport,
     pub steps: &'a [StepReport],
@@ -52,6 +55,7 @@ impl<'a> RunReport<'a> {
             topology,
             seed,
             until,
+            fabric: &run.fabric,
             start: &run.start,
             steps: &run.steps,
             summary: Summary {
@@ -229,7 +233,14 @@ fn routes_text(changes: &[String], verbose: bool, out: &mut String) {
         }
         return;
     }
-    // Per device, in the order the devices first appear: how many routes went and came.
+    for (dev, gone, new) in routes_per_device(changes) {
+        out.push_str(&format!("    {dev}: {new} added, {gone} withdrawn\n"));
+    }
+    out.push_str("    (--verbose lists each route)\n");
+}
+
+/// Per device, in the order the devices first appear: how many routes went and came.
+pub(super) fn routes_per_device(changes: &[String]) -> Vec<(&str, usize, usize)> {
     let mut per_device: Vec<(&str, usize, usize)> = Vec::new();
     for c in changes {
         let (dev, rest) = c.split_once(": ").unwrap_or((c, ""));
@@ -246,10 +257,7 @@ fn routes_text(changes: &[String], verbose: bool, out: &mut String) {
             per_device[i].2 += 1;
         }
     }
-    for (dev, gone, new) in per_device {
-        out.push_str(&format!("    {dev}: {new} added, {gone} withdrawn\n"));
-    }
-    out.push_str("    (--verbose lists each route)\n");
+    per_device
 }
 
 fn reach_text(r: &super::ReachDelta, p: &Palette, verbose: bool, out: &mut String) {

@@ -12,9 +12,10 @@ use serde::Serialize;
 use super::checks;
 use super::clock::{evaluate_during, pass_time, FlowReport, Until, Watch};
 use super::explain::explain_probe;
+use super::fabric::{Fabric, FabricState};
 use super::fault;
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
-use super::impact::{peer_changes, PeerChange, ReachDelta, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
+use super::impact::{peer_changes, PeerChange, ReachDelta, ReachGrid, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Engine, Fib, Route, State};
@@ -106,6 +107,8 @@ pub struct StepReport {
     /// Reachability between every host and pod after the step, and what the step changed
     /// (None: not computed, see the findings).
     pub reach: Option<ReachDelta>,
+    /// Cables down, devices off and every BGP session after the step (for the drawing).
+    pub fabric: FabricState,
 }
 
 /// One runbook command as typed, its output and exit status.
@@ -126,6 +129,8 @@ impl StepReport {
 /// The engine after the topology's converged start, and after each step run so far.
 pub struct Run {
     pub engine: Engine,
+    /// The topology's devices and cables, as the drawings show them.
+    pub fabric: Fabric,
     pub start: StepReport,
     pub steps: Vec<StepReport>,
 }
@@ -183,6 +188,7 @@ fn run_with(
         engine.set_path_limit(limit);
     }
     let c = engine.run_until_quiet();
+    let fabric = Fabric::of(engine.network());
     // A plain topology (a query, not a rehearsal) needs no matrix.
     let mut seen = Seen {
         matrix: None,
@@ -192,7 +198,7 @@ fn run_with(
             .as_ref()
             .map(|s| s.reach_limit.unwrap_or(DEFAULT_REACH_ENDPOINTS)),
     };
-    let (reach, dataplane) = seen.observe(engine.network(), engine.state());
+    let (reach, dataplane) = seen.observe(engine.network(), engine.state(), &fabric);
     let start = StepReport {
         id: "start".into(),
         name: Some("topology boots and converges".into()),
@@ -208,9 +214,11 @@ fn run_with(
         flows: Vec::new(),
         peers: Vec::new(),
         reach,
+        fabric: FabricState::of(&fabric, engine.network(), engine.state()),
     };
     let mut run = Run {
         engine,
+        fabric,
         start,
         steps: Vec::new(),
     };
@@ -233,7 +241,7 @@ fn run_with(
         None => scn.steps.len().saturating_sub(1),
     };
     for step in scn.steps.iter().take(last + 1) {
-        let report = run_step(&mut run.engine, step, scn, &mut seen)?;
+        let report = run_step(&mut run.engine, step, scn, &mut seen, &run.fabric)?;
         after_step(&report, &run.engine, seen.matrix.as_ref());
         run.steps.push(report);
     }
@@ -252,7 +260,7 @@ struct Seen {
 impl Seen {
     /// The state's matrix compared with the previous one (the first: a baseline), and the
     /// data-plane findings that are new.
-    fn observe(&mut self, net: &Network, st: &State) -> (Option<ReachDelta>, Vec<String>) {
+    fn observe(&mut self, net: &Network, st: &State, fabric: &Fabric) -> (Option<ReachDelta>, Vec<String>) {
         let Some(limit) = self.limit else {
             return (None, Vec::new());
         };
@@ -268,10 +276,11 @@ impl Seen {
                 return (None, new.into_iter().collect());
             }
         };
-        let delta = match &self.matrix {
+        let mut delta = match &self.matrix {
             Some(before) => ReachDelta::between(before, &matrix, net, st),
             None => ReachDelta::baseline(&matrix, net, st),
         };
+        delta.grid = Some(ReachGrid::of(&matrix, &fabric.racks(net)));
         let found = matrix.findings.clone();
         let new = found.iter().filter(|f| !self.findings.contains(f)).cloned().collect();
         self.findings = found;
@@ -280,7 +289,13 @@ impl Seen {
     }
 }
 
-fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario, seen: &mut Seen) -> Result<StepReport, InputError> {
+fn run_step(
+    engine: &mut Engine,
+    step: &Step,
+    scn: &Scenario,
+    seen: &mut Seen,
+    fabric: &Fabric,
+) -> Result<StepReport, InputError> {
     let mut checks = Vec::new();
     for e in &step.before {
         checks.push(evaluate(engine, e, When::Before)?);
@@ -311,7 +326,7 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario, seen: &mut Seen) -
     let (net, st) = (engine.network(), engine.state());
     let route_changes = route_diff(net, &before, st);
     let peers = peer_changes(net, &before, st);
-    let (reach, dataplane) = seen.observe(net, st);
+    let (reach, dataplane) = seen.observe(net, st, fabric);
     findings.extend(dataplane);
     let flows = watch.reports();
     for e in &step.during {
@@ -335,6 +350,7 @@ fn run_step(engine: &mut Engine, step: &Step, scn: &Scenario, seen: &mut Seen) -
         flows,
         peers,
         reach,
+        fabric: FabricState::of(fabric, net, st),
     })
 }
 
