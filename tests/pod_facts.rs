@@ -138,3 +138,40 @@ fn bad_facts_are_errors_at_their_place() {
         "{err}"
     );
 }
+
+/// `kubectl delete pod calico-node-…` restarts BIRD on that node as a rollout does: the old
+/// container dies (its sessions close at once), the DaemonSet controller creates the new pod,
+/// whose BIRD starts `timing: pod_start` (3 s) later and peers again.
+#[test]
+fn deleting_a_calico_node_pod_restarts_bird_on_its_node() {
+    let run = run_file(SCENARIO, "delete-calico-node");
+    let step = run.steps.last().expect("the step");
+    let n2 = "BGP Mesh_192_168_1_12 (192.168.1.12)";
+    let session = step
+        .peers
+        .iter()
+        .find(|p| p.device == "n1" && p.peer == n2)
+        .unwrap_or_else(|| panic!("n1's session to n2 did not change: {:?}", step.peers));
+    assert_eq!(session.before, "Established");
+    assert!(session.after.starts_with("Established again"), "{}", session.after);
+    // Back only after the new pod's containers started: BIRD was down meanwhile.
+    let up_since: f64 = session
+        .after
+        .rsplit_once("up since t=")
+        .and_then(|(_, t)| t.trim_end_matches("s)").parse().ok())
+        .expect("an up-since time");
+    assert!(
+        up_since * 1000.0 >= (step.start_ms + 3000) as f64,
+        "{} vs start {}",
+        session.after,
+        step.start_ms
+    );
+    // n3's sessions with n1 never went down: only n2's calico-node restarted.
+    assert!(!step
+        .peers
+        .iter()
+        .any(|p| p.device == "n1" && p.peer.contains("192.168.2.13")));
+    let pods = out_in(&run, "n1", "kubectl get pods -n kube-system -o wide");
+    assert!(!pods.contains("calico-node-node2"), "{pods}");
+    assert_has(&pods, &["calico-node-new22 1/1 Running 0 ... n2 ..."]);
+}

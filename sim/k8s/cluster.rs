@@ -58,6 +58,8 @@ pub struct Cluster {
     pub rollout: Option<Rollout>,
     /// Every DaemonSet status update of the rollouts so far (`kubectl rollout status` reads it).
     pub rollout_log: Vec<StatusUpdate>,
+    /// When the containers of deleted calico-node pods' replacements start (virtual time).
+    pub calico_starts: Vec<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -206,6 +208,7 @@ impl Cluster {
             sandboxes: 0,
             rollout: None,
             rollout_log: Vec::new(),
+            calico_starts: Vec::new(),
         }
     }
 
@@ -389,22 +392,6 @@ impl Cluster {
             self.reconcile(now);
         }
         true
-    }
-
-    /// The DaemonSet controller replaces its pod on `node` (a rolling update): the old pod is
-    /// deleted at once (no grace period for host-network system pods) and a new one, with a
-    /// new name, takes its place.
-    pub fn replace_daemon_pod(&mut self, namespace: &str, daemonset: &str, node: &str, now: u64) {
-        let owner = Owner::DaemonSet(daemonset.to_string());
-        let Some(old) = self
-            .pods
-            .iter()
-            .find(|p| p.namespace == namespace && p.owner == owner && p.node.as_deref() == Some(node))
-            .map(|p| p.name.clone())
-        else {
-            return;
-        };
-        self.delete_pod(namespace, &old, now);
     }
 
     /// A Deployment's template changed (`kubectl patch deployment`): a new revision, and with
