@@ -499,23 +499,32 @@ fn c40() {
 
 /// C41 (s2-broken, controller log): `kubectl logs -p` → `dial tcp 10.96.0.1:443: i/o timeout` and `[FATAL][1] main.go 151: Failed to initialize Calico datastore`
 #[test]
-#[ignore = "the s2-broken outage is a scripted fault (seed-lab.md s2 derivations); injecting pod states, logs and events is not built yet"]
 fn c41() {
+    // The outage is scripted (seed-lab.md s2-broken derivations): the scenario injects the
+    // previous container's log; the seed read it with this command (step 9).
     assert_has(
-        &out("s2-broken", "controller", "kubectl logs -p"),
+        &out(
+            "s2-broken-controller",
+            "k-w1",
+            "kubectl logs -n kube-system -p calico-kube-controllers-658d97c59c-kxtqc",
+        ),
         &[
-            "dial tcp 10.96.0.1:443: i/o timeout",
-            "[FATAL][1] main.go 151: Failed to initialize Calico datastore",
+            "... dial tcp 10.96.0.1:443: i/o timeout",
+            "... [FATAL][1] main.go 151: Failed to initialize Calico datastore",
         ],
     );
 }
 
 /// C42 (s2-broken, calico-node): `readiness event` → `calico/node is not ready: felix is not ready: readiness probe reporting 503`
 #[test]
-#[ignore = "the s2-broken outage is a scripted fault (seed-lab.md s2 derivations); injecting pod states, logs and events is not built yet"]
 fn c42() {
+    // The injected readiness event, in the Events table of `kubectl describe pod` (step 11).
     assert_has(
-        &out("s2-broken", "calico-node", "readiness event"),
+        &out(
+            "s2-broken-calico-node",
+            "k-master",
+            "kubectl describe pods -n kube-system -l k8s-app=calico-node",
+        ),
         &["calico/node is not ready: felix is not ready: readiness probe reporting 503"],
     );
 }

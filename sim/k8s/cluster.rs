@@ -8,6 +8,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::names;
+use super::pod_facts::PodFacts;
 use super::realize::Netns;
 use super::rollout::{Rollout, StatusUpdate};
 use super::taints::{self, Effect, Taint};
@@ -57,6 +58,8 @@ pub struct Cluster {
     pub rollout: Option<Rollout>,
     /// Every DaemonSet status update of the rollouts so far (`kubectl rollout status` reads it).
     pub rollout_log: Vec<StatusUpdate>,
+    /// When the containers of deleted calico-node pods' replacements start (virtual time).
+    pub calico_starts: Vec<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -116,6 +119,43 @@ pub struct Pod {
     pub pinned_node: Option<String>,
     /// Labels a node must carry to run the pod (`spec.nodeSelector`).
     pub node_selector: BTreeMap<String, String>,
+    /// What the scenario injected about its containers (`inject: pods:`), until they restart.
+    pub facts: Option<PodFacts>,
+}
+
+impl Pod {
+    /// The labels its controller gives it (the ones `-l` selects on).
+    pub fn labels(&self) -> Vec<(&'static str, String)> {
+        match &self.owner {
+            Owner::Deployment(d) if d == "coredns" => vec![("k8s-app", "kube-dns".into())],
+            Owner::Deployment(d) | Owner::DaemonSet(d) => vec![("k8s-app", d.clone())],
+            Owner::Bare => vec![("run", self.name.clone())],
+            Owner::Static => vec![("component", self.component().into()), ("tier", "control-plane".into())],
+        }
+    }
+
+    /// A static pod's component (`kube-apiserver` of `kube-apiserver-k-master`).
+    fn component(&self) -> &str {
+        self.name.rsplit_once('-').map_or(self.name.as_str(), |(c, _)| c)
+    }
+
+    /// The name of its (only) container: the workload's own name, as in its manifest.
+    pub fn container(&self) -> &str {
+        match &self.owner {
+            Owner::Deployment(d) | Owner::DaemonSet(d) => d,
+            Owner::Bare => &self.name,
+            Owner::Static => self.component(),
+        }
+    }
+
+    /// Whether a label selector (`KEY=VALUE` or `KEY` terms, comma-separated) selects it.
+    pub fn matches(&self, selector: &str) -> bool {
+        let labels = self.labels();
+        selector.split(',').all(|term| match term.split_once('=') {
+            Some((k, v)) => labels.iter().any(|(lk, lv)| *lk == k.trim() && lv == v.trim()),
+            None => labels.iter().any(|(lk, _)| *lk == term.trim()),
+        })
+    }
 }
 
 /// What a Deployment's pods are made from: the template's revision (a new ReplicaSet, hence a
@@ -168,6 +208,7 @@ impl Cluster {
             sandboxes: 0,
             rollout: None,
             rollout_log: Vec::new(),
+            calico_starts: Vec::new(),
         }
     }
 
@@ -270,6 +311,7 @@ impl Cluster {
             waiting: None,
             pinned_node,
             node_selector: spec.node_selector,
+            facts: None,
         });
         name
     }
@@ -352,22 +394,6 @@ impl Cluster {
         true
     }
 
-    /// The DaemonSet controller replaces its pod on `node` (a rolling update): the old pod is
-    /// deleted at once (no grace period for host-network system pods) and a new one, with a
-    /// new name, takes its place.
-    pub fn replace_daemon_pod(&mut self, namespace: &str, daemonset: &str, node: &str, now: u64) {
-        let owner = Owner::DaemonSet(daemonset.to_string());
-        let Some(old) = self
-            .pods
-            .iter()
-            .find(|p| p.namespace == namespace && p.owner == owner && p.node.as_deref() == Some(node))
-            .map(|p| p.name.clone())
-        else {
-            return;
-        };
-        self.delete_pod(namespace, &old, now);
-    }
-
     /// A Deployment's template changed (`kubectl patch deployment`): a new revision, and with
     /// the `Recreate` strategy the old pods go before the new ones are created. Returns false
     /// when the Deployment has no pods (fabsim knows Deployments by their pods).
@@ -439,6 +465,10 @@ impl Cluster {
         }
         for i in 0..self.pods.len() {
             let on_node = self.pods[i].node.as_ref().is_some_and(|n| nodes.contains(n));
+            if on_node {
+                // Its containers start again: what the scenario said about them is history.
+                self.pods[i].facts = None;
+            }
             if !on_node || self.pods[i].host_network {
                 continue;
             }

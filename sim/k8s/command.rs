@@ -424,7 +424,7 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
     let namespace = flag(args, "-n")
         .or_else(|| flag(args, "--namespace"))
         .unwrap_or("default");
-    if let Some(outcome) = node_ops::run(net, args, namespace, now) {
+    if let Some(outcome) = node_ops::run(net, args, namespace, now, ctx.pod_start_ms) {
         return outcome;
     }
     match args {

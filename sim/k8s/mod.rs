@@ -9,6 +9,8 @@
 //!   configuration confd renders for it;
 //! - `node_ops` runs node maintenance (`kubectl cordon|uncordon|drain|label|taint`, `kubectl
 //!   delete node|pod`), `taints` holds taints and the tolerations fabsim knows;
+//! - `pod_facts` holds what a scenario injects about a pod's containers (readiness, restarts,
+//!   logs, events) until the pod is replaced or restarted;
 //! - `rollout` runs a DaemonSet's rolling update over virtual time;
 //! - `names` generates the names controllers give pods.
 
@@ -18,6 +20,7 @@ mod command;
 mod ip_cmd;
 mod names;
 mod node_ops;
+mod pod_facts;
 mod realize;
 mod rollout;
 mod taints;
@@ -28,6 +31,7 @@ pub use command::{
     start_calico_nodes, CommandOutcome, Context, Follow, InitOptions,
 };
 pub use names::{netns_name, veth_name};
+pub use pod_facts::{inject as inject_pod_facts, FactsFor, PodEvent, PodFacts, PodTarget};
 pub use realize::{realize, Netns};
 pub use rollout::{
     in_progress as rollout_in_progress, next_due, run_due, status_lines, stuck as rollout_stuck, StatusUpdate,

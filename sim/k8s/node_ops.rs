@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use super::cluster::{Cluster, Owner};
 use super::command::CommandOutcome;
 use super::realize;
+use super::rollout;
 use super::taints::{self, Effect, TaintArg};
 use crate::model::Network;
 
@@ -25,6 +26,7 @@ pub(super) fn run(
     args: &[&str],
     namespace: &str,
     now: u64,
+    pod_start_ms: u64,
 ) -> Option<Result<CommandOutcome, String>> {
     let (verb, rest) = args.split_first()?;
     let result = match (*verb, rest) {
@@ -34,7 +36,7 @@ pub(super) fn run(
         ("label", [kind, ..]) if node_kind(kind).is_some() => label(net, rest, now),
         ("taint", [kind, ..]) if node_kind(kind).is_some() => taint(net, rest, now),
         ("delete", [kind, ..]) if node_kind(kind).is_some() => delete_nodes(net, rest, now),
-        ("delete", [kind, ..]) if pod_kind(kind) => delete_pods(net, namespace, rest, now),
+        ("delete", [kind, ..]) if pod_kind(kind) => delete_pods(net, namespace, rest, now, pod_start_ms),
         _ => return None,
     };
     Some(result)
@@ -614,10 +616,19 @@ fn delete_nodes(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOut
     })
 }
 
-/// `kubectl delete pod NAME… [-n NS]` or `kubectl delete pods --all [-n NS]`: each pod's
-/// address goes back to IPAM and its controller (if any) replaces it; a bare pod is gone.
-fn delete_pods(net: &mut Network, namespace: &str, args: &[&str], now: u64) -> Result<CommandOutcome, String> {
-    let p = parse("delete", args, &["--all"])?;
+/// `kubectl delete pod NAME… [-n NS]`, `kubectl delete pods --all [-n NS]` or `kubectl delete
+/// pods -l SELECTOR [-n NS]`: each pod's address goes back to IPAM and its controller (if any)
+/// replaces it; a bare pod is gone. A calico-node pod's containers die with it and its
+/// replacement's start `pod_start_ms` later (`rollout::replace_pod`).
+fn delete_pods(
+    net: &mut Network,
+    namespace: &str,
+    args: &[&str],
+    now: u64,
+    pod_start_ms: u64,
+) -> Result<CommandOutcome, String> {
+    let (selector, args) = selector_of(args);
+    let p = parse("delete", &args, &["--all"])?;
     let mut names: Vec<String> = Vec::new();
     for (i, w) in p.words.iter().enumerate() {
         match w.split_once('/') {
@@ -627,7 +638,7 @@ fn delete_pods(net: &mut Network, namespace: &str, args: &[&str], now: u64) -> R
         }
     }
     let cluster = cluster_mut(net)?;
-    if p.has("--all") {
+    if p.has("--all") || selector.is_some() {
         if !names.is_empty() {
             return Ok(CommandOutcome::failed(
                 "error: name cannot be provided when a selector is specified\n",
@@ -637,7 +648,7 @@ fn delete_pods(net: &mut Network, namespace: &str, args: &[&str], now: u64) -> R
         let mut all: Vec<String> = cluster
             .pods
             .iter()
-            .filter(|p| p.namespace == namespace)
+            .filter(|p| p.namespace == namespace && selector.is_none_or(|s| p.matches(s)))
             .map(|p| p.name.clone())
             .collect();
         all.sort();
@@ -656,7 +667,7 @@ fn delete_pods(net: &mut Network, namespace: &str, args: &[&str], now: u64) -> R
         // The kubelet recreates a deleted mirror pod at once, under the same name: the static
         // pod itself never stopped, so fabsim keeps it.
         let mirror = cluster.pod(namespace, name).is_some_and(|p| p.owner == Owner::Static);
-        if mirror || cluster.delete_pod(namespace, name, now) {
+        if mirror || rollout::replace_pod(cluster, namespace, name, now, pod_start_ms) {
             out += &format!("pod \"{name}\" deleted\n");
         } else {
             missing += &format!("Error from server (NotFound): pods \"{name}\" not found\n");
@@ -667,6 +678,24 @@ fn delete_pods(net: &mut Network, namespace: &str, args: &[&str], now: u64) -> R
         status,
         ..CommandOutcome::ok(out + &missing)
     })
+}
+
+/// `-l SELECTOR`, `-lSELECTOR`, `--selector SELECTOR` or `--selector=SELECTOR`, and the other
+/// arguments.
+fn selector_of<'a>(args: &[&'a str]) -> (Option<&'a str>, Vec<&'a str>) {
+    let mut selector = None;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if *a == "-l" || *a == "--selector" {
+            selector = it.next().copied();
+        } else if let Some(v) = a.strip_prefix("--selector=").or_else(|| a.strip_prefix("-l")) {
+            selector = Some(v);
+        } else {
+            rest.push(*a);
+        }
+    }
+    (selector, rest)
 }
 
 #[cfg(test)]

@@ -125,9 +125,46 @@ pub(super) fn start(
     Ok(true)
 }
 
-/// When the controller (or kubelet, for the rollout's pod) acts next.
+fn is_calico_node(namespace: &str, daemonset: &str) -> bool {
+    namespace == "kube-system" && daemonset == "calico-node"
+}
+
+/// A pod deleted (`kubectl delete pod`, or the controller's rolling update): its controller
+/// creates the replacement at once. A calico-node pod's old container — felix, confd and BIRD
+/// — is killed with it (`terminationGracePeriodSeconds: 0`): BIRD stops and its sessions close
+/// with a Cease (realize takes its configuration away). Returns the node whose calico-node
+/// stopped, if it was one.
+fn kill_and_replace(cluster: &mut Cluster, namespace: &str, name: &str, now: u64) -> Option<String> {
+    let pod = cluster.pod(namespace, name)?;
+    let stopped = match (&pod.owner, &pod.node) {
+        (Owner::DaemonSet(d), Some(node)) if is_calico_node(namespace, d) => Some(node.clone()),
+        _ => None,
+    };
+    cluster.delete_pod(namespace, name, now);
+    if let (Some(node), Some(c)) = (&stopped, cluster.calico.as_mut()) {
+        c.stop_node(node);
+    }
+    stopped
+}
+
+/// `kubectl delete pod`: the pod goes and its controller replaces it ([`kill_and_replace`]);
+/// a calico-node replacement's containers start `pod_start_ms` later, as in a rollout, with
+/// autodetection and confd run again. Returns false if there is no such pod.
+pub(super) fn replace_pod(cluster: &mut Cluster, namespace: &str, name: &str, now: u64, pod_start_ms: u64) -> bool {
+    if cluster.pod(namespace, name).is_none() {
+        return false;
+    }
+    if kill_and_replace(cluster, namespace, name, now).is_some() {
+        cluster.calico_starts.push(now + pod_start_ms);
+    }
+    true
+}
+
+/// When the controller (or kubelet, for the rollout's pod or a replaced calico-node) acts next.
 pub fn next_due(net: &Network) -> Option<u64> {
-    net.cluster.as_deref()?.rollout.as_ref().map(|r| r.due_ms)
+    let cluster = net.cluster.as_deref()?;
+    let rollout = cluster.rollout.as_ref().map(|r| r.due_ms);
+    cluster.calico_starts.iter().copied().chain(rollout).min()
 }
 
 /// Whether a rollout of `namespace/daemonset` is still running.
@@ -143,6 +180,14 @@ pub fn in_progress(net: &Network, namespace: &str, daemonset: &str) -> bool {
 /// (BIRD's sessions close before the new pod starts it again; a probe sees the network as it
 /// is then). `st` is the network's state at `now`.
 pub fn run_due(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
+    if let Some(cluster) = net.cluster.as_deref_mut() {
+        let before = cluster.calico_starts.len();
+        cluster.calico_starts.retain(|due| *due > now);
+        if cluster.calico_starts.len() < before {
+            // The replaced calico-node pods' containers start (every stopped node's at once).
+            return super::command::start_calico_nodes(net, st, now);
+        }
+    }
     let Some(r) = net
         .cluster
         .as_deref()
@@ -152,7 +197,7 @@ pub fn run_due(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
         return Ok(());
     };
     let node = r.order[r.current].clone();
-    let calico_node = r.daemonset == "calico-node" && r.namespace == "kube-system";
+    let calico_node = is_calico_node(&r.namespace, &r.daemonset);
     if r.stage == Stage::Start && calico_node {
         super::command::start_calico_nodes(net, st, now)?;
     }
@@ -162,12 +207,14 @@ pub fn run_due(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
     };
     match r.stage {
         Stage::Replace => {
-            cluster.replace_daemon_pod(&r.namespace, &r.daemonset, &node, now);
-            if calico_node {
-                // The old container is gone: BIRD stops (realize takes its configuration away).
-                if let Some(c) = cluster.calico.as_mut() {
-                    c.stop_node(&node);
-                }
+            let owner = Owner::DaemonSet(r.daemonset.clone());
+            let old = cluster
+                .pods
+                .iter()
+                .find(|p| p.namespace == r.namespace && p.owner == owner && p.node.as_deref() == Some(&node))
+                .map(|p| p.name.clone());
+            if let Some(old) = old {
+                kill_and_replace(cluster, &r.namespace, &old, now);
             }
             advance(cluster, Stage::Start, now + r.pod_start_ms);
         }

@@ -15,6 +15,7 @@ use super::fault::Fault;
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
 use crate::engine::BgpState;
 use crate::input::topology::yaml::{self, OrderedMap};
+use crate::k8s::{FactsFor, PodEvent, PodFacts, PodTarget};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -114,6 +115,52 @@ struct RawInject {
     /// for the handle (a tunnel handle also sets the Node's tunnel address, as allocateip does).
     #[serde(default)]
     ipam: Vec<RawHeldAllocation>,
+    /// What pods' containers show that fabsim does not derive: readiness, status, restarts,
+    /// logs, events. They hold until the pod is replaced or its node reboots.
+    #[serde(default)]
+    pods: Vec<Spanned<RawPodFacts>>,
+}
+
+/// Facts about one pod (`pod: NAMESPACE/NAME`) or the pods a label selector picks in a
+/// namespace (`namespace:` + `selector:`, as `kubectl -n NS -l SELECTOR`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPodFacts {
+    pod: Option<String>,
+    namespace: Option<String>,
+    selector: Option<String>,
+    /// The READY column, `READY/TOTAL` containers (`0/1`).
+    ready: Option<Spanned<String>>,
+    /// The STATUS column (`CrashLoopBackOff`, `Running`).
+    status: Option<String>,
+    /// The container's restart count.
+    restarts: Option<u32>,
+    /// How long ago it last restarted (RESTARTS shows `325 (53s ago)`).
+    last_restart: Option<Spanned<String>>,
+    /// `kubectl logs POD`.
+    log: Option<String>,
+    /// `kubectl logs -p POD` (the previous container's log).
+    previous_log: Option<String>,
+    #[serde(default)]
+    events: Vec<Spanned<RawPodEvent>>,
+}
+
+/// An event about the pod, as `kubectl describe pod` lists it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPodEvent {
+    #[serde(rename = "type")]
+    kind: Spanned<String>,
+    reason: String,
+    /// `source.component` (default kubelet).
+    from: Option<String>,
+    message: String,
+    /// How many times it happened (default 1).
+    count: Option<Spanned<u32>>,
+    /// How long before the injection it first and last happened (default 0s; `first_seen`
+    /// defaults to `last_seen`).
+    first_seen: Option<Spanned<String>>,
+    last_seen: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -282,8 +329,12 @@ pub enum Action {
     },
     /// Devices power-cycled (none listed: all of them).
     Reboot { devices: Vec<String> },
-    /// Scripted facts: IPAM allocations (node, handle) held from unshown history.
-    Inject { ipam: Vec<(String, String)> },
+    /// Scripted facts: IPAM allocations (node, handle) held from unshown history, and what
+    /// pods' containers show.
+    Inject {
+        ipam: Vec<(String, String)>,
+        pods: Vec<FactsFor>,
+    },
     /// A link, port or device breaks (power back after `duration_ms`, if given); `span` is
     /// where the step names it.
     Fail {
@@ -434,20 +485,31 @@ fn root(file: &str) -> TextOrigin {
     }
 }
 
-/// Parse a duration like `40s`, `500ms`, `2m`, `1h`.
+/// Parse a duration like `40s`, `500ms`, `2m`, `1h`, or several such terms as kubectl prints
+/// ages (`4m6s`, `1h30m`).
 pub fn parse_duration(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit())?;
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let mult = match unit {
-        "ms" => 1,
-        "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return None,
-    };
-    n.checked_mul(mult)
+    let mut rest = s.trim();
+    let mut total: u64 = 0;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let split = rest.find(|c: char| !c.is_ascii_digit())?;
+        let (num, after) = rest.split_at(split);
+        let n: u64 = num.parse().ok()?;
+        let unit_len = after.find(|c: char| c.is_ascii_digit()).unwrap_or(after.len());
+        let (unit, next) = after.split_at(unit_len);
+        let mult = match unit {
+            "ms" => 1,
+            "s" => 1000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => return None,
+        };
+        total = total.checked_add(n.checked_mul(mult)?)?;
+        rest = next;
+    }
+    Some(total)
 }
 
 pub fn load_scenario(path: &Path) -> Result<Scenario, InputError> {
@@ -606,6 +668,12 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
                 .iter()
                 .map(|a| (a.node.clone(), a.handle.clone()))
                 .collect(),
+            pods: i
+                .value
+                .pods
+                .iter()
+                .map(|p| pod_facts_of(file, p))
+                .collect::<Result<_, _>>()?,
         }
     } else if let Some(r) = &rs.reboot {
         let devices = if r.value.iter().any(|d| d == "all") {
@@ -720,6 +788,89 @@ fn convert_step(rs: RawStep, file: &str, text: &str) -> Result<Step, Diagnostic>
         after: conv(rs.expect.after)?,
         during,
         span,
+    })
+}
+
+/// `inject: pods:` entry → the facts and the pods they are for.
+fn pod_facts_of(file: &str, p: &Spanned<RawPodFacts>) -> Result<FactsFor, Diagnostic> {
+    let span = span_of(file, p);
+    let raw = &p.value;
+    let target = match (&raw.pod, &raw.namespace, &raw.selector) {
+        (Some(pod), None, None) => match pod.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() && !name.is_empty() => PodTarget::Name {
+                namespace: ns.into(),
+                name: name.into(),
+            },
+            _ => {
+                return Err(Diagnostic::error(
+                    span,
+                    format!("expected `pod: NAMESPACE/NAME`, found `{pod}`"),
+                ))
+            }
+        },
+        (None, Some(ns), Some(sel)) => PodTarget::Selector {
+            namespace: ns.clone(),
+            selector: sel.clone(),
+        },
+        _ => {
+            return Err(Diagnostic::error(
+                span,
+                "name the pods with `pod: NAMESPACE/NAME`, or with `namespace:` and `selector: KEY=VALUE`",
+            ))
+        }
+    };
+    if let Some(r) = &raw.ready {
+        let counts = r.value.split_once('/');
+        if !counts.is_some_and(|(a, b)| a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok()) {
+            return Err(Diagnostic::error(
+                span_of(file, r),
+                format!("expected `ready: READY/TOTAL` (like 0/1), found `{}`", r.value),
+            ));
+        }
+    }
+    let ago = |d: &Option<Spanned<String>>| d.as_ref().map(|d| duration_of(file, d)).transpose();
+    let mut events = Vec::new();
+    for e in &raw.events {
+        let kind = &e.value.kind;
+        if kind.value != "Normal" && kind.value != "Warning" {
+            return Err(Diagnostic::error(
+                span_of(file, kind),
+                format!(
+                    "expected an event `type: Normal` or `type: Warning`, found `{}`",
+                    kind.value
+                ),
+            ));
+        }
+        let count = match &e.value.count {
+            Some(c) if c.value == 0 => {
+                return Err(Diagnostic::error(span_of(file, c), "an event's `count` is at least 1"));
+            }
+            Some(c) => c.value,
+            None => 1,
+        };
+        let last = ago(&e.value.last_seen)?.unwrap_or(0);
+        events.push(PodEvent {
+            kind: kind.value.clone(),
+            reason: e.value.reason.clone(),
+            from: e.value.from.clone().unwrap_or_else(|| "kubelet".into()),
+            message: e.value.message.clone(),
+            count,
+            first_seen_ago_ms: ago(&e.value.first_seen)?.unwrap_or(last),
+            last_seen_ago_ms: last,
+        });
+    }
+    Ok(FactsFor {
+        target,
+        facts: PodFacts {
+            injected_ms: 0,
+            ready: raw.ready.as_ref().map(|r| r.value.clone()),
+            status: raw.status.clone(),
+            restarts: raw.restarts,
+            last_restart_ago_ms: ago(&raw.last_restart)?,
+            log: raw.log.clone(),
+            previous_log: raw.previous_log.clone(),
+            events,
+        },
     })
 }
 

@@ -491,14 +491,27 @@ fn apply_config(engine: &mut Engine, step: &Step) -> Result<(String, Vec<Diagnos
         Action::Checkpoint => Ok(("no change (checkpoint)".into(), Vec::new())),
         // `apply` runs runbook commands and faults itself; nothing reaches here with one.
         Action::Run { .. } | Action::Fail { .. } | Action::Restore { .. } => Ok((String::new(), Vec::new())),
-        Action::Inject { ipam } => {
+        Action::Inject { ipam, pods } => {
             let now = engine.now_ms();
+            let mut described = Vec::new();
             let warnings = engine.reconfigure(|net| {
-                k8s::hold_allocations(net, ipam, now).map_err(|e| Diagnostic::error(step.span.clone(), e))?;
+                let at_step = |e: String| Diagnostic::error(step.span.clone(), e);
+                if !ipam.is_empty() {
+                    k8s::hold_allocations(net, ipam, now).map_err(at_step)?;
+                    let held: Vec<String> = ipam.iter().map(|(n, h)| format!("{h} on {n}")).collect();
+                    described.push(format!("IPAM history: {}", held.join(", ")));
+                }
+                if !pods.is_empty() {
+                    let cluster = net
+                        .cluster
+                        .as_deref_mut()
+                        .ok_or_else(|| at_step("inject: pods: there is no Kubernetes cluster yet".into()))?;
+                    let changed = k8s::inject_pod_facts(cluster, pods, now).map_err(at_step)?;
+                    described.push(format!("pod facts: {}", changed.join(", ")));
+                }
                 k8s::realize(net)
             })?;
-            let held: Vec<String> = ipam.iter().map(|(n, h)| format!("{h} on {n}")).collect();
-            Ok((format!("injected IPAM history: {}", held.join(", ")), warnings))
+            Ok((format!("injected {}", described.join("; ")), warnings))
         }
         Action::Reboot { devices } => {
             let ids = if devices.is_empty() {

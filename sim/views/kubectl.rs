@@ -1,11 +1,12 @@
-//! `kubectl` read commands (kubectl v1.28): `get nodes|pods|ippools|blockaffinities`,
-//! `describe node`. Tables are text/tabwriter; `-o yaml|json` print the fields fabsim models
+//! `kubectl` read commands (kubectl v1.28): `get nodes|pods|events|ippools|blockaffinities`,
+//! `describe node|pod`, `logs [-p]`; what they say about containers beyond fabsim's model
+//! (readiness, restarts, logs, events) comes from the scenario's `inject: pods:` facts. Tables are text/tabwriter; `-o yaml|json` print the fields fabsim models
 //! in the API's key order (alphabetical within an object, as the API server serialises them).
 
 use std::fmt::Write as _;
 
 use super::clock::wall_clock;
-use super::tables::tabwriter;
+use super::tables::{tabwriter, tabwriter_with};
 use super::CommandError;
 use crate::engine::State;
 use crate::k8s::{Cluster, KNode, Owner, Pod, PodPhase};
@@ -95,12 +96,15 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
             ))
         }
         ["describe", "node" | "nodes" | "no", name] => describe_node(cluster, now, name),
+        ["describe", "pod" | "pods" | "po", rest @ ..] => Ok(describe_pods(cluster, now, ns, rest, selector)),
+        ["logs", pod] => logs(cluster, ns, pod, args.iter().any(|a| *a == "-p" || *a == "--previous")),
+        ["get", "events" | "event" | "ev"] => Ok(get_events(cluster, now, (!all_ns).then_some(ns))),
         ["get", kind, ..] if is_calico_kind(kind, "ippools") => calico_list(cluster, now, "ippools", output),
         ["get", kind, ..] if is_calico_kind(kind, "blockaffinities") => {
             calico_list(cluster, now, "blockaffinities", output)
         }
         _ => Err(CommandError::new(
-            "fabsim's kubectl reads get nodes|pods|ippools|blockaffinities, describe node and exec, \
+            "fabsim's kubectl reads get nodes|pods|events|ippools|blockaffinities, describe node|pod, logs [-p] and exec, \
              and changes the cluster with apply|create|run|patch|delete, rollout restart|status and set env",
         )),
     }
@@ -148,7 +152,16 @@ fn is_calico_kind(word: &str, plural: &str) -> bool {
 
 /// The words that are not flags or flag values.
 fn positional<'a>(args: &[&'a str]) -> Vec<&'a str> {
-    let with_value = ["-o", "--output", "-n", "--namespace", "-l", "--selector"];
+    let with_value = [
+        "-o",
+        "--output",
+        "-n",
+        "--namespace",
+        "-l",
+        "--selector",
+        "-c",
+        "--container",
+    ];
     let mut out = Vec::new();
     let mut skip = false;
     for a in args {
@@ -211,25 +224,8 @@ fn get_nodes(cluster: &Cluster, now: u64, only: Option<&str>, wide: bool) -> Str
     tabwriter(&rows)
 }
 
-/// The labels a pod's controller gives it (the ones `-l` selects on).
-fn pod_labels(pod: &Pod) -> Vec<(&'static str, String)> {
-    match &pod.owner {
-        Owner::Deployment(d) if d == "coredns" => vec![("k8s-app", "kube-dns".into())],
-        Owner::Deployment(d) | Owner::DaemonSet(d) => vec![("k8s-app", d.clone())],
-        Owner::Bare => vec![("run", pod.name.clone())],
-        Owner::Static => {
-            let component = pod.name.rsplit_once('-').map_or(pod.name.as_str(), |(c, _)| c);
-            vec![("component", component.into()), ("tier", "control-plane".into())]
-        }
-    }
-}
-
 fn selected(pod: &Pod, selector: Option<&str>) -> bool {
-    let Some(sel) = selector else { return true };
-    sel.split(',').all(|term| match term.split_once('=') {
-        Some((k, v)) => pod_labels(pod).iter().any(|(lk, lv)| *lk == k.trim() && lv == v.trim()),
-        None => pod_labels(pod).iter().any(|(lk, _)| *lk == term.trim()),
-    })
+    selector.is_none_or(|sel| pod.matches(sel))
 }
 
 fn get_pods(
@@ -278,11 +274,15 @@ fn get_pods(
         if ns.is_none() {
             row.push(p.namespace.clone());
         }
+        // Injected facts (`inject: pods:`) say what fabsim cannot derive about the containers.
+        let facts = p.facts.as_ref();
+        let ready = facts.and_then(|f| f.ready.clone());
+        let status = facts.and_then(|f| f.status.clone());
         row.extend([
             p.name.clone(),
-            if running { "1/1" } else { "0/1" }.into(),
-            if running { "Running" } else { "Pending" }.into(),
-            "0".into(),
+            ready.unwrap_or_else(|| if running { "1/1" } else { "0/1" }.into()),
+            status.unwrap_or_else(|| if running { "Running" } else { "Pending" }.into()),
+            restarts(p, now),
             human_duration(now.saturating_sub(p.created_ms)),
         ]);
         if wide {
@@ -294,6 +294,193 @@ fn get_pods(
             ]);
         }
         rows.push(row);
+    }
+    tabwriter(&rows)
+}
+
+/// The RESTARTS column: the restart count, with the last restart's age when kubectl knows it
+/// (`325 (53s ago)`, kubectl ≥ 1.22).
+fn restarts(pod: &Pod, now: u64) -> String {
+    let Some(f) = &pod.facts else { return "0".into() };
+    let n = f.restarts.unwrap_or(0);
+    match f.last_restart_ago_ms {
+        Some(ago) => format!("{n} ({} ago)", human_duration(f.since(ago, now))),
+        None => n.to_string(),
+    }
+}
+
+/// `kubectl logs [-p] POD [-n NS]`: the container's log as the scenario injected it. A pod
+/// whose container never restarted has no previous log (kubelet's BadRequest).
+fn logs(cluster: &Cluster, ns: &str, name: &str, previous: bool) -> Result<String, CommandError> {
+    let Some(pod) = cluster.pod(ns, name) else {
+        return Ok(format!("Error from server (NotFound): pods \"{name}\" not found\n"));
+    };
+    let facts = pod.facts.as_ref();
+    let restarted = facts.and_then(|f| f.restarts).is_some_and(|n| n > 0);
+    let text = if previous {
+        facts.and_then(|f| f.previous_log.as_ref())
+    } else {
+        facts.and_then(|f| f.log.as_ref())
+    };
+    match text {
+        Some(t) => Ok(t.clone()),
+        None if previous && !restarted => Ok(format!(
+            "Error from server (BadRequest): previous terminated container \"{}\" in pod \"{name}\" not found\n",
+            pod.container()
+        )),
+        None => Err(CommandError::new(format!(
+            "fabsim does not model what {}'s container logs; a scenario can inject it (`inject: pods:` with `{}:`)",
+            name,
+            if previous { "previous_log" } else { "log" }
+        ))),
+    }
+}
+
+/// The Age column of an event (`describe.go DescribeEvents`, `get events`' LAST SEEN):
+/// `4m6s (x18714 over 46h)` for a repeated event, else the time since it was first seen.
+fn event_age(f: &crate::k8s::PodFacts, e: &crate::k8s::PodEvent, now: u64) -> String {
+    let first = human_duration(f.since(e.first_seen_ago_ms, now));
+    if e.count > 1 {
+        format!(
+            "{} (x{} over {first})",
+            human_duration(f.since(e.last_seen_ago_ms, now)),
+            e.count
+        )
+    } else {
+        first
+    }
+}
+
+/// `kubectl describe pod NAME` or `kubectl describe pods -l SELECTOR` in a namespace: the
+/// fields fabsim models, in kubectl's order, then the Events table. Several pods are separated
+/// by a blank line, as kubectl separates them.
+fn describe_pods(cluster: &Cluster, now: u64, ns: &str, names: &[&str], selector: Option<&str>) -> String {
+    let mut pods: Vec<&Pod> = cluster
+        .pods
+        .iter()
+        .filter(|p| p.namespace == ns && (names.is_empty() || names.contains(&p.name.as_str())))
+        .filter(|p| selected(p, selector))
+        .collect();
+    pods.sort_by(|a, b| a.name.cmp(&b.name));
+    if pods.is_empty() {
+        return match names.first() {
+            Some(n) => format!("Error from server (NotFound): pods \"{n}\" not found\n"),
+            None => format!("No resources found in {ns} namespace.\n"),
+        };
+    }
+    let texts: Vec<String> = pods.iter().map(|p| describe_pod(cluster, now, p)).collect();
+    texts.join("\n\n")
+}
+
+fn describe_pod(cluster: &Cluster, now: u64, p: &Pod) -> String {
+    let node = p.node.as_deref().and_then(|n| cluster.node(n));
+    let ip = if p.host_network {
+        node.map(|n| n.internal_ip.to_string())
+    } else {
+        p.ip.map(|i| i.to_string())
+    };
+    let labels: Vec<String> = p.labels().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let phase = match p.phase {
+        PodPhase::Running => "Running",
+        PodPhase::Pending => "Pending",
+    };
+    let mut fields = vec![
+        ("Name:", p.name.clone()),
+        ("Namespace:", p.namespace.clone()),
+        (
+            "Node:",
+            node.map_or("<none>".into(), |n| format!("{}/{}", n.name, n.internal_ip)),
+        ),
+    ];
+    if let Some(t) = p.started_ms {
+        fields.push(("Start Time:", describe_time(t)));
+    }
+    fields.push(("Labels:", labels.join("\n")));
+    fields.push(("Status:", phase.into()));
+    fields.push(("IP:", ip.unwrap_or_default()));
+    match &p.owner {
+        Owner::Deployment(_) => fields.push(("Controlled By:", "ReplicaSet/".to_string() + replica_set(&p.name))),
+        Owner::DaemonSet(d) => fields.push(("Controlled By:", format!("DaemonSet/{d}"))),
+        Owner::Static => fields.push(("Controlled By:", format!("Node/{}", p.node.as_deref().unwrap_or("")))),
+        Owner::Bare => {}
+    }
+    // describe's tabwriter: minwidth 0, padding 2; a multi-line value continues under its column.
+    let width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 2;
+    let mut out = String::new();
+    for (k, v) in &fields {
+        let mut lines = v.lines();
+        let _ = writeln!(out, "{k:<width$}{}", lines.next().unwrap_or(""));
+        for more in lines {
+            let _ = writeln!(out, "{:width$}{more}", "");
+        }
+    }
+    let events = p.facts.as_ref().map(|f| (f, &f.events)).filter(|(_, e)| !e.is_empty());
+    let Some((f, events)) = events else {
+        out.push_str("Events:                      <none>\n");
+        return out;
+    };
+    out.push_str("Events:\n");
+    let mut rows = vec![
+        ["  Type", "Reason", "Age", "From", "Message"]
+            .map(String::from)
+            .to_vec(),
+        ["  ----", "------", "----", "----", "-------"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for e in events {
+        rows.push(vec![
+            format!("  {}", e.kind),
+            e.reason.clone(),
+            event_age(f, e, now),
+            e.from.clone(),
+            e.message.trim().to_string(),
+        ]);
+    }
+    out.push_str(&tabwriter_with(&rows, 0, 2));
+    out
+}
+
+/// A Deployment pod's ReplicaSet: its name without the pod's random suffix.
+fn replica_set(pod: &str) -> &str {
+    pod.rsplit_once('-').map_or(pod, |(rs, _)| rs)
+}
+
+/// `kubectl get events [-n NS | -A]`: the injected events of the pods, per pod in name order.
+fn get_events(cluster: &Cluster, now: u64, ns: Option<&str>) -> String {
+    let mut header = vec!["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"];
+    if ns.is_none() {
+        header.insert(0, "NAMESPACE");
+    }
+    let mut rows = vec![header.into_iter().map(String::from).collect::<Vec<_>>()];
+    let mut pods: Vec<&Pod> = cluster
+        .pods
+        .iter()
+        .filter(|p| ns.is_none_or(|n| n == p.namespace))
+        .collect();
+    pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    for p in pods {
+        let Some(f) = &p.facts else { continue };
+        for e in &f.events {
+            let mut row = Vec::new();
+            if ns.is_none() {
+                row.push(p.namespace.clone());
+            }
+            row.extend([
+                event_age(f, e, now),
+                e.kind.clone(),
+                e.reason.clone(),
+                format!("pod/{}", p.name),
+                e.message.trim().to_string(),
+            ]);
+            rows.push(row);
+        }
+    }
+    if rows.len() == 1 {
+        return match ns {
+            Some(n) => format!("No resources found in {n} namespace.\n"),
+            None => "No resources found\n".into(),
+        };
     }
     tabwriter(&rows)
 }

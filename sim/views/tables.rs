@@ -61,10 +61,18 @@ fn is_decimal(cell: &str) -> bool {
 /// padding 3, blanks): every column but the last is as wide as its widest cell plus 3, at
 /// least 6; the last column is not padded.
 pub(crate) fn tabwriter(rows: &[Vec<String>]) -> String {
+    tabwriter_with(rows, 6, 3)
+}
+
+/// Go's `text/tabwriter` with blanks, `minwidth` and `padding` (`kubectl describe` uses 0 and
+/// 2). A last cell spanning lines (an event message with a newline) goes on below its row from
+/// the line's start, as Go's tabwriter writes it; column widths come from first lines.
+pub(crate) fn tabwriter_with(rows: &[Vec<String>], minwidth: usize, padding: usize) -> String {
+    let first_line = |c: &String| c.lines().next().map_or(0, str::len);
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
-        .map(|i| rows.iter().filter_map(|r| r.get(i)).map(String::len).max().unwrap_or(0))
-        .map(|w| (w + 3).max(6))
+        .map(|i| rows.iter().filter_map(|r| r.get(i)).map(first_line).max().unwrap_or(0))
+        .map(|w| (w + padding).max(minwidth))
         .collect();
     let mut out = String::new();
     for r in rows {
