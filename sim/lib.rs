@@ -10,6 +10,7 @@ pub mod cli;
 pub mod dataplane;
 pub mod diag;
 pub mod engine;
+pub mod export;
 pub mod gen;
 pub mod input;
 pub mod k8s;

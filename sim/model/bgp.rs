@@ -219,6 +219,10 @@ pub struct BirdDaemon {
     pub functions: BTreeMap<String, Vec<Stmt>>,
     /// The files the configuration was read from (`include`), for messages.
     pub sources: Vec<String>,
+    /// The configuration as written: the main file as `bird.cfg`, then each `include`d file
+    /// under the name it is included by. `fabsim export` hands these to a real BIRD.
+    #[serde(skip)]
+    pub files: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

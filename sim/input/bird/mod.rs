@@ -65,8 +65,12 @@ pub fn apply_bird(
         cfg.neighbors = parsed.neighbors;
         cfg
     });
+    let mut daemon = parsed.daemon;
+    daemon.files = std::iter::once(("bird.cfg".to_string(), text.to_string()))
+        .chain(includes.iter().map(|(name, (inc, _))| (name.clone(), inc.clone())))
+        .collect();
     let device = &mut net.devices[dev.idx()];
-    device.bird = Some(parsed.daemon);
+    device.bird = Some(daemon);
     device.bgp = bgp;
     Ok(warnings)
 }

@@ -1,0 +1,240 @@
+//! `fabsim export`: the files each target writes, read back against the model they came from
+//! (no root needed; `tests/differential.rs` runs them against real daemons).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use fabsim::export::{self, kernel_ifname, Options, Target};
+use fabsim::model::DeviceKind;
+use fabsim::scenario::{self, Run};
+use fabsim::views;
+
+fn gen_fabric() -> Run {
+    let opened = scenario::open(Path::new("topologies/gen-2x4x2.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    scenario::run(&opened, None).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn opts() -> Options {
+    Options {
+        prefix: "fstest".into(),
+        fast_timers: false,
+    }
+}
+
+fn file<'a>(lab: &'a export::Lab, path: &str) -> &'a str {
+    lab.files
+        .iter()
+        .find(|f| f.path == Path::new(path))
+        .map(|f| f.text.as_str())
+        .unwrap_or_else(|| panic!("no {path} in the export"))
+}
+
+#[test]
+fn frr_conf_carries_the_eos_semantics_of_every_switch() {
+    let run = gen_fabric();
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let lab = export::export(net, st, Target::Frr, &opts());
+    let mut switches = 0;
+    for dev in net.devices.iter().filter(|d| d.kind == DeviceKind::Eos) {
+        switches += 1;
+        let conf = file(&lab, &format!("{}/frr.conf", dev.name));
+        assert!(conf.contains("EOS behaviours FRR 8.4 only approximates"), "{conf}");
+        for &i in &dev.ifaces {
+            let name = kernel_ifname(net, i);
+            let block = format!("interface {name}\n ip ospf cost 10\n");
+            assert!(conf.contains(&block), "{}: no `{block}` in\n{conf}", dev.name);
+        }
+        let ospf = dev.ospf.as_ref().expect("generated switches run OSPF");
+        for n in &ospf.networks {
+            assert!(
+                conf.contains(&format!(" network {} area 0.0.0.0\n", n.prefix)),
+                "{conf}"
+            );
+        }
+        if let Some(bgp) = &dev.bgp {
+            assert!(conf.contains(&format!("router bgp {}\n", bgp.asn)), "{conf}");
+            for line in [
+                " no bgp ebgp-requires-policy\n",
+                "  distance bgp 200 200 200\n",
+                "  maximum-paths 1\n",
+            ] {
+                assert!(conf.contains(line), "{}: no `{line}`", dev.name);
+            }
+            for n in &bgp.neighbors {
+                let line = format!(" neighbor {} remote-as {}\n", n.address, n.remote_as.unwrap());
+                assert!(conf.contains(&line), "{}: no `{line}`", dev.name);
+            }
+            // The router id fabsim computed, so that tie-breaks can agree.
+            let rid = st.devices[net.device_by_name(&dev.name).unwrap().idx()]
+                .bgp
+                .as_ref()
+                .unwrap()
+                .router_id
+                .unwrap();
+            assert!(conf.contains(&format!(" bgp router-id {rid}\n")), "{conf}");
+        }
+        // Leaves redistribute BGP into OSPF with EOS's E2 metrics, not FRR's 20.
+        if ospf.redistribute.iter().any(|r| r.metric.is_none()) {
+            assert!(
+                conf.contains(" set metric 10\n") && conf.contains(" set metric 1\n"),
+                "{conf}"
+            );
+        }
+    }
+    assert_eq!(switches, 6);
+}
+
+#[test]
+fn bird_export_is_what_confd_rendered() {
+    let run = gen_fabric();
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let lab = export::export(net, st, Target::Bird, &opts());
+    let dev = net.device_by_name("node-2-1").unwrap();
+    for name in ["bird.cfg", "bird_aggr.cfg", "bird_ipam.cfg"] {
+        let shown = views::run_command(net, st, dev, &format!("cat /etc/calico/confd/config/{name}")).unwrap();
+        assert_eq!(file(&lab, &format!("node-2-1/{name}")), shown, "{name}");
+    }
+}
+
+#[test]
+fn export_is_byte_identical_across_runs() {
+    let (a, b) = (gen_fabric(), gen_fabric());
+    for target in [Target::Frr, Target::Bird, Target::Netns, Target::Containerlab] {
+        let la = export::export(a.engine.network(), a.engine.state(), target, &opts());
+        let lb = export::export(b.engine.network(), b.engine.state(), target, &opts());
+        assert_eq!(la.files, lb.files, "{target:?}");
+    }
+}
+
+#[test]
+fn netns_scripts_are_valid_shell_and_stay_inside_their_prefix() {
+    let run = gen_fabric();
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let lab = export::export(net, st, Target::Netns, &opts());
+    let dir = std::env::temp_dir().join(format!("fabsim-export-test-{}", std::process::id()));
+    lab.write(&dir).unwrap();
+    for script in ["up.sh", "down.sh"] {
+        let ok = Command::new("sh").arg("-n").arg(dir.join(script)).status().unwrap();
+        assert!(ok.success(), "{script} is not valid sh");
+    }
+    let up = file(&lab, "up.sh");
+    // Every namespace, link and address command names a namespace of this lab.
+    for line in up.lines() {
+        if let Some(rest) = line.strip_prefix("ip -n ") {
+            assert!(rest.starts_with("fstest-"), "{line}");
+        }
+        if let Some(rest) = line.strip_prefix("netns ") {
+            assert!(rest.starts_with("fstest-"), "{line}");
+        }
+    }
+    // One namespace per device, one veth pair per link (every link here is point to point).
+    assert_eq!(
+        up.lines().filter(|l| l.starts_with("netns ")).count(),
+        net.devices.len()
+    );
+    assert_eq!(up.matches(" type veth peer name ").count(), net.l2.len());
+    // Pods: proxy ARP on the node's cali veth, the 169.254.1.1 gateway in the pod.
+    assert!(up.contains("net.ipv4.conf.cali"), "no proxy ARP");
+    assert!(up.contains("route add 169.254.1.1/32 dev eth0 scope link"), "{up}");
+    assert!(up.contains("route add 0.0.0.0/0 via 169.254.1.1 dev eth0"), "{up}");
+    let down = file(&lab, "down.sh");
+    assert!(down.contains("/run/fabsim/fstest/created"), "{down}");
+    assert!(!down.contains("pkill") && !down.contains("killall"), "{down}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn containerlab_has_every_link_with_its_interface_names() {
+    let run = gen_fabric();
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let lab = export::export(net, st, Target::Containerlab, &opts());
+    let clab = file(&lab, "lab.clab.yml");
+    for l2 in &net.l2 {
+        let ends: Vec<String> = l2
+            .members
+            .iter()
+            .map(|m| format!("{}:{}", net.device(net.iface(*m).device).name, kernel_ifname(net, *m)))
+            .collect();
+        assert!(
+            clab.contains(&format!("[\"{}\", \"{}\"]", ends[0], ends[1])),
+            "{ends:?}"
+        );
+    }
+    assert!(clab.contains("image: quay.io/frrouting/frr:8.4.4"));
+    file(&lab, "leaf-1/frr.conf");
+    file(&lab, "leaf-1/daemons");
+    file(&lab, "node-1-1/bird.cfg");
+}
+
+#[test]
+fn stock_bird_accepts_the_exported_calico_configs() {
+    if !Command::new("sh")
+        .args(["-c", "command -v bird"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("SKIP: no bird on this machine");
+        return;
+    }
+    // The seed lab at s1 tunnels over IPIP: its confd filters set krt_tunnel = "tunl0".
+    let run = common::run_to("s4");
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let lab = export::export(net, st, Target::Netns, &opts());
+    let dir = std::env::temp_dir().join(format!("fabsim-export-bird-{}", std::process::id()));
+    lab.write(&dir).unwrap();
+    let mut checked = 0;
+    for f in lab.files.iter().filter(|f| f.path.ends_with("bird.cfg")) {
+        assert!(!f.text.contains("krt_tunnel ="), "{}", f.path.display());
+        let host_dir = dir.join(f.path.parent().unwrap());
+        let out = Command::new("bird")
+            .args(["-p", "-c", "bird.cfg"])
+            .current_dir(&host_dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            f.path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        checked += 1;
+    }
+    assert!(checked >= 4, "only {checked} BIRD configs");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cli_export_names_the_ipip_limit_and_rejects_a_bad_prefix() {
+    let dir = std::env::temp_dir().join(format!("fabsim-export-cli-{}", std::process::id()));
+    let d = dir.to_str().unwrap();
+    let out = common::fabsim(&[
+        "export",
+        "scenarios/seed-lab.yaml",
+        "--step",
+        "s1",
+        "--to",
+        "netns",
+        "--out",
+        d,
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("IPIP"), "{stderr}");
+    let up = std::fs::read_to_string(dir.join("up.sh")).unwrap();
+    assert!(up.contains("# LIMIT: IPIP"), "the script says it cannot build IPIP");
+    let bad = common::fabsim(&[
+        "export",
+        "topologies/gen-2x4x2.yaml",
+        "--to",
+        "frr",
+        "--out",
+        d,
+        "--prefix",
+        "a b",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--prefix"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
