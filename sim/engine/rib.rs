@@ -114,7 +114,12 @@ pub(super) fn local_tables(net: &Network, st: &State) -> Vec<Vec<Route>> {
 /// A device's forwarding table from its candidate routes: a router keeps the best route per
 /// prefix by administrative distance, the Linux kernel keeps every route by metric.
 pub(super) fn install(dev: &crate::model::Device, candidates: Vec<Route>) -> Fib {
+    let zebra = dev
+        .bgp
+        .as_ref()
+        .is_some_and(|b| b.flavor == crate::model::BgpFlavor::Frr);
     match dev.kind {
+        DeviceKind::Linux if zebra => kernel_table(zebra_selected(candidates)),
         DeviceKind::Linux => kernel_table(candidates),
         DeviceKind::Eos | DeviceKind::External => best_by_distance(candidates),
     }
@@ -260,6 +265,33 @@ fn resolve_static(
         scope_link: linux && sr.via.is_none() && !sr.blackhole,
         onlink: linux && sr.onlink && sr.via.is_some(),
     })
+}
+
+/// FRR's zebra between the routing daemons and the kernel: per prefix only the route with the
+/// lowest administrative distance is installed, so a BGP route for a connected subnet stays out
+/// of the kernel (FRR marks it `r`, RIB-failure). Routes zebra does not own (connected, the
+/// kernel's own) are kept as they are.
+fn zebra_selected(candidates: Vec<Route>) -> Vec<Route> {
+    let zebra_owned = |r: &Route| {
+        matches!(
+            r.proto,
+            Proto::BgpExternal
+                | Proto::BgpInternal
+                | Proto::OspfIntra
+                | Proto::OspfInter
+                | Proto::OspfE1
+                | Proto::OspfE2
+        )
+    };
+    let mut best: BTreeMap<Ipv4Net, u8> = BTreeMap::new();
+    for r in &candidates {
+        let d = best.entry(r.prefix).or_insert(r.distance);
+        *d = (*d).min(r.distance);
+    }
+    candidates
+        .into_iter()
+        .filter(|r| !zebra_owned(r) || best.get(&r.prefix).is_none_or(|d| r.distance <= *d))
+        .collect()
 }
 
 /// The Linux main table: every route is installed, keyed by (prefix, metric); a later route

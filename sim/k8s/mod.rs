@@ -15,7 +15,7 @@
 mod calico_datastore;
 mod cluster;
 mod command;
-mod ip_cmd;
+pub(crate) mod ip_cmd;
 mod names;
 mod node_ops;
 mod realize;
