@@ -9,6 +9,7 @@ pub mod fault;
 pub mod file;
 mod impact;
 pub mod junit;
+pub mod lint;
 pub mod report;
 mod run;
 pub mod seeds;
