@@ -254,7 +254,8 @@ impl Ctx<'_> {
     fn global(&mut self, l: &Line) -> Result<(), Bad> {
         self.mode = Mode::Global;
         let w = |i| l.word(i).unwrap_or_default();
-        if ignored::by_design(ignored::Context::Global, w(0)) {
+        // `frr version` is ignored by design; `frr defaults` is read below.
+        if ignored::by_design(ignored::Context::Global, w(0)) && (w(0), w(1)) != ("frr", "defaults") {
             if w(0) == "line" {
                 self.mode = Mode::Skipped;
             }
