@@ -110,6 +110,18 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
     },
+    /// Every parse warning of FILE (a topology, scenario or containerlab `*.clab.yml`) or of
+    /// every such file under DIR: the lines fabsim does not model, and why.
+    ///
+    /// Exit status: 0 (also with warnings), 2 when a file has errors.
+    Lint {
+        path: PathBuf,
+        /// Also list the keywords each input format reads and ignores by design.
+        #[arg(long)]
+        verbose: bool,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// The normalized, vendor-independent model of every device (configuration, not state).
     Dump {
         file: PathBuf,
@@ -300,6 +312,36 @@ pub fn main() -> i32 {
     let _ = stdout.write_all(out.as_bytes());
     let _ = stdout.flush();
     code
+}
+
+/// `fabsim lint` as a table: where, the line as written, why it is not modelled.
+fn lint_text(items: &[scenario::lint::LintItem], ignored: &[scenario::lint::IgnoredItem]) -> String {
+    let mut s = String::new();
+    if items.is_empty() {
+        s.push_str("no warnings: every line is modelled or ignored by design\n");
+    } else {
+        let rows: Vec<(String, &str, &str)> = items
+            .iter()
+            .map(|i| (format!("{}:{}", i.file, i.line), i.text.as_str(), i.why.as_str()))
+            .collect();
+        let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(4);
+        let w1 = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max(4);
+        s.push_str(&format!("{:<w0$}  {:<w1$}  WHY NOT MODELLED\n", "FILE:LINE", "TEXT"));
+        for (at, text, why) in rows {
+            s.push_str(&format!("{at:<w0$}  {text:<w1$}  {why}\n"));
+        }
+        s.push_str(&format!("{} warning(s)\n", items.len()));
+    }
+    if !ignored.is_empty() {
+        s.push_str("\nignored by design (understood, no routing effect):\n");
+        for i in ignored {
+            s.push_str(&format!(
+                "  {:<13} {:<18} {:<24} {}\n",
+                i.format, i.context, i.keyword, i.why
+            ));
+        }
+    }
+    s
 }
 
 /// Open a file and replay it to the requested step; warnings go to stderr.
@@ -498,6 +540,22 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
                 device(run.engine.network(), d)?;
             }
             routes(&run, only.as_deref(), format, out);
+            Ok(0)
+        }
+        Command::Lint { path, verbose, format } => {
+            let items = scenario::lint::lint(&path)?;
+            let ignored = if verbose {
+                scenario::lint::ignored_by_design()
+            } else {
+                Vec::new()
+            };
+            match format {
+                Format::Json => {
+                    let doc = serde_json::json!({"warnings": items, "ignored_by_design": ignored});
+                    out.push_str(&to_json(&doc));
+                }
+                Format::Text => out.push_str(&lint_text(&items, &ignored)),
+            }
             Ok(0)
         }
         Command::Dump { file, step, format } => {

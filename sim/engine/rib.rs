@@ -116,7 +116,15 @@ pub(super) fn install(dev: &crate::model::Device, candidates: Vec<Route>) -> Fib
 
 /// More candidates for a table built by [`install`], as if they had come after its own.
 pub(super) fn add(dev: &crate::model::Device, fib: &mut Fib, candidates: Vec<Route>) {
+    let zebra = dev
+        .bgp
+        .as_ref()
+        .is_some_and(|b| b.flavor == crate::model::BgpFlavor::Frr);
     match dev.kind {
+        DeviceKind::Linux if zebra => {
+            let candidates = zebra_selected(fib, candidates);
+            kernel_table(fib, candidates)
+        }
         DeviceKind::Linux => kernel_table(fib, candidates),
         DeviceKind::Eos | DeviceKind::External => best_by_distance(fib, candidates),
     }
@@ -262,6 +270,33 @@ fn resolve_static(
         scope_link: linux && sr.via.is_none() && !sr.blackhole,
         onlink: linux && sr.onlink && sr.via.is_some(),
     })
+}
+
+/// FRR's zebra between the routing daemons and the kernel: per prefix only the route with the
+/// lowest administrative distance is installed, so a BGP route for a connected subnet stays out
+/// of the kernel (FRR marks it `r`, RIB-failure). Routes zebra does not own (connected, the
+/// kernel's own) are kept as they are. The table may already hold routes from an earlier
+/// batch ([`add`]): they count for the choice, and a zebra route they now lose to goes.
+fn zebra_selected(fib: &mut Fib, candidates: Vec<Route>) -> Vec<Route> {
+    let zebra_owned = |r: &Route| {
+        matches!(
+            r.proto,
+            Proto::BgpExternal
+                | Proto::BgpInternal
+                | Proto::OspfIntra
+                | Proto::OspfInter
+                | Proto::OspfE1
+                | Proto::OspfE2
+        )
+    };
+    let mut best: std::collections::BTreeMap<Ipv4Net, u8> = std::collections::BTreeMap::new();
+    for r in fib.iter().chain(&candidates) {
+        let d = best.entry(r.prefix).or_insert(r.distance);
+        *d = (*d).min(r.distance);
+    }
+    let wins = |r: &Route| !zebra_owned(r) || best.get(&r.prefix).is_none_or(|d| r.distance <= *d);
+    fib.retain(wins);
+    candidates.into_iter().filter(|r| wins(r)).collect()
 }
 
 /// The Linux main table: every route is installed, keyed by (prefix, metric); of candidates

@@ -130,6 +130,11 @@ impl Fib {
         self.insert_at((r.prefix, r.metric), r);
     }
 
+    /// Keeps only the routes `keep` accepts.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Route) -> bool) {
+        self.routes.retain(|_, r| keep(r));
+    }
+
     /// `r` under `key`, replacing what was there (a router's table keys every route at metric 0).
     pub(crate) fn insert_at(&mut self, key: (Ipv4Net, u32), r: Route) {
         self.lens |= 1 << key.0.prefix_len();

@@ -32,11 +32,15 @@ pub struct Loaded {
     pub name: String,
 }
 
-/// Reads and loads a topology file; diagnostics name the path as given.
+/// Reads and loads a topology file — fabsim's own format or a containerlab `*.clab.yml`
+/// (`input::containerlab`); diagnostics name the path as given.
 pub fn load_topology(path: &Path) -> Result<Loaded, InputError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| Diagnostic::error(Span::new(&file, 1, 1), format!("cannot read the topology file: {e}")))?;
+    if super::containerlab::is_containerlab(path, &text) {
+        return super::containerlab::load(path, &text);
+    }
     parse_topology(&text, &file)
 }
 
@@ -458,24 +462,9 @@ impl<'a> Builder<'a> {
     /// The kernel settings fabsim models; any other key is valid Linux it does not, so a warning.
     fn sysctl(&mut self, id: DeviceId, map: &OrderedMap<Spanned<u64>>) {
         for (key, value) in &map.0 {
-            let on = value.value != 0;
             let span = self.span(key);
-            let k = key.value.as_str();
-            if k == "net.ipv4.ip_forward" {
-                self.net.devices[id.idx()].ip_forward = on;
-            } else if let Some(ifname) = k
-                .strip_prefix("net.ipv4.conf.")
-                .and_then(|r| r.strip_suffix(".proxy_arp"))
-            {
-                match find_iface(&self.net, id, ifname) {
-                    Some(i) => self.net.interfaces[i.idx()].proxy_arp = on,
-                    None => self.error(span, format!("unknown interface `{ifname}` in `{k}`")),
-                }
-            } else {
-                self.diags.push(Diagnostic::warning(
-                    span,
-                    format!("sysctl `{k}` is not modelled by fabsim; ignored"),
-                ));
+            if let Some(d) = apply_sysctl(&mut self.net, id, &key.value, value.value != 0, span) {
+                self.diags.push(d);
             }
         }
     }
@@ -841,6 +830,55 @@ impl<'a> Builder<'a> {
             && a.net.addr() != b.net.addr()
             && (a.net.contains(&b.net.network()) || b.net.contains(&a.net.network()))
     }
+}
+
+/// One kernel setting on a Linux host (`sysctl -w KEY=VALUE`): `net.ipv4.ip_forward` and
+/// `net.ipv4.conf.IF.proxy_arp` are modelled; an unknown interface is an error and any other
+/// key a warning (valid Linux fabsim does not model).
+pub(crate) fn apply_sysctl(net: &mut Network, id: DeviceId, key: &str, on: bool, span: Span) -> Option<Diagnostic> {
+    if key == "net.ipv4.ip_forward" {
+        net.devices[id.idx()].ip_forward = on;
+        None
+    } else if let Some(ifname) = key
+        .strip_prefix("net.ipv4.conf.")
+        .and_then(|r| r.strip_suffix(".proxy_arp"))
+    {
+        match find_iface(net, id, ifname) {
+            Some(i) => {
+                net.interfaces[i.idx()].proxy_arp = on;
+                None
+            }
+            None => Some(Diagnostic::error(
+                span,
+                format!("unknown interface `{ifname}` in `{key}`"),
+            )),
+        }
+    } else {
+        Some(Diagnostic::warning(
+            span,
+            format!("sysctl `{key}` is not modelled by fabsim; ignored"),
+        ))
+    }
+}
+
+/// The fabric-wide checks (link ends in one subnet, no duplicate or overlapping addresses) of a
+/// network another input format built (`input::containerlab`), then the result as a topology.
+pub(crate) fn checked(net: Network, diags: Vec<Diagnostic>, file: &str, name: String) -> Result<Loaded, InputError> {
+    let origin = TextOrigin {
+        file: file.to_string(),
+        line: 1,
+        col: 1,
+    };
+    let mut b = Builder::new(origin, "");
+    b.links = (0..net.l2.len())
+        .filter(|i| net.l2[*i].members.len() == 2)
+        .map(|i| L2Id(i as u32))
+        .collect();
+    b.net = net;
+    b.diags = diags;
+    b.check_links();
+    b.check_addresses();
+    b.finish(name)
 }
 
 /// Linux (and external) interfaces are matched exactly: `ens3` and `ENS3` are different NICs.

@@ -21,7 +21,7 @@ use crate::model::{DeviceId, IfId, Network, RouteOrigin, StaticRoute};
 
 /// Is `args` (after `ip`) a command that changes the host? (`ip route show`, `ip link show`
 /// and the other read-only forms are views.)
-pub(super) fn is_change(args: &[&str]) -> bool {
+pub(crate) fn is_change(args: &[&str]) -> bool {
     match args {
         [obj, cmd, ..] if is_object(obj, "link") => abbreviates(cmd, "set"),
         [obj, cmd, ..] if is_object(obj, "route") => ROUTE_CHANGES.iter().any(|c| abbreviates(cmd, c)),
@@ -51,7 +51,7 @@ fn rtnetlink(message: &str) -> CommandOutcome {
     }
 }
 
-pub(super) fn ip(net: &mut Network, st: &State, dev: DeviceId, args: &[&str]) -> Result<CommandOutcome, String> {
+pub(crate) fn ip(net: &mut Network, st: &State, dev: DeviceId, args: &[&str]) -> Result<CommandOutcome, String> {
     match args {
         [obj, cmd, rest @ ..] if is_object(obj, "link") && abbreviates(cmd, "set") => link_set(net, st, dev, rest),
         [obj, cmd, rest @ ..] if is_object(obj, "route") => {

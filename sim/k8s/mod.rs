@@ -17,7 +17,7 @@
 mod calico_datastore;
 mod cluster;
 mod command;
-mod ip_cmd;
+pub(crate) mod ip_cmd;
 mod names;
 mod node_ops;
 mod pod_facts;

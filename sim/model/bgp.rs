@@ -11,6 +11,7 @@ use ipnet::Ipv4Net;
 use serde::Serialize;
 
 use crate::diag::Span;
+use crate::model::policy::RoutePolicies;
 
 /// Whose BGP this is: decides the best-path tie-breakers, next-hop and advertisement rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -35,7 +36,8 @@ pub struct BgpRedistribute {
     pub span: Span,
 }
 
-/// An import or export policy: everything, nothing, or a named BIRD filter.
+/// An import or export policy: everything, nothing, a named BIRD filter, or a named route-map
+/// of the speaker's `policies` (FRR `neighbor A route-map NAME in|out`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
@@ -43,6 +45,7 @@ pub enum Policy {
     All,
     None,
     Filter(String),
+    RouteMap(String),
 }
 
 /// Session timers in seconds. `None` = the flavour's default (bgp-profiles.md §7).
@@ -62,6 +65,8 @@ pub struct BgpNeighbor {
     pub name: Option<String>,
     pub address: Ipv4Addr,
     pub remote_as: Option<u32>,
+    /// FRR `remote-as external`: any AS but the speaker's own (`remote_as` stays None).
+    pub remote_as_external: bool,
     /// BIRD `local as` of this protocol; `None` = the speaker's AS.
     pub local_as: Option<u32>,
     /// EOS `update-source IF`.
@@ -115,6 +120,7 @@ impl BgpNeighbor {
             name: None,
             address,
             remote_as: None,
+            remote_as_external: false,
             local_as: None,
             update_source: None,
             source_address: None,
@@ -170,6 +176,12 @@ pub struct BgpConfig {
     /// EOS `graceful-restart` for every neighbour (a neighbour's own `graceful_restart` also counts).
     pub graceful_restart: bool,
     pub shutdown: bool,
+    /// FRR `bgp ebgp-requires-policy` (RFC 8212; on by default since FRR 7.4 outside the
+    /// `datacenter` profile): an eBGP neighbour without an inbound policy accepts nothing and
+    /// one without an outbound policy is sent nothing.
+    pub ebgp_requires_policy: bool,
+    /// The device's prefix-lists and route-maps that `Policy::RouteMap` names.
+    pub policies: RoutePolicies,
     pub span: Span,
 }
 
@@ -193,6 +205,8 @@ impl BgpConfig {
             timers: BgpTimers::default(),
             graceful_restart: false,
             shutdown: false,
+            ebgp_requires_policy: flavor == BgpFlavor::Frr,
+            policies: RoutePolicies::default(),
             span,
         }
     }

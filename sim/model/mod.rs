@@ -3,6 +3,7 @@
 //! Nothing here computes routing. Vendor differences live in `profile::VendorProfile`.
 
 pub mod bgp;
+pub mod policy;
 pub mod profile;
 
 use std::collections::BTreeMap;
@@ -224,6 +225,8 @@ pub enum RouteOrigin {
     Manual,
     /// Linux netplan/networkd routes (`proto static`).
     Netplan,
+    /// FRR zebra's static routes (`ip route` in frr.conf): `proto static`, metric 20.
+    Zebra,
     /// Calico felix's routes with its `DeviceRouteProtocol` (default 3, boot: `ip route`
     /// shows no `proto`): workload /32s on `cali…` devices, VXLAN routes on `vxlan.calico`.
     Felix,
@@ -237,7 +240,7 @@ impl RouteOrigin {
     pub fn linux_proto(self) -> Option<&'static str> {
         match self {
             RouteOrigin::Manual | RouteOrigin::Felix => None,
-            RouteOrigin::Netplan => Some("static"),
+            RouteOrigin::Netplan | RouteOrigin::Zebra => Some("static"),
             RouteOrigin::FelixVxlan => Some("80"),
         }
     }
@@ -247,6 +250,10 @@ impl RouteOrigin {
         matches!(self, RouteOrigin::Felix | RouteOrigin::FelixVxlan)
     }
 }
+
+/// The kernel metric FRR's zebra installs every route with (`NL_DEFAULT_ROUTE_METRIC`,
+/// zebra/rt_netlink.h at frr-8.4): `ip route` shows `proto bgp metric 20`.
+pub const ZEBRA_ROUTE_METRIC: u32 = 20;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct StaticRoute {

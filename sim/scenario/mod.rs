@@ -11,6 +11,7 @@ pub mod file;
 pub mod html;
 mod impact;
 pub mod junit;
+pub mod lint;
 pub mod report;
 mod run;
 pub mod seeds;

@@ -19,7 +19,7 @@ use super::impact::{peer_changes, PeerChange, ReachDelta, ReachGrid, ReachMatrix
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Engine, Fib, Route, State};
-use crate::input::{bird, eos, netplan, topology};
+use crate::input::{bird, containerlab, eos, netplan, topology};
 use crate::k8s::{self, Pin};
 use crate::model::{DeviceId, DeviceKind, IfId, Network};
 use crate::views;
@@ -37,7 +37,8 @@ pub fn open(path: &Path) -> Result<Opened, InputError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| Diagnostic::error(Span::new(&file, 1, 1), format!("cannot read file: {e}")))?;
-    if is_scenario(&text) {
+    // A containerlab topology has a top-level `topology:` too (holding its nodes).
+    if is_scenario(&text) && !containerlab::is_containerlab(path, &text) {
         let scn = load_scenario(path)?;
         let loaded = topology::load_topology(&scn.topology).map_err(|e| {
             let mut ds = e.0;

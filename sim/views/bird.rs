@@ -286,7 +286,7 @@ fn filter_name(p: &Policy) -> &str {
     match p {
         Policy::All => "ACCEPT",
         Policy::None => "REJECT",
-        Policy::Filter(f) => f,
+        Policy::Filter(f) | Policy::RouteMap(f) => f,
     }
 }
 

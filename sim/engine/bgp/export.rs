@@ -3,7 +3,8 @@
 //! and non-best ones included), otherwise the best; EOS sends its best path only when it is
 //! active in the RIB (unless `bgp advertise-inactive`); nothing goes back to the session it
 //! came from, iBGP paths are not passed to iBGP peers without route reflection. Outgoing
-//! attributes: the local AS prepended and next hop self on eBGP; next hop kept on iBGP.
+//! attributes: the local AS prepended and next hop self on eBGP; next hop kept on iBGP. The
+//! policy step of both directions (BIRD filters, FRR route-maps, `ebgp-requires-policy`) is here.
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -11,13 +12,14 @@ use std::sync::Arc;
 use ipnet::Ipv4Net;
 
 use super::filter::{run_filter, FilterRoute, Verdict};
+use super::route_map;
 use super::session::{log_wire, Session, SessionId};
 use super::table::{Entry, Origin, Speaker};
 use super::{Bgp, Event, Out};
 use crate::engine::bgp_state::{BgpMessage, BgpState, BgpWire, PathAttrs};
 use crate::engine::state::{Proto, State};
 use crate::model::bgp::Policy;
-use crate::model::{BgpFlavor, BirdDaemon, Network};
+use crate::model::{BgpFlavor, BirdDaemon, Device, Network};
 
 /// Does `policy` accept a route for `prefix`? BIRD filters run on the device's daemon; without
 /// one (EOS) only `all`/`none` exist.
@@ -44,8 +46,73 @@ pub(crate) fn policy_result(
     r.bgp_next_hop = attrs.next_hop;
     match (policy, daemon) {
         (Policy::All, _) | (Policy::Filter(_), None) => Some(r),
-        (Policy::None, _) => None,
+        // Route-maps need the speaker's policies: `import_policy`/`export_policy` run them
+        // before this is reached, and BIRD's kernel protocol never names one.
+        (Policy::None | Policy::RouteMap(_), _) => None,
         (Policy::Filter(_), Some(d)) => (run_filter(d, policy, &mut r) == Verdict::Accept).then_some(r),
+    }
+}
+
+/// The policy step of a received path (before it enters the table): the path as the import
+/// policy left it and whether it was accepted. FRR's `ebgp-requires-policy` refuses every path
+/// of an eBGP neighbour without an inbound policy (bgpd `bgp_update`: "inbound policy
+/// missing"); a route-map may change the path (`bgp_input_modifier`).
+pub(crate) fn import_policy(
+    dev: &Device,
+    policy: &Policy,
+    internal: bool,
+    prefix: Ipv4Net,
+    attrs: Arc<PathAttrs>,
+    proto: &str,
+) -> (Arc<PathAttrs>, bool) {
+    let speaker = dev.bgp.as_ref();
+    if !internal && speaker.is_some_and(|c| c.ebgp_requires_policy) && *policy == Policy::All {
+        return (attrs, false);
+    }
+    match policy {
+        Policy::RouteMap(name) => match speaker.and_then(|c| route_map::evaluate(&c.policies, name, prefix)) {
+            Some(sets) => {
+                let mut a = (*attrs).clone();
+                sets.apply(&mut a, 0);
+                (Arc::new(a), true)
+            }
+            None => (attrs, false),
+        },
+        _ => {
+            let ok = policy_accepts(dev.bird.as_ref(), policy, prefix, &attrs, proto);
+            (attrs, ok)
+        }
+    }
+}
+
+/// The policy step of an advertisement: the attributes path `e` leaves with on session `s`, or
+/// None when the export policy stops it. FRR's `ebgp-requires-policy` sends nothing to an eBGP
+/// neighbour without an outbound policy (`subgroup_announce_check`). A route-map's sets apply
+/// to the path after the MED of another AS is dropped; a prepend goes behind the speaker's own
+/// AS, which bgpd adds when it encodes the UPDATE; LOCAL_PREF never leaves on eBGP.
+fn export_policy(
+    dev: &Device,
+    s: &super::session::Session,
+    e: &Entry,
+    prefix: Ipv4Net,
+    proto: &str,
+    src: Ipv4Addr,
+) -> Option<PathAttrs> {
+    let speaker = dev.bgp.as_ref();
+    if !s.internal && speaker.is_some_and(|c| c.ebgp_requires_policy) && s.cfg.export == Policy::All {
+        return None;
+    }
+    let mut attrs = outgoing(s, e, src);
+    match &s.cfg.export {
+        Policy::RouteMap(name) => {
+            let mut sets = speaker.and_then(|c| route_map::evaluate(&c.policies, name, prefix))?;
+            if !s.internal {
+                sets.local_pref = None;
+            }
+            sets.apply(&mut attrs, usize::from(!s.internal));
+            Some(attrs)
+        }
+        policy => policy_accepts(dev.bird.as_ref(), policy, prefix, &e.attrs, proto).then_some(attrs),
     }
 }
 
@@ -196,11 +263,10 @@ fn advertise(
             Origin::Peer(from, _) => bgp.sessions[from.idx()].cfg.name.clone().unwrap_or_default(),
             Origin::Local { protocol, .. } => protocol.clone(),
         };
-        if !policy_accepts(dev.bird.as_ref(), &s.cfg.export, prefix, &e.attrs, &proto) {
-            continue;
-        }
         let Some(src) = s.local_address() else { continue };
-        let attrs = outgoing(s, e, src);
+        let Some(attrs) = export_policy(dev, s, e, prefix, &proto, src) else {
+            continue;
+        };
         let id = if all_paths { e.src_id } else { 0 };
         out.push((id, Arc::new(attrs)));
     }

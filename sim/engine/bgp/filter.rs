@@ -54,7 +54,8 @@ pub enum Verdict {
 pub fn run_filter(daemon: &BirdDaemon, policy: &Policy, route: &mut FilterRoute) -> Verdict {
     match policy {
         Policy::All => Verdict::Accept,
-        Policy::None => Verdict::Reject,
+        // A route-map is not a BIRD filter (the BIRD parser never produces one).
+        Policy::None | Policy::RouteMap(_) => Verdict::Reject,
         Policy::Filter(name) => match daemon.filters.get(name) {
             Some(f) => match exec(daemon, &f.body, route, 0) {
                 Flow::Accept => Verdict::Accept,

@@ -5,12 +5,14 @@
 //!
 //! Module map: `session` (connect, OPEN checks, hold timer), `table` (local routes, next-hop
 //! resolution, selection, what goes to the FIB), `export` (Adj-RIB-Out per session and the
-//! UPDATEs that change it), `jitter` (the seeded timer randomisation and message delays).
+//! UPDATEs that change it, and the policy step), `route_map` (FRR route-maps and
+//! prefix-lists), `jitter` (the seeded timer randomisation and message delays).
 
 pub mod decision;
 mod export;
 pub mod filter;
 mod jitter;
+mod route_map;
 mod session;
 mod table;
 
@@ -164,7 +166,19 @@ impl Bgp {
         Some(BgpView {
             asn: sp.asn,
             router_id: Some(sp.router_id),
-            sessions: sp.sessions.iter().map(|s| self.sessions[s.idx()].view()).collect(),
+            sessions: sp
+                .sessions
+                .iter()
+                .map(|s| {
+                    let x = &self.sessions[s.idx()];
+                    let mut v = x.view();
+                    // `remote-as external`: the AS is the one the peer's OPEN carried.
+                    if v.remote_as.is_none() && x.cfg.remote_as_external {
+                        v.remote_as = x.peer.map(|p| self.sessions[p.idx()].local_as);
+                    }
+                    v
+                })
+                .collect(),
             table: sp.table_view(self),
         })
     }

@@ -203,7 +203,7 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut
         let wanted: Vec<&BgpNeighbor> = cfg
             .neighbors
             .iter()
-            .filter(|n| n.activate && n.remote_as.is_some())
+            .filter(|n| n.activate && (n.remote_as.is_some() || n.remote_as_external))
             .collect();
         // BIRD keeps its protocol list in order: an unchanged protocol stays, a changed one
         // restarts in its place, a removed one goes, a new one is appended (seed s3a:
@@ -521,9 +521,13 @@ fn try_open(bgp: &Bgp, net: &Network, st: &State, sid: SessionId) -> Result<(Ses
         ));
     }
     // OPEN: each side checks the other's AS against its configuration (RFC 4271 §6.2).
-    let bad = |from: u32, want: Option<u32>| want.is_some_and(|w| w != from);
-    if bad(s.local_as, ps.cfg.remote_as) || bad(ps.local_as, s.cfg.remote_as) {
-        let (ours, theirs) = if bad(s.local_as, ps.cfg.remote_as) {
+    // `remote-as external` (FRR) takes any AS but the checker's own.
+    let bad = |from: u32, checker: &Session| match checker.cfg.remote_as {
+        Some(w) => w != from,
+        None => checker.cfg.remote_as_external && from == checker.local_as,
+    };
+    if bad(s.local_as, ps) || bad(ps.local_as, s) {
+        let (ours, theirs) = if bad(s.local_as, ps) {
             (
                 "Received: Bad peer AS".to_string(),
                 "BGP Error: Bad peer AS".to_string(),

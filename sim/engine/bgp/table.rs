@@ -15,7 +15,7 @@ use crate::engine::bgp_state::{BgpOrigin, BgpState, EcmpRole, NhMetric, PathAttr
 use crate::engine::local_iface;
 use crate::engine::state::{NextHop, Proto, Route, State};
 use crate::model::bgp::{BgpRedistSource, BirdStaticDest, Value};
-use crate::model::{BgpFlavor, DeviceId, Network};
+use crate::model::{BgpFlavor, DeviceId, DeviceKind, Network, ZEBRA_ROUTE_METRIC};
 
 /// BIRD protocol preferences (`DEF_PREF_*`, nest/route.h).
 const PREF_DIRECT: u32 = 240;
@@ -152,7 +152,7 @@ pub(super) fn receive(
     if let Some(p) = s.peer {
         bgp.sessions[p.idx()].msgs_sent += 1;
     }
-    let daemon = net.device(dev).bird.as_ref();
+    let device = net.device(dev);
     let kept: Vec<(u32, Arc<PathAttrs>, bool)> = paths
         .into_iter()
         .filter(|(_, a)| !a.as_path.contains(&local_as))
@@ -167,7 +167,7 @@ pub(super) fn receive(
                     ..(*a).clone()
                 })
             };
-            let ok = super::export::policy_accepts(daemon, &import, prefix, &a, &format!("{to:?}"));
+            let (a, ok) = super::export::import_policy(device, &import, internal, prefix, a, &format!("{to:?}"));
             (id, a, ok)
         })
         .collect();
@@ -732,7 +732,12 @@ fn fib_route(
                 prefix,
                 proto: if ebgp { Proto::BgpExternal } else { Proto::BgpInternal },
                 distance: if ebgp { e_dist } else { i_dist },
-                metric: best.attrs.med.unwrap_or(0),
+                // zebra installs every route into the Linux kernel with one metric.
+                metric: if d.kind == DeviceKind::Linux {
+                    ZEBRA_ROUTE_METRIC
+                } else {
+                    best.attrs.med.unwrap_or(0)
+                },
                 nexthops,
                 src: None,
                 blackhole: false,

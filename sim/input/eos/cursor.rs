@@ -9,12 +9,12 @@ use super::keywords::{keyword, Match};
 
 /// A whitespace-separated word and its byte offset in the line (for diagnostics' columns).
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Tok<'a> {
-    pub(super) text: &'a str,
-    pub(super) col0: usize,
+pub(crate) struct Tok<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) col0: usize,
 }
 
-pub(super) fn tokenize(line: &str) -> Vec<Tok<'_>> {
+pub(crate) fn tokenize(line: &str) -> Vec<Tok<'_>> {
     let mut toks = Vec::new();
     let mut start = None;
     for (i, c) in line.char_indices() {

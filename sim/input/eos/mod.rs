@@ -25,12 +25,14 @@ mod tests_bgp;
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
 use crate::model::{Device, DeviceId, IfId, Network};
 
-use cursor::{tokenize, Cur, Reject};
+use cursor::{Cur, Reject};
 use global::parse_global;
 use ignored::{ignored_by_design, SkippedBlock};
 
 pub use ignored::{IgnoredKeyword, KeywordContext, IGNORED_BY_DESIGN};
 pub use interface::canonical_interface;
+// The tokenizer is shared with `input::frr` (the same word-and-column split).
+pub(crate) use cursor::{tokenize, Tok};
 
 /// Apply EOS configuration-mode lines (as typed after `configure terminal`, or as in a
 /// startup-config) to device `dev`. Returns warnings; Err(InputError) with all errors for

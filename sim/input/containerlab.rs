@@ -1,0 +1,663 @@
+//! containerlab topologies (`*.clab.yml`) → `model::Network`: `arista_ceos`/`ceos` nodes with
+//! their `startup-config` (EOS), `linux` nodes with `binds:` of an FRR `frr.conf` (and its
+//! `daemons`) or a BIRD 1.6 `bird.conf` and with `exec:` lines (`ip addr add`, `ip route`,
+//! `ip link set`, `sysctl`), `links:` `endpoints: ["a:eth1", "b:eth1"]` (cEOS `ethN` is
+//! `EthernetN`), `topology.defaults`/`kinds` inheritance, files relative to the topology file.
+//!
+//! What containerlab does, from its source (srl-labs/containerlab `types/topology.go`): a node's
+//! kind and startup-config are the node's, else its kind's, else the defaults'; binds are
+//! merged from defaults, kind and node, a more specific bind replacing one with the same
+//! destination; exec lines run after the links exist. Keys understood but irrelevant to routing
+//! are `IGNORED_BY_DESIGN`; any other key is a warning with its line.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::Spanned;
+
+use super::topology::yaml::{self, OrderedMap};
+use super::topology::{add_linux_iface, apply_sysctl, checked, find_iface, Loaded};
+use super::{bird, eos, frr};
+use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
+use crate::model::{AddrConfig, Device, DeviceId, DeviceKind, L2Domain, L2Id, Network, VendorProfile};
+
+/// A key containerlab understands that has no effect on routing or forwarding: read, not
+/// warned about, listed by `fabsim lint --verbose`.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct IgnoredKey {
+    /// Where the key is: `top`, `node` (also under defaults/kinds) or `link`.
+    pub level: &'static str,
+    pub key: &'static str,
+    pub why: &'static str,
+}
+
+pub const IGNORED_BY_DESIGN: &[IgnoredKey] = &[
+    IgnoredKey {
+        level: "top",
+        key: "prefix",
+        why: "prefix of the container names; fabsim uses the node names",
+    },
+    IgnoredKey {
+        level: "node",
+        key: "image",
+        why: "the container image: fabsim models the kind's behaviour, not a release",
+    },
+    IgnoredKey {
+        level: "node",
+        key: "mgmt-ipv4",
+        why: "address on the management network, which fabsim does not model (no data-plane path)",
+    },
+    IgnoredKey {
+        level: "node",
+        key: "mgmt-ipv6",
+        why: "address on the management network, which fabsim does not model",
+    },
+    IgnoredKey {
+        level: "node",
+        key: "labels",
+        why: "container labels for tooling (graph positions, groups)",
+    },
+    IgnoredKey {
+        level: "node",
+        key: "group",
+        why: "the node's group for `containerlab graph` and deploy ordering",
+    },
+    IgnoredKey {
+        level: "node",
+        key: "license",
+        why: "licence file of a commercial image",
+    },
+    IgnoredKey {
+        level: "link",
+        key: "labels",
+        why: "link labels for tooling",
+    },
+    IgnoredKey {
+        level: "link",
+        key: "vars",
+        why: "link variables for templating tools",
+    },
+];
+
+/// The keys modelled at each level (besides the ignored ones).
+const TOP_KEYS: &[&str] = &["name", "topology"];
+const TOPOLOGY_KEYS: &[&str] = &["defaults", "kinds", "nodes", "links"];
+const NODE_KEYS: &[&str] = &["kind", "startup-config", "binds", "exec"];
+const LINK_KEYS: &[&str] = &["endpoints"];
+
+/// Is this file a containerlab topology? By name (`*.clab.yml`, `*.clab.yaml`), else by
+/// content: a top-level `topology:` holding `nodes:` (a scenario's `topology:` is a path).
+pub fn is_containerlab(path: &Path, text: &str) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    if name.ends_with(".clab.yml") || name.ends_with(".clab.yaml") {
+        return true;
+    }
+    let mut in_topology = false;
+    for line in text.lines() {
+        if line.starts_with("topology:") {
+            in_topology = line.trim_end() == "topology:";
+        } else if !line.starts_with([' ', '#']) && !line.is_empty() {
+            in_topology = false;
+        } else if in_topology && line.trim_start().starts_with("nodes:") {
+            return true;
+        }
+    }
+    false
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file as written.
+
+#[derive(serde::Deserialize)]
+struct RawClab {
+    name: Option<Spanned<String>>,
+    topology: Spanned<RawTopology>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawTopology {
+    defaults: Option<RawNode>,
+    #[serde(default)]
+    kinds: OrderedMap<RawNode>,
+    nodes: OrderedMap<Option<RawNode>>,
+    #[serde(default)]
+    links: Vec<Spanned<RawLink>>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct RawNode {
+    kind: Option<Spanned<String>>,
+    #[serde(rename = "startup-config")]
+    startup_config: Option<Spanned<String>>,
+    binds: Option<Vec<Spanned<String>>>,
+    exec: Option<Vec<Spanned<String>>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawLink {
+    endpoints: Option<Vec<Spanned<String>>>,
+}
+
+/// Every mapping key of the file with its place, for the unknown-key warnings.
+enum KeyTree {
+    Map(Vec<(Spanned<String>, KeyTree)>),
+    Seq(Vec<KeyTree>),
+    Scalar,
+}
+
+impl<'de> Deserialize<'de> for KeyTree {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = KeyTree;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any YAML value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KeyTree, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(KeyTree::Map(entries))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<KeyTree, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(KeyTree::Seq(items))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<KeyTree, E> {
+                Ok(KeyTree::Scalar)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<KeyTree, E> {
+                Ok(KeyTree::Scalar)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<KeyTree, E> {
+                Ok(KeyTree::Scalar)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<KeyTree, E> {
+                Ok(KeyTree::Scalar)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<KeyTree, E> {
+                Ok(KeyTree::Scalar)
+            }
+            fn visit_unit<E>(self) -> Result<KeyTree, E> {
+                Ok(KeyTree::Scalar)
+            }
+            fn visit_none<E>(self) -> Result<KeyTree, E> {
+                Ok(KeyTree::Scalar)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl KeyTree {
+    fn get(&self, key: &str) -> Option<&KeyTree> {
+        match self {
+            KeyTree::Map(m) => m.iter().find(|(k, _)| k.value == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+    fn entries(&self) -> &[(Spanned<String>, KeyTree)] {
+        match self {
+            KeyTree::Map(m) => m,
+            _ => &[],
+        }
+    }
+}
+
+/// Loads `path` (already read as `text`) as a containerlab topology.
+pub fn load(path: &Path, text: &str) -> Result<Loaded, InputError> {
+    let file = path.display().to_string();
+    let origin = TextOrigin {
+        file: file.clone(),
+        line: 1,
+        col: 1,
+    };
+    let raw: RawClab = yaml::from_str(text, &origin)?;
+    let keys: KeyTree = yaml::from_str(text, &origin)?;
+    let mut l = Lab {
+        origin,
+        source: text,
+        dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        net: Network::default(),
+        diags: Vec::new(),
+        kinds: BTreeMap::new(),
+        left_out: BTreeSet::new(),
+    };
+    l.check_keys(&keys);
+    let topo = &raw.topology.value;
+    let default = RawNode::default();
+    let defaults = topo.defaults.as_ref().unwrap_or(&default);
+    let mut nodes = Vec::new();
+    for (name, node) in &topo.nodes.0 {
+        let node = node.as_ref().unwrap_or(&default);
+        let kind_name = node.kind.as_ref().or(defaults.kind.as_ref());
+        let kind_def = kind_name
+            .and_then(|k| topo.kinds.0.iter().find(|(n, _)| n.value == k.value))
+            .map_or(&default, |(_, d)| d);
+        if let Some(id) = l.add_node(name, kind_name) {
+            nodes.push((id, [defaults, kind_def, node]));
+        }
+    }
+    for link in &topo.links {
+        l.add_link(link);
+    }
+    for (id, levels) in &nodes {
+        l.configure(*id, levels);
+    }
+    let name = raw.name.map_or_else(
+        || path.file_stem().and_then(|s| s.to_str()).unwrap_or(&file).to_string(),
+        |n| n.value,
+    );
+    checked(l.net, l.diags, &file, name)
+}
+
+struct Lab<'a> {
+    origin: TextOrigin,
+    source: &'a str,
+    dir: PathBuf,
+    net: Network,
+    diags: Vec<Diagnostic>,
+    /// The containerlab kind of each modelled node.
+    kinds: BTreeMap<DeviceId, NodeKind>,
+    /// Nodes of kinds fabsim does not model (their links are left out with them).
+    left_out: BTreeSet<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NodeKind {
+    Ceos,
+    Linux,
+}
+
+impl Lab<'_> {
+    fn span<T>(&self, v: &Spanned<T>) -> Span {
+        yaml::span(&self.origin, &v.referenced)
+    }
+
+    fn warn(&mut self, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::warning(span, msg));
+    }
+
+    fn error(&mut self, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::error(span, msg));
+    }
+
+    /// Warns about every key fabsim neither models nor ignores by design.
+    fn check_keys(&mut self, keys: &KeyTree) {
+        self.check_level(keys, TOP_KEYS, "top");
+        let Some(topo) = keys.get("topology") else { return };
+        self.check_level(topo, TOPOLOGY_KEYS, "topology");
+        if let Some(d) = topo.get("defaults") {
+            self.check_level(d, NODE_KEYS, "node");
+        }
+        for part in ["kinds", "nodes"] {
+            for (_, node) in topo.get(part).map_or(&[][..], KeyTree::entries) {
+                self.check_level(node, NODE_KEYS, "node");
+            }
+        }
+        if let Some(KeyTree::Seq(links)) = topo.get("links") {
+            for link in links {
+                self.check_level(link, LINK_KEYS, "link");
+            }
+        }
+    }
+
+    fn check_level(&mut self, tree: &KeyTree, modelled: &[&str], level: &str) {
+        for (key, _) in tree.entries() {
+            let k = key.value.as_str();
+            let ignored = IGNORED_BY_DESIGN.iter().any(|i| i.level == level && i.key == k);
+            if !modelled.contains(&k) && !ignored {
+                let msg = format!("containerlab `{k}` is not modelled by fabsim; ignored");
+                self.warn(self.span(key), msg);
+            }
+        }
+    }
+
+    fn add_node(&mut self, name: &Spanned<String>, kind: Option<&Spanned<String>>) -> Option<DeviceId> {
+        let span = self.span(name);
+        let Some(kind) = kind else {
+            self.error(span, "missing `kind` (on the node, or under topology.defaults)");
+            return None;
+        };
+        let (dk, nk) = match kind.value.as_str() {
+            "ceos" | "arista_ceos" => (DeviceKind::Eos, NodeKind::Ceos),
+            "linux" => (DeviceKind::Linux, NodeKind::Linux),
+            other => {
+                let msg = format!(
+                    "node kind `{other}` is not modelled by fabsim (ceos, arista_ceos and linux are); node {} and its links are left out",
+                    name.value
+                );
+                self.warn(self.span(kind), msg);
+                self.left_out.insert(name.value.clone());
+                return None;
+            }
+        };
+        let id = DeviceId(self.net.devices.len() as u32);
+        self.net.devices.push(Device {
+            name: name.value.clone(),
+            kind: dk,
+            hostname: None,
+            ifaces: Vec::new(),
+            boot_ms: 0,
+            profile: if dk == DeviceKind::Eos {
+                VendorProfile::eos()
+            } else {
+                VendorProfile::linux()
+            },
+            statics: Vec::new(),
+            ospf: None,
+            bgp: None,
+            bird: None,
+            acls: BTreeMap::new(),
+            ip_forward: dk == DeviceKind::Eos,
+            masquerade: None,
+            external: None,
+            image: None,
+            kubelet: None,
+            span: span.clone(),
+        });
+        if nk == NodeKind::Linux {
+            let lo = add_linux_iface(&mut self.net, id, "lo", span);
+            let lo = &mut self.net.interfaces[lo.idx()];
+            lo.addr = AddrConfig::Static(ipnet::Ipv4Net::new(std::net::Ipv4Addr::LOCALHOST, 8).unwrap_or_default());
+            lo.mtu = 65536;
+        }
+        self.kinds.insert(id, nk);
+        Some(id)
+    }
+
+    fn add_link(&mut self, link: &Spanned<RawLink>) {
+        let span = self.span(link);
+        let Some(eps) = &link.value.endpoints else {
+            self.error(span, "a link needs `endpoints: [\"node:ifname\", \"node:ifname\"]`");
+            return;
+        };
+        if eps.len() != 2 {
+            let msg = format!(
+                "expected two endpoints like [\"spine1:eth1\", \"leaf1:eth1\"], found {}",
+                eps.len()
+            );
+            self.error(span, msg);
+            return;
+        }
+        let mut members = Vec::new();
+        for ep in eps {
+            match self.endpoint(ep) {
+                Ok(Some(i)) => members.push(i),
+                Ok(None) => return, // a node left out (warned at the node)
+                Err(msg) => {
+                    let at = self.span(ep);
+                    self.error(at, msg);
+                    return;
+                }
+            }
+        }
+        let id = L2Id(self.net.l2.len() as u32);
+        for m in &members {
+            self.net.interfaces[m.idx()].l2 = Some(id);
+        }
+        let name = format!("{}--{}", eps[0].value, eps[1].value);
+        self.net.l2.push(L2Domain { name, members, span });
+    }
+
+    /// `node:ifname` → the interface, created now (containerlab creates the veth ends).
+    fn endpoint(&mut self, ep: &Spanned<String>) -> Result<Option<crate::model::IfId>, String> {
+        let Some((node, ifname)) = ep.value.split_once(':').filter(|(n, i)| !n.is_empty() && !i.is_empty()) else {
+            return Err(format!(
+                "expected an endpoint like \"leaf1:eth1\", found `{}`",
+                ep.value
+            ));
+        };
+        let Some(dev) = self.net.device_by_name(node) else {
+            return if self.left_out.contains(node) {
+                Ok(None)
+            } else {
+                Err(format!("unknown node `{node}` (not under topology.nodes)"))
+            };
+        };
+        let name = match self.kinds.get(&dev) {
+            Some(NodeKind::Ceos) => ceos_interface(ifname)?,
+            _ => ifname.to_string(),
+        };
+        if let Some(i) = find_iface(&self.net, dev, &name) {
+            if self.net.iface(i).l2.is_some() {
+                return Err(format!("{node}:{ifname} is already an endpoint of another link"));
+            }
+            return Ok(Some(i));
+        }
+        let span = self.span(ep);
+        let id = if self.kinds.get(&dev) == Some(&NodeKind::Ceos) {
+            let id = self.net.add_interface(dev, name, true, span);
+            // An unconfigured cEOS port is a switchport, as on any EOS box.
+            self.net.interfaces[id.idx()].routed = false;
+            id
+        } else {
+            add_linux_iface(&mut self.net, dev, &name, span)
+        };
+        Ok(Some(id))
+    }
+
+    /// The node's startup-config (cEOS) or binds (linux), then its exec lines.
+    fn configure(&mut self, id: DeviceId, levels: &[&RawNode; 3]) {
+        let startup = levels.iter().rev().find_map(|n| n.startup_config.as_ref());
+        let binds = merged_binds(levels);
+        match self.kinds.get(&id) {
+            Some(NodeKind::Ceos) => {
+                if let Some(cfg) = startup {
+                    self.startup_config(id, cfg);
+                }
+                for b in binds.values() {
+                    self.warn(
+                        self.span(b),
+                        "binds on a cEOS node are not modelled (use startup-config); ignored",
+                    );
+                }
+            }
+            _ => {
+                if let Some(cfg) = startup {
+                    self.warn(
+                        self.span(cfg),
+                        "startup-config on a linux node is not read (use binds of frr.conf or bird.conf)",
+                    );
+                }
+                self.linux_binds(id, &binds);
+            }
+        }
+        let execs = levels.iter().flat_map(|n| n.exec.iter().flatten());
+        for line in execs.collect::<Vec<_>>() {
+            self.exec(id, line);
+        }
+    }
+
+    /// Reads a file a bind or startup-config names, relative to the topology file.
+    fn read(&mut self, at: &Spanned<String>, rel: &str) -> Option<(String, TextOrigin)> {
+        let path = self.dir.join(rel);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Some((
+                text,
+                TextOrigin {
+                    file: path.display().to_string(),
+                    line: 1,
+                    col: 1,
+                },
+            )),
+            Err(e) => {
+                let msg = format!("cannot read `{}`: {e}", path.display());
+                self.error(self.span(at), msg);
+                None
+            }
+        }
+    }
+
+    fn startup_config(&mut self, id: DeviceId, cfg: &Spanned<String>) {
+        // containerlab also takes the configuration itself inline (a block scalar).
+        let (text, origin) = if cfg.value.contains('\n') {
+            (cfg.value.clone(), yaml::text_origin(cfg, self.source, &self.origin))
+        } else {
+            match self.read(cfg, &cfg.value) {
+                Some(x) => x,
+                None => return,
+            }
+        };
+        match eos::apply_config(&mut self.net, id, &text, &origin) {
+            Ok(w) => self.diags.extend(w),
+            Err(e) => self.diags.extend(e.0),
+        }
+    }
+
+    /// `frr.conf` (with `daemons`) or `bird.conf` bound into a linux node.
+    fn linux_binds(&mut self, id: DeviceId, binds: &BTreeMap<String, &Spanned<String>>) {
+        let mut daemons = None;
+        for (dst, bind) in binds {
+            let src = bind.value.split(':').next().unwrap_or_default().to_string();
+            let file = dst.rsplit('/').next().unwrap_or_default();
+            match (dst.starts_with("/etc/frr/"), file) {
+                (true, "frr.conf") => {
+                    let Some((text, origin)) = self.read(bind, &src) else {
+                        continue;
+                    };
+                    match frr::apply_frr(&mut self.net, id, &text, &origin) {
+                        Ok(w) => self.diags.extend(w),
+                        Err(e) => self.diags.extend(e.0),
+                    }
+                }
+                (true, "daemons") => daemons = self.read(bind, &src),
+                (_, "bird.conf") if dst.starts_with("/etc/bird") => {
+                    let Some((text, origin)) = self.read(bind, &src) else {
+                        continue;
+                    };
+                    match bird::apply_bird(&mut self.net, id, &text, &origin, &BTreeMap::new()) {
+                        Ok(w) => self.diags.extend(w),
+                        Err(e) => self.diags.extend(e.0),
+                    }
+                }
+                _ => {
+                    let msg = format!(
+                        "bind to `{dst}` is not modelled by fabsim (frr.conf, daemons and bird.conf are); ignored"
+                    );
+                    self.warn(self.span(bind), msg);
+                }
+            }
+        }
+        if let Some((text, _)) = daemons {
+            self.frr_daemons(id, &text);
+        }
+    }
+
+    /// FRR's `daemons` file: a daemon set to `no` does not run, so its configuration is void.
+    fn frr_daemons(&mut self, id: DeviceId, text: &str) {
+        let off = |name: &str| {
+            text.lines()
+                .filter_map(|l| l.trim().split_once('='))
+                .any(|(k, v)| k.trim() == name && v.trim() == "no")
+        };
+        let d = &mut self.net.devices[id.idx()];
+        if off("bgpd") {
+            d.bgp = None;
+        }
+        if off("ospfd") {
+            d.ospf = None;
+        }
+    }
+
+    /// One `exec:` line, run in the container once the links exist.
+    fn exec(&mut self, id: DeviceId, line: &Spanned<String>) {
+        let span = self.span(line);
+        let words: Vec<&str> = line.value.split_whitespace().collect();
+        match words.as_slice() {
+            ["ip", obj, "add", rest @ ..] if "address".starts_with(obj) && !obj.is_empty() => {
+                self.ip_addr_add(id, rest, span)
+            }
+            ["ip", args @ ..] if crate::k8s::ip_cmd::is_change(args) => {
+                let st = crate::engine::booted_state(&self.net);
+                match crate::k8s::ip_cmd::ip(&mut self.net, &st, id, args) {
+                    Ok(out) if out.status == 0 => {}
+                    Ok(out) => self.error(span, out.output.trim_end().to_string()),
+                    Err(msg) => self.warn(span, format!("not modelled: {msg}; ignored")),
+                }
+            }
+            ["sysctl", rest @ ..] => {
+                let kv = rest.iter().find(|w| w.contains('='));
+                match kv.and_then(|kv| kv.split_once('=')) {
+                    Some((k, v)) => {
+                        if let Some(d) = apply_sysctl(&mut self.net, id, k, v.trim() != "0", span) {
+                            self.diags.push(d);
+                        }
+                    }
+                    None => self.warn(
+                        span,
+                        "`sysctl` without KEY=VALUE changes nothing fabsim models; ignored",
+                    ),
+                }
+            }
+            _ => {
+                let msg = format!(
+                    "exec `{}` is not modelled by fabsim (ip addr add, ip route, ip link set and sysctl are); ignored",
+                    line.value
+                );
+                self.warn(span, msg);
+            }
+        }
+    }
+
+    /// `ip addr add A/L dev IF`: iproute2 needs `dev`; the device must exist.
+    fn ip_addr_add(&mut self, id: DeviceId, args: &[&str], span: Span) {
+        let addr = args
+            .iter()
+            .find(|w| w.contains('/'))
+            .and_then(|w| w.parse::<ipnet::Ipv4Net>().ok());
+        let dev = args.iter().position(|w| *w == "dev").and_then(|i| args.get(i + 1));
+        let (Some(addr), Some(dev)) = (addr, dev) else {
+            self.error(span, "expected `ip addr add A.B.C.D/LEN dev IF`");
+            return;
+        };
+        let Some(iface) = find_iface(&self.net, id, dev) else {
+            self.error(
+                span,
+                format!("Cannot find device \"{dev}\" (no link of this node names it)"),
+            );
+            return;
+        };
+        let i = &mut self.net.interfaces[iface.idx()];
+        if i.addr != AddrConfig::None {
+            self.warn(span, "a second address on an interface is not modelled; ignored");
+            return;
+        }
+        i.addr = AddrConfig::Static(addr);
+        i.span = span;
+    }
+}
+
+/// Binds merged from defaults, kind and node, keyed by their destination (`src:dst[:ro]`).
+fn merged_binds<'a>(levels: &[&'a RawNode; 3]) -> BTreeMap<String, &'a Spanned<String>> {
+    let mut out = BTreeMap::new();
+    for b in levels.iter().flat_map(|n| n.binds.iter().flatten()) {
+        if let Some(dst) = b.value.split(':').nth(1) {
+            out.insert(dst.to_string(), b);
+        }
+    }
+    out
+}
+
+/// cEOS's names for a link endpoint: `ethN` (containerlab's form) is `EthernetN`, and EOS's own
+/// names (`Ethernet1`, `Et1`) are taken as they are; `eth0` is the management port.
+fn ceos_interface(ifname: &str) -> Result<String, String> {
+    if let Some(n) = ifname
+        .strip_prefix("eth")
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        if n == "0" {
+            return Err("eth0 is the management interface of a cEOS node (Management0), not a link port".into());
+        }
+        return Ok(format!("Ethernet{n}"));
+    }
+    eos::canonical_interface(ifname)
+        .filter(|c| c.starts_with("Ethernet"))
+        .ok_or_else(|| format!("expected a cEOS interface like eth1 (Ethernet1), found `{ifname}`"))
+}

@@ -1,0 +1,84 @@
+//! containerlab topologies as input: the bundled RFC 7938 fabric (FRR spines, cEOS leaves,
+//! Linux hosts) imports without a warning and every host reaches every other; a typo in a
+//! link endpoint is an error at its line; unmodelled keys and kinds are warnings at theirs.
+
+use std::fs;
+use std::path::Path;
+
+use fabsim::engine::converge;
+use fabsim::input::topology::load_topology;
+use fabsim::scenario::ReachMatrix;
+
+const RFC7938: &str = "topologies/rfc7938/rfc7938.clab.yml";
+
+#[test]
+fn rfc7938_imports_without_warnings_and_every_host_reaches_every_other() {
+    let loaded = load_topology(Path::new(RFC7938)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(loaded.warnings.is_empty(), "{:#?}", loaded.warnings);
+    assert_eq!(loaded.name, "rfc7938");
+    let names: Vec<&str> = loaded.net.devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["spine1", "spine2", "leaf1", "leaf2", "leaf3", "leaf4", "h1", "h2", "h3", "h4"]
+    );
+    let leaf1 = loaded.net.device_by_name("leaf1").expect("leaf1");
+    assert!(
+        loaded.net.iface_by_name(leaf1, "Ethernet2").is_some(),
+        "cEOS eth2 is Ethernet2"
+    );
+    let (engine, conv) = converge(loaded.net);
+    assert!(conv.quiet, "converges");
+    let matrix = ReachMatrix::compute(engine.network(), engine.state());
+    assert_eq!(matrix.endpoints.len(), 6, "4 hosts and the 2 FRR spines (Linux)");
+    assert_eq!(matrix.count(), (30, 30), "every host pair answers");
+    assert!(matrix.findings.is_empty(), "{:?}", matrix.findings);
+}
+
+#[test]
+fn a_typo_in_a_link_endpoint_is_an_error_at_its_line() {
+    let path = Path::new("tests/bad/rfc7938-typo.clab.yml");
+    let err = load_topology(path).expect_err("leaf3:etj2 is no cEOS port");
+    let want = fs::read_to_string("tests/bad/rfc7938-typo.expected").expect("the expected text");
+    assert_eq!(err.to_string(), want.trim_end());
+}
+
+#[test]
+fn unmodelled_keys_and_kinds_are_warnings_naming_their_line() {
+    let dir = std::env::temp_dir().join(format!("fabsim-clab-{}", std::process::id()));
+    fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("lab.clab.yml");
+    let text = "\
+name: lab
+mgmt:
+  network: custom
+topology:
+  nodes:
+    r1:
+      kind: linux
+      image: alpine
+      ports: [\"8080:80\"]
+      exec:
+        - ip addr add 10.0.0.0/31 dev eth1
+        - apk add tcpdump
+    sw:
+      kind: nokia_srlinux
+    r2:
+      kind: linux
+      exec: [\"ip addr add 10.0.0.1/31 dev eth1\"]
+  links:
+    - endpoints: [\"r1:eth1\", \"r2:eth1\"]
+    - endpoints: [\"sw:e1-1\", \"r2:eth2\"]
+";
+    fs::write(&path, text).expect("write");
+    let loaded = load_topology(&path).unwrap_or_else(|e| panic!("{e}"));
+    let f = path.display().to_string();
+    let got: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
+    let want = [
+        format!("{f}:2:1: warning: containerlab `mgmt` is not modelled by fabsim; ignored"),
+        format!("{f}:9:7: warning: containerlab `ports` is not modelled by fabsim; ignored"),
+        format!("{f}:12:11: warning: exec `apk add tcpdump` is not modelled by fabsim (ip addr add, ip route, ip link set and sysctl are); ignored"),
+        format!("{f}:14:13: warning: node kind `nokia_srlinux` is not modelled by fabsim (ceos, arista_ceos and linux are); node sw and its links are left out"),
+    ];
+    assert_eq!(got, want);
+    fs::remove_dir_all(&dir).ok();
+}
