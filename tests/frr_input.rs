@@ -21,8 +21,11 @@ fn fabric() -> Network {
     loaded.net
 }
 
-/// leaf-a's paths for leaf-b's rack: (next hop, AS path, best, ECMP role, deciding step).
-fn rack_paths(engine: &Engine, net: &Network) -> Vec<(String, Vec<u32>, bool, EcmpRole, Option<&'static str>)> {
+/// One path as the tests compare it: (next hop, AS path, best, ECMP role, deciding step).
+type PathSummary = (String, Vec<u32>, bool, EcmpRole, Option<&'static str>);
+
+/// leaf-a's paths for leaf-b's rack.
+fn rack_paths(engine: &Engine, net: &Network) -> Vec<PathSummary> {
     let leaf_a = net.device_by_name("leaf-a").expect("leaf-a");
     let view = engine.state().devices[leaf_a.idx()]
         .bgp

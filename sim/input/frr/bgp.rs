@@ -143,13 +143,12 @@ pub(super) fn router_line(ctx: &mut Ctx, l: &Line) -> Handled {
 pub(super) fn af_line(ctx: &mut Ctx, l: &Line) -> Handled {
     let w = |i| l.word(i).unwrap_or_default();
     let r = match (w(0), w(1)) {
-        ("network", _) => l.prefix(1).and_then(|p| {
+        ("network", _) => l.prefix(1).map(|p| {
             if l.word(2).is_some() {
                 ctx.not_modelled(l, "`network … route-map|label-index|backdoor` options are not modelled");
-                return Ok(());
+            } else {
+                builder(ctx).cfg.networks.push(p.trunc());
             }
-            builder(ctx).cfg.networks.push(p.trunc());
-            Ok(())
         }),
         ("redistribute", _) => redistribute(ctx, l),
         ("maximum-paths", "ibgp") => {
