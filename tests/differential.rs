@@ -441,37 +441,34 @@ fn generated(underlay: &str, calico: &str) {
 }
 
 #[test]
-#[ignore = "differs: after 60 s every leaf installs one OSPF next hop (via spine-1) for remote /26 blocks and /31s where fabsim has ECMP over both spines (48 differences); not yet known whether FRR had not converged or differs"]
 fn gen_ospf_tor() {
     generated("ospf", "tor");
 }
 
 #[test]
-#[ignore = "not yet run against the real daemons (the harness landed at the deadline); run with --ignored as root"]
+#[ignore = "differs: routes and sessions agree, but in the lab a pod's ping to another node's host address gets no answer where fabsim answers (77 pairs); cause not found yet (stock BIRD without Calico's krt_tunnel/onlink fork is the first suspect)"]
 fn gen_ospf_mesh() {
     generated("ospf", "mesh");
 }
 
 #[test]
-#[ignore = "not yet run against the real daemons (the harness landed at the deadline); run with --ignored as root"]
 fn gen_ospf_rr() {
     generated("ospf", "rr");
 }
 
 #[test]
-#[ignore = "not yet run against the real daemons (the harness landed at the deadline); run with --ignored as root"]
 fn gen_ebgp_tor() {
     generated("ebgp", "tor");
 }
 
 #[test]
-#[ignore = "not yet run against the real daemons (the harness landed at the deadline); run with --ignored as root"]
+#[ignore = "differs: routes and sessions agree, but in the lab a pod's ping to another node's host address gets no answer where fabsim answers (77 pairs); cause not found yet (stock BIRD without Calico's krt_tunnel/onlink fork is the first suspect)"]
 fn gen_ebgp_mesh() {
     generated("ebgp", "mesh");
 }
 
 #[test]
-#[ignore = "not yet run against the real daemons (the harness landed at the deadline); run with --ignored as root"]
+#[ignore = "differs: every node's BIRD route for the fabric's /31s and other racks' blocks (152) has no usable next hop in the lab where fabsim has via the leaf (10.255.0.x); not yet known whether the exported iBGP next hop or fabsim's resolution is wrong"]
 fn gen_ebgp_rr() {
     generated("ebgp", "rr");
 }

@@ -58,6 +58,46 @@ pub fn daemons(dev: &Device) -> Vec<&'static str> {
     out
 }
 
+/// The part of an integrated `frr.conf` that `daemon` reads, for a daemon started with its own
+/// `-f` file. Given the whole file, a daemon takes lines of blocks it does not know as lines of
+/// the block it is still in: ospfd read the BGP address family's `maximum-paths 1` as its own
+/// and installed one OSPF next hop where the fabric has two (the first differential run).
+pub fn daemon_conf(integrated: &str, daemon: &str) -> String {
+    let mut out = String::new();
+    let mut keep = true;
+    for line in integrated.lines() {
+        // A block is a top-level line with the indented lines under it; comments go with it.
+        if !line.starts_with(' ') && !line.starts_with('!') {
+            keep = block_is_for(line, daemon);
+        }
+        if keep || line.starts_with('!') && !line.starts_with("! ") {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Does `daemon` read the block that starts with `head`?
+fn block_is_for(head: &str, daemon: &str) -> bool {
+    let starts = |p: &str| head.starts_with(p);
+    if starts("interface ") {
+        // zebra holds the addresses, ospfd the interface's OSPF settings.
+        matches!(daemon, "zebra" | "ospfd")
+    } else if starts("ip route ") {
+        daemon == "staticd"
+    } else if starts("router ospf") {
+        daemon == "ospfd"
+    } else if starts("router bgp ") {
+        daemon == "bgpd"
+    } else if starts("ip prefix-list ") || starts("route-map ") {
+        matches!(daemon, "ospfd" | "bgpd")
+    } else {
+        // frr version/defaults, hostname, service, end: every daemon.
+        true
+    }
+}
+
 /// `frr.conf` for EOS switch `id`.
 pub fn frr_conf(net: &Network, st: &State, id: DeviceId, opts: &Options) -> String {
     let dev = net.device(id);
@@ -71,8 +111,9 @@ pub fn frr_conf(net: &Network, st: &State, id: DeviceId, opts: &Options) -> Stri
     if opts.fast_timers {
         o.push_str("! Timers shortened for a test lab (OSPF hello 1/dead 4, BGP keepalive 1/hold 3, connect 1).\n");
     }
-    // No `exit` lines: each daemon reads the whole file (`-f`), and an `exit` that closes a
-    // block another daemon does not know would leave configuration mode for the rest.
+    // No `exit` lines: an `exit` that closes a block a daemon does not know would leave
+    // configuration mode for the rest of the file in that daemon (the netns lab gives each
+    // daemon only its own blocks anyway, `daemon_conf`).
     o.push_str("!\nfrr version 8.4\nfrr defaults traditional\n");
     let _ = writeln!(o, "hostname {}", dev.hostname.as_deref().unwrap_or(&dev.name));
     o.push_str("service integrated-vtysh-config\n!\n");

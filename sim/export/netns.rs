@@ -36,11 +36,12 @@ netns() { ip netns add "$1"; record netns "$1"; ip -n "$1" link set lo up
 # wait_pid FILE NAME: the daemon's pid once it has written it; recorded with its command name.
 wait_pid() { i=0; while [ ! -s "$1" ]; do i=$((i+1)); [ $i -gt 100 ] && { echo "no pid file $1" >&2; exit 1; }; sleep 0.1; done
   record pid "$(cat "$1")" "$2"; }
-# frr NS CONF DAEMON...: FRR in namespace NS, sockets and pid files under /var/run/frr/NS (-N).
-frr() { ns=$1; conf=$2; shift 2; d=/var/run/frr/$ns
+# frr NS DIR DAEMON...: FRR in namespace NS, each daemon on DIR/DAEMON.conf (its blocks of
+# DIR/frr.conf), sockets and pid files under /var/run/frr/NS (-N).
+frr() { ns=$1; dir=$2; shift 2; d=/var/run/frr/$ns
   mkdir -p "$d"; record dir "$d"; chown frr:frr "$d"
   for daemon in "$@"; do
-    ip netns exec "$ns" /usr/lib/frr/$daemon -d -N "$ns" -f "$conf" -i "$d/$daemon.pid" -P 0 --log file:"$d/$daemon.log" 2>>"$d/start.log"
+    ip netns exec "$ns" /usr/lib/frr/$daemon -d -N "$ns" -f "$dir/$daemon.conf" -i "$d/$daemon.pid" -P 0 --log file:"$d/$daemon.log" 2>>"$d/start.log"
     wait_pid "$d/$daemon.pid" "$daemon"
   done; }
 # bird NS DIR NAME: BIRD 1.6 in namespace NS on DIR/bird.cfg (includes relative to DIR).
@@ -93,8 +94,13 @@ pub(super) fn write(net: &Network, st: &State, opts: &Options, lab: &mut Lab) {
         let ns = netns_name(p, net, id);
         let dir = file_name(&dev.name);
         if dev.kind == DeviceKind::Eos {
-            let _ = writeln!(up, "frr {ns} \"$LAB/{dir}/frr.conf\" {}", frr::daemons(dev).join(" "));
-            lab.add(format!("{dir}/frr.conf"), frr::frr_conf(net, st, id, opts));
+            let daemons = frr::daemons(dev);
+            let _ = writeln!(up, "frr {ns} \"$LAB/{dir}\" {}", daemons.join(" "));
+            let conf = frr::frr_conf(net, st, id, opts);
+            for daemon in daemons {
+                lab.add(format!("{dir}/{daemon}.conf"), frr::daemon_conf(&conf, daemon));
+            }
+            lab.add(format!("{dir}/frr.conf"), conf);
         } else if runs_bird(net, st, id) {
             let _ = writeln!(up, "bird_ns {ns} \"$LAB/{dir}\" {dir}");
             for (name, text) in bird::stock_files(net, id) {
