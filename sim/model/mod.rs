@@ -312,6 +312,23 @@ pub struct OspfConfig {
     pub span: Span,
 }
 
+impl OspfConfig {
+    /// A process as its `router ospf` line starts it: nothing configured under it yet.
+    pub fn new(process_id: u32, span: Span) -> Self {
+        OspfConfig {
+            process_id,
+            router_id: None,
+            networks: Vec::new(),
+            redistribute: Vec::new(),
+            passive_default: false,
+            passive_exceptions: Vec::new(),
+            max_paths: None,
+            shutdown: false,
+            span,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AclAction {

@@ -45,17 +45,7 @@ fn router_ospf(ctx: &mut Ctx, pid: u32, text: String, start: usize) {
     let Some(d) = ctx.net.devices.get_mut(ctx.dev.idx()) else {
         return;
     };
-    let ospf = d.ospf.get_or_insert_with(|| OspfConfig {
-        process_id: pid,
-        router_id: None,
-        networks: Vec::new(),
-        redistribute: Vec::new(),
-        passive_default: false,
-        passive_exceptions: Vec::new(),
-        max_paths: None,
-        shutdown: false,
-        span,
-    });
+    let ospf = d.ospf.get_or_insert_with(|| OspfConfig::new(pid, span));
     if ospf.process_id == pid {
         ctx.mode = Mode::Ospf;
     } else {

@@ -15,17 +15,7 @@ pub(super) fn start(ctx: &mut Ctx, l: &Line) {
 
 /// ospfd's one instance, as `router ospf` (or the first `ip ospf area`) starts it.
 fn instance(span: crate::diag::Span) -> OspfConfig {
-    OspfConfig {
-        process_id: 0,
-        router_id: None,
-        networks: Vec::new(),
-        redistribute: Vec::new(),
-        passive_default: false,
-        passive_exceptions: Vec::new(),
-        max_paths: None,
-        shutdown: false,
-        span,
-    }
+    OspfConfig::new(0, span)
 }
 
 fn ospf<'a>(ctx: &'a mut Ctx) -> &'a mut OspfConfig {
