@@ -222,6 +222,11 @@ enum Command {
         #[arg(long)]
         fast_timers: bool,
     },
+    /// Plan pod IP capacity before it runs out: node pools' subnets, thresholds, node ranges.
+    Plan {
+        #[command(subcommand)]
+        command: PlanCommand,
+    },
     /// Generate a topology file (ordinary fabsim input).
     Gen {
         #[command(subcommand)]
@@ -248,6 +253,102 @@ enum GenCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum PlanCommand {
+    /// What node pools need at their maximum scale and how their subnets fare: raw demand,
+    /// the need with the warm-pool buffer, the smallest subnet that holds it, utilisation,
+    /// headroom, the node counts at which 70 % and 85 % are crossed, and the verdict.
+    ///
+    /// One pool from the flags, or several from --pools FILE; --supernet carves their subnets.
+    #[command(after_help = PLAN_PODS_HELP)]
+    Pods(Box<PodsArgs>),
+    /// Max nodes and pods per node of an overlay cluster CIDR cut into per-node ranges
+    /// (kube-controller-manager --cluster-cidr / --node-cidr-mask-size).
+    NodeCidr {
+        /// The cluster's pod CIDR, e.g. 10.244.0.0/16.
+        #[arg(long)]
+        cluster_cidr: String,
+        /// --node-cidr-mask-size, e.g. 24.
+        #[arg(long)]
+        mask: u8,
+        /// kubelet maxPods (default: kubelet's 110).
+        #[arg(long)]
+        max_pods: Option<u32>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+const PLAN_PODS_HELP: &str = "\
+Statuses: OK below 70%, WATCH from 70%, EMERGENCY (pause autoscaling) from 85%, EXHAUSTED past \
+100%; the autoscaler guard is flagged from 80%. A pools file (YAML):
+  supernet: 10.20.0.0/16      # optional
+  buffer_pct: 30              # optional defaults: buffer_pct, reserved
+  pools:
+    - {name: core, max_pods: 40, nodes: 30}
+    - {name: data, max_pods: 20, nodes: 10, subnet: 10.20.8.0/24}
+Pool keys: the flags' names with '_' (max_pods, nodes, buffer_pct, reserved, nic_ip_limit, nics, \
+warm_per_node, subnet, in_use, dedicated_pct, zones, cluster_cidr, node_mask).";
+
+/// `fabsim plan pods`'s flags (one pool).
+#[derive(clap::Args, Debug)]
+struct PodsArgs {
+    /// Several pools from a YAML file instead of the one-pool flags below.
+    #[arg(long, conflicts_with_all = [
+        "name", "max_pods", "nodes", "buffer_pct", "reserved", "nic_ip_limit", "nics",
+        "warm_per_node", "subnet", "in_use", "dedicated_pct", "zones", "cluster_cidr", "node_mask",
+    ])]
+    pools: Option<PathBuf>,
+    /// The pool's name in the output.
+    #[arg(long)]
+    name: Option<String>,
+    /// kubelet maxPods per node.
+    #[arg(long)]
+    max_pods: Option<u32>,
+    /// The pool's maximum node count.
+    #[arg(long)]
+    nodes: Option<u32>,
+    /// Warm-pool / CNI headroom on top of the raw demand [default: 30].
+    #[arg(long)]
+    buffer_pct: Option<u32>,
+    /// Unusable addresses per subnet [default: 4, cloud-reserved; 2 for an overlay node range].
+    #[arg(long)]
+    reserved: Option<u32>,
+    /// Secondary IPs per NIC (clouds that cap them).
+    #[arg(long)]
+    nic_ip_limit: Option<u32>,
+    /// NICs per node [default: 1].
+    #[arg(long)]
+    nics: Option<u32>,
+    /// IPs each node really holds (its warm pool), for occupancy [default: maxPods].
+    #[arg(long)]
+    warm_per_node: Option<u32>,
+    /// Evaluate this subnet: a CIDR (10.20.0.0/21) or a size (/21).
+    #[arg(long)]
+    subnet: Option<String>,
+    /// Addresses allocated now, for the status.
+    #[arg(long)]
+    in_use: Option<u64>,
+    /// Size the pool's own subnet for this share of the need; the rest borrows from a shared
+    /// buffer [default: 100].
+    #[arg(long)]
+    dedicated_pct: Option<u32>,
+    /// Zonal subnets, each carrying the whole pool [default: 1].
+    #[arg(long)]
+    zones: Option<u32>,
+    /// Overlay mode: the cluster's pod CIDR ...
+    #[arg(long, requires = "node_mask")]
+    cluster_cidr: Option<String>,
+    /// ... and its per-node mask.
+    #[arg(long, requires = "cluster_cidr")]
+    node_mask: Option<u8>,
+    /// Carve the pools' subnets out of this CIDR.
+    #[arg(long)]
+    supernet: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
 }
 
 #[derive(Subcommand, Debug)]
@@ -657,6 +758,36 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             prefix,
             fast_timers,
         } => export(&file, step.as_deref(), to, &dir, prefix, fast_timers),
+        Command::Plan {
+            command: PlanCommand::Pods(args),
+        } => plan_pods(&args, out),
+        Command::Plan {
+            command:
+                PlanCommand::NodeCidr {
+                    cluster_cidr,
+                    mask,
+                    max_pods,
+                    format,
+                },
+        } => {
+            use crate::plan::{node_cidr, pools::cidr, render};
+            let net = cidr(&cluster_cidr).map_err(|m| Failure::Usage(format!("--cluster-cidr {m}")))?;
+            if mask < net.prefix_len() || mask > 32 {
+                return Err(Failure::Usage(format!(
+                    "--mask /{mask}: expected a node mask from /{} (the cluster prefix) to /32",
+                    net.prefix_len()
+                )));
+            }
+            if max_pods == Some(0) {
+                return Err(Failure::Usage("--max-pods 0: expected a number greater than 0".into()));
+            }
+            let plan = node_cidr(net, mask, max_pods);
+            out.push_str(&match format {
+                Format::Text => render::node_cidr_text(&plan),
+                Format::Json => render::json(&plan),
+            });
+            Ok(0)
+        }
         Command::Gen {
             command: GenCommand::LeafSpine { plan, out: file },
         } => {
@@ -707,6 +838,60 @@ fn export(
     for limit in &lab.limits {
         eprintln!("fabsim: export: {limit}");
     }
+    Ok(0)
+}
+
+/// `fabsim plan pods`: one pool from the flags or several from a file; bad input exits 2.
+fn plan_pods(a: &PodsArgs, out: &mut String) -> Result<i32, Failure> {
+    use crate::plan::{plan_cluster, pools::cidr, read_pools, render, PoolInput, SubnetSpec};
+    let supernet = match &a.supernet {
+        Some(s) => Some(cidr(s).map_err(|m| Failure::Usage(format!("--supernet {m}")))?),
+        None => None,
+    };
+    let plan = if let Some(path) = &a.pools {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
+        let file = read_pools(path, &text)?;
+        let supernet = supernet.or(file.supernet);
+        plan_cluster(&file.pools, supernet).map_err(|(i, key, msg)| {
+            let at = file.spans.get(i).cloned().unwrap_or_default();
+            Failure::Input(Diagnostic::error(at, format!("pool '{}': {key} {msg}", file.pools[i].name)).into())
+        })?
+    } else {
+        let mut p = PoolInput::new(a.name.clone().unwrap_or_else(|| "default".into()));
+        p.max_pods = a.max_pods;
+        p.nodes = a.nodes;
+        p.nic_ip_limit = a.nic_ip_limit;
+        p.warm_per_node = a.warm_per_node;
+        p.in_use = a.in_use;
+        p.buffer_pct = a.buffer_pct.unwrap_or(p.buffer_pct);
+        p.reserved = a.reserved.unwrap_or(p.reserved);
+        p.nics = a.nics.unwrap_or(p.nics);
+        p.dedicated_pct = a.dedicated_pct.unwrap_or(p.dedicated_pct);
+        p.zones = a.zones.unwrap_or(p.zones);
+        if let Some(s) = &a.subnet {
+            p.subnet = Some(SubnetSpec::parse(s).map_err(|m| Failure::Usage(format!("--subnet {m}")))?);
+        }
+        if let (Some(c), Some(m)) = (&a.cluster_cidr, a.node_mask) {
+            p.overlay = Some((cidr(c).map_err(|e| Failure::Usage(format!("--cluster-cidr {e}")))?, m));
+        }
+        if let (Some(SubnetSpec::Cidr(n)), Some(sup)) = (p.subnet, supernet) {
+            if !sup.contains(&n) {
+                return Err(Failure::Usage(format!("--subnet {n} is outside the --supernet {sup}")));
+            }
+        }
+        plan_cluster(std::slice::from_ref(&p), supernet).map_err(|(_, key, msg)| match key {
+            "pool" => Failure::Usage(
+                "nothing to plan: give --max-pods and --nodes (a demand), --subnet, or --cluster-cidr with --node-mask"
+                    .into(),
+            ),
+            _ => Failure::Usage(format!("--{} {msg}", key.replace('_', "-"))),
+        })?
+    };
+    out.push_str(&match a.format {
+        Format::Text => render::cluster_text(&plan),
+        Format::Json => render::json(&plan),
+    });
     Ok(0)
 }
 
