@@ -8,6 +8,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::names;
+use super::node_ipam::RangeAllocator;
 use super::pod_facts::PodFacts;
 use super::realize::Netns;
 use super::rollout::{Rollout, StatusUpdate};
@@ -50,9 +51,8 @@ pub struct Cluster {
     used_pins: Vec<usize>,
     /// Pods each controller has created so far (their name suffixes).
     created: BTreeMap<String, u64>,
-    /// podCIDRs node IPAM has handed out: the next node gets the next one, also after a node
-    /// was deleted (the range allocator's cursor moves on; it does not refill the gap first).
-    pod_cidrs_allocated: usize,
+    /// kube-controller-manager's node IPAM over `pod_cidr` (none without a pod network CIDR).
+    node_ipam: Option<RangeAllocator>,
     sandboxes: u64,
     /// The DaemonSet rolling update in progress, if any.
     pub rollout: Option<Rollout>,
@@ -204,7 +204,7 @@ impl Cluster {
             templates: BTreeMap::new(),
             used_pins: Vec::new(),
             created: BTreeMap::new(),
-            pod_cidrs_allocated: 0,
+            node_ipam: pod_cidr.and_then(|c| RangeAllocator::new(c, NODE_CIDR_MASK.max(c.prefix_len())).ok()),
             sandboxes: 0,
             rollout: None,
             rollout_log: Vec::new(),
@@ -216,8 +216,9 @@ impl Cluster {
         self.nodes.iter().find(|n| n.name == name)
     }
 
-    /// A node joins: node IPAM gives it the next podCIDR of `--pod-network-cidr` in join order
-    /// (`--allocate-node-cidrs` is on when kubeadm has a pod network CIDR).
+    /// A node joins: node IPAM gives it the next free podCIDR of `--pod-network-cidr` from its
+    /// cursor (`--allocate-node-cidrs` is on when kubeadm has a pod network CIDR); none when the
+    /// range is used up (the node's `CIDRNotAvailable`).
     pub fn add_node(
         &mut self,
         name: &str,
@@ -227,12 +228,7 @@ impl Cluster {
         kubelet: &str,
         now: u64,
     ) {
-        let pod_cidr = self.pod_cidr.and_then(|c| {
-            c.subnets(NODE_CIDR_MASK.max(c.prefix_len()))
-                .ok()
-                .and_then(|mut s| s.nth(self.pod_cidrs_allocated))
-        });
-        self.pod_cidrs_allocated += 1;
+        let pod_cidr = self.node_ipam.as_mut().and_then(|a| a.allocate_next().ok());
         let mut labels = BTreeMap::from([
             ("kubernetes.io/arch".to_string(), "amd64".to_string()),
             ("kubernetes.io/hostname".to_string(), name.to_string()),
@@ -455,9 +451,28 @@ impl Cluster {
         }
     }
 
+    /// A deleted node's podCIDR goes back to node IPAM. (A podCIDR out of its range is only
+    /// logged by kube-controller-manager; nothing to release then.)
+    pub fn release_pod_cidr(&mut self, node: &KNode) {
+        if let (Some(a), Some(cidr)) = (self.node_ipam.as_mut(), node.pod_cidr) {
+            let _ = a.release(cidr);
+        }
+    }
+
     /// The hosts of `nodes` rebooted: their calico-node must start again, and each of their
-    /// pods gets a new sandbox (old address released, a new one assigned when it starts).
+    /// pods gets a new sandbox (old address released, a new one assigned when it starts). A
+    /// control-plane node's reboot restarts kube-controller-manager, whose node IPAM rebuilds
+    /// its bitmap from the nodes' podCIDRs with the cursor back at the start.
     pub fn reboot_nodes(&mut self, nodes: &[String]) {
+        let control_plane = self.nodes.iter().any(|n| n.control_plane && nodes.contains(&n.name));
+        if let (true, Some(cidr)) = (control_plane, self.pod_cidr) {
+            let held: Vec<(&str, Ipv4Net)> = self
+                .nodes
+                .iter()
+                .filter_map(|n| n.pod_cidr.map(|c| (n.name.as_str(), c)))
+                .collect();
+            self.node_ipam = RangeAllocator::started(cidr, NODE_CIDR_MASK.max(cidr.prefix_len()), &held).ok();
+        }
         if let Some(calico) = self.calico.as_mut() {
             for n in nodes {
                 calico.stop_node(n);
@@ -612,6 +627,21 @@ mod tests {
         let c = cluster();
         let cidrs: Vec<String> = c.nodes.iter().map(|n| n.pod_cidr.unwrap().to_string()).collect();
         assert_eq!(cidrs, ["10.66.0.0/24", "10.66.1.0/24"]);
+    }
+
+    #[test]
+    fn a_rejoined_node_gets_the_block_after_the_cursor_until_the_controller_restarts() {
+        let mut c = cluster();
+        c.add_node("k-w2", DeviceId(2), "10.2.22.1".parse().unwrap(), false, "v1.28.15", 20);
+        let w1 = c.nodes.remove(1);
+        c.release_pod_cidr(&w1);
+        c.add_node("k-w1", DeviceId(1), "10.1.11.1".parse().unwrap(), false, "v1.28.15", 30);
+        assert_eq!(c.node("k-w1").unwrap().pod_cidr.unwrap().to_string(), "10.66.3.0/24");
+        // k-master's reboot restarts kube-controller-manager: the bitmap is rebuilt from the
+        // nodes and the cursor starts over, so the gap k-w1 left is handed out next.
+        c.reboot_nodes(&["k-master".to_string()]);
+        c.add_node("k-w3", DeviceId(3), "10.3.33.1".parse().unwrap(), false, "v1.28.15", 40);
+        assert_eq!(c.node("k-w3").unwrap().pod_cidr.unwrap().to_string(), "10.66.1.0/24");
     }
 
     #[test]

@@ -12,13 +12,15 @@
 //! - `pod_facts` holds what a scenario injects about a pod's containers (readiness, restarts,
 //!   logs, events) until the pod is replaced or restarted;
 //! - `rollout` runs a DaemonSet's rolling update over virtual time;
-//! - `names` generates the names controllers give pods.
+//! - `names` generates the names controllers give pods;
+//! - `node_ipam` is kube-controller-manager's range allocator (podCIDRs: bitmap and cursor).
 
 mod calico_datastore;
 mod cluster;
 mod command;
 pub(crate) mod ip_cmd;
 mod names;
+mod node_ipam;
 mod node_ops;
 mod pod_facts;
 mod realize;

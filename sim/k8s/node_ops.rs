@@ -582,6 +582,7 @@ fn delete_nodes(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOut
             continue;
         };
         let node = cluster.nodes.remove(i);
+        cluster.release_pod_cidr(&node);
         let bound: Vec<(String, String, bool)> = cluster
             .pods
             .iter()
