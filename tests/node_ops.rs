@@ -384,3 +384,61 @@ fn a_label_decides_which_pool_a_new_pods_address_comes_from() {
         .expect("a pod on n1");
     assert_reaches(&run, &on_n1.name, ip);
 }
+
+#[test]
+fn a_set_pod_cidr_cannot_change_through_the_api() {
+    let run = run_file(SCENARIO, "pod-cidr");
+    assert_eq!(
+        printed(&run, r#"kubectl patch node n2 -p '{"spec":{"podCIDR":"10.66.9.0/24"}}'"#),
+        (
+            "The Node \"n2\" is invalid: spec.podCIDRs: Forbidden: node updates may not change podCIDR except from \"\" to valid\n"
+                .into(),
+            1
+        )
+    );
+    assert_eq!(
+        printed(
+            &run,
+            r#"kubectl patch node n2 --type merge -p '{"spec":{"podCIDRs":["10.66.1.0/24"]}}'"#
+        ),
+        ("node/n2 patched (no change)\n".into(), 0)
+    );
+    assert_eq!(
+        printed(
+            &run,
+            r#"kubectl patch node/ghost -p '{"spec":{"podCIDR":"10.66.9.0/24"}}'"#
+        ),
+        ("Error from server (NotFound): nodes \"ghost\" not found\n".into(), 1)
+    );
+    assert_has(
+        &out_in(&run, "n1", "kubectl describe node n2"),
+        &["PodCIDR:                      10.66.1.0/24"],
+    );
+}
+
+#[test]
+fn an_empty_pod_cidr_is_set_once() {
+    let run = run_file("tests/data/node-pod-cidr.yaml", "set-pod-cidr");
+    assert_eq!(
+        printed(
+            &run,
+            r#"kubectl patch node n1 -p '{"spec":{"podCIDR":"10.244.7.0/24"}}'"#
+        ),
+        ("node/n1 patched\n".into(), 0)
+    );
+    assert_eq!(
+        printed(
+            &run,
+            r#"kubectl patch node n1 -p '{"spec":{"podCIDR":"10.244.8.0/24"}}'"#
+        )
+        .1,
+        1
+    );
+    assert_has(
+        &out_in(&run, "n1", "kubectl describe node n1"),
+        &[
+            "PodCIDR:                      10.244.7.0/24",
+            "PodCIDRs:                     10.244.7.0/24",
+        ],
+    );
+}

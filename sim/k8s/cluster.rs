@@ -459,6 +459,14 @@ impl Cluster {
         }
     }
 
+    /// A podCIDR set on a node through the API: node IPAM marks its blocks used (one out of its
+    /// range is only logged by kube-controller-manager).
+    pub fn occupy_pod_cidr(&mut self, cidr: Ipv4Net) {
+        if let Some(a) = self.node_ipam.as_mut() {
+            let _ = a.occupy(cidr);
+        }
+    }
+
     /// The hosts of `nodes` rebooted: their calico-node must start again, and each of their
     /// pods gets a new sandbox (old address released, a new one assigned when it starts). A
     /// control-plane node's reboot restarts kube-controller-manager, whose node IPAM rebuilds

@@ -178,6 +178,15 @@ fn sysctl(net: &mut Network, dev: DeviceId, args: &[&str]) -> Result<CommandOutc
     }
 }
 
+/// `kubectl patch`'s `-p/--patch JSON`: the patch, or kubectl's parse error as the outcome.
+pub(super) fn patch_json(rest: &[&str]) -> Result<Result<serde_json::Value, CommandOutcome>, String> {
+    let patch = flag(rest, "-p")
+        .or_else(|| flag(rest, "--patch"))
+        .ok_or("kubectl patch: give the patch with -p JSON")?;
+    Ok(serde_json::from_str(patch)
+        .map_err(|e| CommandOutcome::failed(format!("error: unable to parse \"{patch}\": {e}\n"))))
+}
+
 /// Flags of the form `--name=value` or `--name value`.
 pub(super) fn flag<'a>(args: &[&'a str], name: &str) -> Option<&'a str> {
     args.iter().enumerate().find_map(|(i, a)| {
@@ -561,16 +570,9 @@ fn patch_deployment(
     now: u64,
 ) -> Result<CommandOutcome, String> {
     let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
-    let patch = flag(rest, "-p")
-        .or_else(|| flag(rest, "--patch"))
-        .ok_or("kubectl patch: give the patch with -p JSON")?;
-    let patch: serde_json::Value = match serde_json::from_str(patch) {
+    let patch = match patch_json(rest)? {
         Ok(p) => p,
-        Err(e) => {
-            return Ok(CommandOutcome::failed(format!(
-                "error: unable to parse \"{patch}\": {e}\n"
-            )))
-        }
+        Err(out) => return Ok(out),
     };
     let Some(current) = cluster
         .pods

@@ -1,5 +1,6 @@
 //! Node maintenance from the runbook: `kubectl cordon|uncordon|drain NODE`, `kubectl label|taint
-//! node NODE …`, `kubectl delete node NODE…` and `kubectl delete pod NAME…|--all`.
+//! node NODE …`, `kubectl patch node NODE -p` (its podCIDR), `kubectl delete node NODE…` and
+//! `kubectl delete pod NAME…|--all`.
 //!
 //! The texts are kubectl v1.28's (kubernetes/kubectl at tag v0.28.15): `pkg/cmd/drain/drain.go`
 //! and `pkg/drain/{cordon,drain,filters}.go` for cordon and drain, `pkg/cmd/label/label.go`,
@@ -14,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use super::cluster::{Cluster, Owner};
-use super::command::CommandOutcome;
+use super::command::{flag, patch_json, CommandOutcome};
 use super::realize;
 use super::rollout;
 use super::taints::{self, Effect, TaintArg};
@@ -35,6 +36,7 @@ pub(super) fn run(
         ("drain", _) => drain(net, rest, now),
         ("label", [kind, ..]) if node_kind(kind).is_some() => label(net, rest, now),
         ("taint", [kind, ..]) if node_kind(kind).is_some() => taint(net, rest, now),
+        ("patch", [kind, ..]) if node_kind(kind).is_some() => patch_node(net, rest),
         ("delete", [kind, ..]) if node_kind(kind).is_some() => delete_nodes(net, rest, now),
         ("delete", [kind, ..]) if pod_kind(kind) => delete_pods(net, namespace, rest, now, pod_start_ms),
         _ => return None,
@@ -697,6 +699,80 @@ fn selector_of<'a>(args: &[&'a str]) -> (Option<&'a str>, Vec<&'a str>) {
         }
     }
     (selector, rest)
+}
+
+/// `kubectl patch node NODE -p '{"spec":{"podCIDR":"…"}}'`: the API server lets a podCIDR be
+/// set only while it is empty (`ValidateNodeUpdate`, k8s-cidr-migrations.md §1.3); node IPAM then
+/// marks the new one used (the range allocator's node-update handler occupies a set podCIDR).
+/// The patch's other fields are not modelled and say so.
+fn patch_node(net: &mut Network, args: &[&str]) -> Result<CommandOutcome, String> {
+    let (kind, rest) = args.split_first().ok_or("kubectl patch node: give a node name")?;
+    let name = match node_kind(kind).flatten() {
+        Some(n) => n,
+        None => rest
+            .first()
+            .copied()
+            .filter(|w| !w.starts_with('-'))
+            .ok_or("kubectl patch node: give a node name")?,
+    };
+    if let Some(t) = flag(args, "--type").filter(|t| !["merge", "strategic", "json"].contains(t)) {
+        return Err(format!(
+            "kubectl patch node: --type {t}: expected merge, strategic or json"
+        ));
+    }
+    if flag(args, "--type") == Some("json") {
+        return Err(
+            "kubectl patch node: fabsim models merge and strategic patches of spec.podCIDR(s), not JSON patches".into(),
+        );
+    }
+    let patch = match patch_json(args)? {
+        Ok(p) => p,
+        Err(out) => return Ok(out),
+    };
+    let spec = patch.get("spec").and_then(|s| s.as_object());
+    let fields: Vec<&String> = patch
+        .as_object()
+        .into_iter()
+        .flat_map(|o| o.keys())
+        .filter(|k| *k != "spec")
+        .chain(
+            spec.into_iter()
+                .flat_map(|s| s.keys())
+                .filter(|k| *k != "podCIDR" && *k != "podCIDRs"),
+        )
+        .collect();
+    if let Some(f) = fields.first() {
+        return Err(format!(
+            "kubectl patch node: fabsim models spec.podCIDR and spec.podCIDRs only, not {f}"
+        ));
+    }
+    let wanted = spec
+        .and_then(|s| s.get("podCIDR").and_then(|v| v.as_str()).map(str::to_string))
+        .or_else(|| {
+            spec.and_then(|s| s.get("podCIDRs"))
+                .and_then(|v| v.get(0))
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        })
+        .ok_or("kubectl patch node: the patch sets no spec.podCIDR")?;
+    let cidr: ipnet::Ipv4Net = wanted
+        .parse()
+        .map_err(|_| format!("kubectl patch node: podCIDR '{wanted}': fabsim models IPv4 CIDRs"))?;
+    let cluster = cluster_mut(net)?;
+    let Some(i) = cluster.nodes.iter().position(|n| n.name == name) else {
+        return Ok(node_not_found(name));
+    };
+    match cluster.nodes[i].pod_cidr {
+        Some(old) if old == cidr => Ok(CommandOutcome::ok(format!("node/{name} patched (no change)\n"))),
+        Some(_) => Ok(CommandOutcome::failed(format!(
+            "The Node \"{name}\" is invalid: spec.podCIDRs: Forbidden: node updates may not change podCIDR except from \"\" to valid\n"
+        ))),
+        None => {
+            cluster.nodes[i].pod_cidr = Some(cidr);
+            cluster.occupy_pod_cidr(cidr);
+            Ok(CommandOutcome::ok(format!("node/{name} patched\n")))
+        }
+    }
 }
 
 #[cfg(test)]
