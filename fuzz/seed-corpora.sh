@@ -3,7 +3,8 @@
 # fuzz/corpus is rebuilt from the repository's own files).
 set -euo pipefail
 cd "$(dirname "$0")"
-mkdir -p corpus/topology corpus/eos corpus/bird corpus/scenario corpus/runbook
+mkdir -p corpus/topology corpus/eos corpus/bird corpus/scenario corpus/runbook corpus/frr \
+  corpus/containerlab corpus/pod_facts
 cp ../topologies/*.yaml ../tests/bad/*.yaml corpus/topology/
 # The bundled scenarios cover every step kind (run: with stdin:, lease:, reboot:, inject:,
 # top-level pinned:); the test scenarios add the kubeadm runbook and the refused ones.
@@ -11,6 +12,12 @@ cp ../scenarios/*.yaml ../tests/data/kubeadm-preflight.yaml ../tests/bad-scenari
 i=0
 for f in ../tests/data/k-w3/*.cfg ../tests/data/calico-confd/*/*.cfg; do
   cp "$f" "corpus/bird/$i-$(basename "$f")"; i=$((i + 1))
+done
+# Every bundled and test frr.conf (the FRR lab's, the RFC 7938 spines', the differential cases').
+i=0
+for f in $(find ../topologies ../tests -name '*.conf' -o -name 'frr.conf*' | sort); do
+  grep -q '^router \|^interface \|^frr ' "$f" || continue
+  cp "$f" "corpus/frr/$i-$(basename "$f")"; i=$((i + 1))
 done
 # The EOS blocks of the bundled topologies, one file each.
 python3 - <<'PY'
@@ -31,4 +38,36 @@ for path in sorted(glob.glob("../scenarios/*.yaml") + glob.glob("../tests/data/*
             body = line + "\n" + stdin.group(1) if stdin and line.endswith("-f -") else line
             open(f"corpus/runbook/{n}.txt", "w").write(body)
             n += 1
+PY
+
+# containerlab: the bundled lab and the test labs. The target reads its input as
+# tests/bad/fuzz.clab.yml, so relative startup-config and bind paths are rewritten to reach the
+# files beside each lab from there (their EOS and FRR configurations are parsed too).
+python3 - <<'PY'
+import glob, os, re
+for n, path in enumerate(sorted(glob.glob("../topologies/**/*.clab.y*ml", recursive=True)
+                                + glob.glob("../tests/**/*.clab.y*ml", recursive=True))):
+    rel = os.path.relpath(os.path.dirname(path), "../tests/bad")
+    text = open(path).read()
+    if rel != ".":
+        text = re.sub(r"(?<=startup-config: )(?=[\w.-]+)", rel + "/", text)
+        text = re.sub(r"(?<=- )(?=[\w.-]+:/etc/)", rel + "/", text)
+        text = re.sub(r'(?<=")(?=[\w.-]+:/etc/)', rel + "/", text)
+    open(f"corpus/containerlab/{n}.clab.yml", "w").write(text)
+# pod_facts: the `inject: pods:` lists of the scenarios, dedented (the target indents its input
+# back under a step's `inject: pods:`), plus lists aimed at the kubeadm-preflight cluster's pods.
+n = 0
+for path in sorted(glob.glob("../scenarios/*.yaml") + glob.glob("../tests/**/*.yaml", recursive=True)):
+    for m in re.finditer(r"\n( +)pods:\n((?:\1  .*\n|\n)+)", open(path).read()):
+        indent = len(m.group(1)) + 2
+        body = "".join(l[indent:] + "\n" for l in m.group(2).splitlines())
+        if body.lstrip().startswith("- "):
+            open(f"corpus/pod_facts/{n}.yaml", "w").write(body)
+            n += 1
+for body in [
+    "- namespace: kube-system\n  selector: k8s-app=calico-node\n  ready: 0/1\n  status: Running\n  restarts: 3\n  last_restart: 2m\n  log: |\n    line one\n  previous_log: gone\n  events:\n    - {type: Warning, reason: Unhealthy, message: probe failed, count: 5, first_seen: 1h, last_seen: 30s}\n",
+    "- namespace: kube-system\n  selector: k8s-app=kube-dns\n  status: CrashLoopBackOff\n  restarts: 0\n  events:\n    - {type: Normal, reason: Pulled, from: kubelet, message: ok}\n",
+]:
+    open(f"corpus/pod_facts/{n}.yaml", "w").write(body)
+    n += 1
 PY

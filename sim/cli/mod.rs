@@ -33,6 +33,10 @@ const SEEDS_THREADS: usize = 2;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Stop a convergence run with a finding when its routing tables would take more than this
+    /// many MiB (default: half the machine's memory), instead of being killed by the system.
+    #[arg(long, global = true, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    max_memory: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -397,6 +401,9 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    if let Some(mib) = cli.max_memory {
+        crate::engine::set_memory_limit(mib.saturating_mul(1 << 20));
+    }
     let mut out = String::new();
     let code = match execute(cli.command, &mut out) {
         Ok(code) => code,

@@ -34,6 +34,45 @@ const LSA_DELAY_MS: u64 = 1_000;
 const BGP_PORT: u16 = 179;
 /// An external LSA for one prefix that changes this often within one run is oscillating.
 const FLAP_LIMIT: u32 = 20;
+/// Default event budget: the most protocol events one convergence run processes before it
+/// stops with a finding. Virtual time is bounded by `MAX_RUN_MS`, but events at one instant
+/// (a zero-delay chain between protocols) would not advance it; this bounds the wall time.
+/// The seed lab's largest run (cold start with Calico) takes about 10^5 events; a 16×256×16
+/// fabric a few million; 50 M is minutes of CPU, not hours.
+pub const DEFAULT_EVENT_BUDGET: u64 = 50_000_000;
+/// What one routing entry costs, roughly: a forwarding-table `Route` in its B-tree node, or a
+/// BGP path `Entry` with its share of the attributes. Converts `--max-memory` into the
+/// memory guard's bound on entries (the tables are what grows with the input).
+pub const BYTES_PER_ENTRY: u64 = 512;
+/// The memory guard counts the tables every this many events (counting is a walk over every
+/// speaker's table; between two counts at most this many events add entries).
+const MEMORY_CHECK_EVERY: u64 = 256;
+/// The memory bound (`--max-memory`) for engines created from now on; 0: the default.
+static MEMORY_LIMIT_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Set the memory bound for engines created from now on (`fabsim --max-memory`).
+pub fn set_memory_limit(bytes: u64) {
+    MEMORY_LIMIT_BYTES.store(bytes.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The memory bound new engines get: `set_memory_limit`'s, else half the machine's memory
+/// (`MemTotal` of /proc/meminfo; 4 GiB where that cannot be read), so that fabsim stops with a
+/// finding well before the kernel's OOM killer would stop it with nothing.
+pub fn memory_limit() -> u64 {
+    match MEMORY_LIMIT_BYTES.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => default_memory_limit(),
+        n => n,
+    }
+}
+
+fn default_memory_limit() -> u64 {
+    let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    });
+    total_kib.map_or(4 << 30, |k| k.saturating_mul(1024) / 2)
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Event {
@@ -94,6 +133,13 @@ pub struct Engine {
     /// Ports whose medium is broken (a cut cable, a dead optic): physical faults, not
     /// configuration, so they live here and not in the model.
     severed: BTreeSet<IfId>,
+    /// Events processed in the current run, and the most it may process (the event budget).
+    events_run: u64,
+    event_budget: u64,
+    /// The memory guard: the most routing entries (forwarding routes and BGP paths, all
+    /// devices) the engine holds, from the memory bound it was given.
+    memory_bytes: u64,
+    entry_limit: u64,
 }
 
 /// How a device loses power.
@@ -127,7 +173,12 @@ impl Engine {
             oscillating: Default::default(),
             bgp: bgp::Bgp::default(),
             severed: BTreeSet::new(),
+            events_run: 0,
+            event_budget: DEFAULT_EVENT_BUDGET,
+            memory_bytes: 0,
+            entry_limit: 0,
         };
+        e.set_memory_limit(memory_limit());
         e.state.ifaces = vec![IfState::default(); e.net.interfaces.len()];
         e.state.devices = (0..e.net.devices.len())
             .map(|i| DevState {
@@ -156,6 +207,25 @@ impl Engine {
     /// [`DEFAULT_MESSAGE_DELAY_MS`] for all); before anything has run.
     pub fn set_message_delays(&mut self, delays: MessageDelays) {
         self.bgp.jitter.set_message_delays(delays);
+    }
+
+    /// The most protocol events one convergence run processes before it stops with an
+    /// event-budget finding (default [`DEFAULT_EVENT_BUDGET`]).
+    pub fn set_event_budget(&mut self, events: u64) {
+        self.event_budget = events.max(1);
+    }
+
+    /// The memory this engine's routing tables may take ([`BYTES_PER_ENTRY`] an entry) before
+    /// a run stops with a memory-limit finding (default [`memory_limit`]).
+    pub fn set_memory_limit(&mut self, bytes: u64) {
+        self.memory_bytes = bytes.max(1);
+        self.entry_limit = (bytes / BYTES_PER_ENTRY).max(1);
+    }
+
+    /// Routing entries held now: every device's forwarding routes and BGP paths.
+    pub fn entry_count(&self) -> u64 {
+        let fib: usize = self.state.devices.iter().map(|d| d.fib.len()).sum();
+        (fib + self.bgp.entry_count()) as u64
     }
 
     /// The most paths one BGP speaker keeps for one prefix before fabsim reports a path
@@ -294,6 +364,7 @@ impl Engine {
     /// deadline (`MAX_RUN_MS` of virtual time from now).
     pub fn begin_run(&mut self) {
         self.deadline = self.now.saturating_add(MAX_RUN_MS);
+        self.events_run = 0;
         self.flips.clear();
         self.oscillating.clear();
         self.findings.clear();
@@ -339,7 +410,44 @@ impl Engine {
                 return None;
             }
             self.step();
+            if let Some(finding) = self.over_budget() {
+                // Reported once per run; a caller that keeps time running meets the bound
+                // again at once and gets the same unquiet convergence.
+                if !self.findings.contains(&finding) {
+                    self.findings.push(finding);
+                }
+                return Some(self.convergence(false));
+            }
         }
+    }
+
+    /// The event budget or the memory guard, once the run has gone past it.
+    fn over_budget(&mut self) -> Option<String> {
+        self.events_run += 1;
+        let at = || format!("{:.1} s", self.now as f64 / 1000.0);
+        if self.events_run > self.event_budget {
+            return Some(format!(
+                "event budget: the run used its {} protocol events without settling; it stops at \
+                 {} of virtual time (a loop between protocols, or a network too large for the \
+                 budget)",
+                self.event_budget,
+                at()
+            ));
+        }
+        if self.events_run % MEMORY_CHECK_EVERY != 0 {
+            return None;
+        }
+        let entries = self.entry_count();
+        (entries > self.entry_limit).then(|| {
+            format!(
+                "memory limit: the routing tables hold {entries} routes and BGP paths, more than \
+                 the {} that --max-memory {} MiB allows (about {BYTES_PER_ENTRY} bytes each); the \
+                 run stops at {} of virtual time instead of exhausting the machine",
+                self.entry_limit,
+                self.memory_bytes >> 20,
+                at()
+            )
+        })
     }
 
     /// Advance virtual time by `ms`, processing every event due until then.

@@ -99,6 +99,15 @@ impl Serialize for Fib {
 }
 
 impl Fib {
+    /// Routes held (for the engine's memory guard).
+    pub fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+
     /// Longest-prefix match; among equal prefixes the lowest metric wins (Linux semantics;
     /// EOS tables have one route per prefix).
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {

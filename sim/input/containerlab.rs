@@ -478,7 +478,7 @@ impl Lab<'_> {
     /// Reads a file a bind or startup-config names, relative to the topology file.
     fn read(&mut self, at: &Spanned<String>, rel: &str) -> Option<(String, TextOrigin)> {
         let path = self.dir.join(rel);
-        match std::fs::read_to_string(&path) {
+        match super::read_text(&path) {
             Ok(text) => Some((
                 text,
                 TextOrigin {
@@ -488,7 +488,13 @@ impl Lab<'_> {
                 },
             )),
             Err(e) => {
-                let msg = format!("cannot read `{}`: {e}", path.display());
+                // A UTF-8 error names its place in the bound file, not in the topology.
+                let pos = if (e.line, e.col) == (1, 1) {
+                    String::new()
+                } else {
+                    format!(":{}:{}", e.line, e.col)
+                };
+                let msg = format!("cannot read `{}{pos}`: {}", path.display(), e.message);
                 self.error(self.span(at), msg);
                 None
             }

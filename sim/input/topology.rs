@@ -36,8 +36,12 @@ pub struct Loaded {
 /// (`input::containerlab`); diagnostics name the path as given.
 pub fn load_topology(path: &Path) -> Result<Loaded, InputError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Diagnostic::error(Span::new(&file, 1, 1), format!("cannot read the topology file: {e}")))?;
+    let text = super::read_text(path).map_err(|e| {
+        Diagnostic::error(
+            Span::new(&file, e.line, e.col),
+            format!("cannot read the topology file: {}", e.message),
+        )
+    })?;
     if super::containerlab::is_containerlab(path, &text) {
         return super::containerlab::load(path, &text);
     }

@@ -514,8 +514,12 @@ pub fn parse_duration(s: &str) -> Option<u64> {
 
 pub fn load_scenario(path: &Path) -> Result<Scenario, InputError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Diagnostic::error(Span::new(&file, 1, 1), format!("cannot read scenario: {e}")))?;
+    let text = crate::input::read_text(path).map_err(|e| {
+        Diagnostic::error(
+            Span::new(&file, e.line, e.col),
+            format!("cannot read scenario: {}", e.message),
+        )
+    })?;
     parse_scenario(&text, &file, path.parent().unwrap_or(Path::new(".")))
 }
 

@@ -35,8 +35,12 @@ pub struct Opened {
 /// Open FILE, which is a topology or a scenario.
 pub fn open(path: &Path) -> Result<Opened, InputError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Diagnostic::error(Span::new(&file, 1, 1), format!("cannot read file: {e}")))?;
+    let text = crate::input::read_text(path).map_err(|e| {
+        Diagnostic::error(
+            Span::new(&file, e.line, e.col),
+            format!("cannot read file: {}", e.message),
+        )
+    })?;
     // A containerlab topology has a top-level `topology:` too (holding its nodes).
     if is_scenario(&text) && !containerlab::is_containerlab(path, &text) {
         let scn = load_scenario(path)?;

@@ -112,6 +112,16 @@ pub const DEFAULT_SEED: u64 = 1;
 /// Default path-explosion guard (clarifications.md: 10,000 paths per prefix per device).
 pub(crate) const DEFAULT_PATH_LIMIT: usize = 10_000;
 
+impl Bgp {
+    /// Paths held by every speaker, all prefixes (for the engine's memory guard).
+    pub(crate) fn entry_count(&self) -> usize {
+        self.speakers
+            .values()
+            .map(|s| s.table.values().map(Vec::len).sum::<usize>())
+            .sum()
+    }
+}
+
 impl Default for Bgp {
     fn default() -> Self {
         Bgp {

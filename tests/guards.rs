@@ -1,0 +1,129 @@
+//! Bounded work (issue #11): the engine's event budget and memory guard stop a run with a
+//! finding instead of a hang or an OOM kill. Each test first shows the same network converging
+//! quietly without the bound, so the finding is the bound's doing. (The other bounds have their
+//! tests next to their protocols: oscillation in `bgp_history.rs`, path explosion in
+//! `bgp_mesh.rs`/`bgp_six_nodes.rs`, forwarding loops in `dataplane.rs` and `impact.rs`.)
+
+use std::process::Command;
+
+use fabsim::engine::{converge, Engine, BYTES_PER_ENTRY};
+use fabsim::input::topology::load_topology;
+use fabsim::model::Network;
+
+/// The 4×16×4 eBGP fabric `fabsim gen` writes (84 devices, 2,747 routes and BGP paths once
+/// converged), generated into `dir` as `fabric.yaml`.
+fn generate(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).expect("scratch dir");
+    let gen = Command::new(env!("CARGO_BIN_EXE_fabsim"))
+        .args([
+            "gen",
+            "leaf-spine",
+            "--spines",
+            "4",
+            "--leaves",
+            "16",
+            "--nodes-per-leaf",
+            "4",
+            "--underlay",
+            "ebgp",
+            "--out",
+            "fabric.yaml",
+        ])
+        .current_dir(dir)
+        .output()
+        .expect("run fabsim gen");
+    assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
+}
+
+/// The generated fabric, loaded (each test generates its own copy: tests run in parallel).
+fn fabric(name: &str) -> Network {
+    let dir = std::env::temp_dir().join(format!("fabsim-guards-{name}-{}", std::process::id()));
+    generate(&dir);
+    let net = load_topology(&dir.join("fabric.yaml"))
+        .expect("generated fabric loads")
+        .net;
+    let _ = std::fs::remove_dir_all(&dir);
+    net
+}
+
+#[test]
+fn the_event_budget_stops_a_run_with_a_finding() {
+    let (_, free) = converge(fabric("events"));
+    assert!(free.quiet, "the fabric settles without a bound");
+    assert!(!free.findings.iter().any(|f| f.starts_with("event budget")));
+
+    let mut e = Engine::new(fabric("events"));
+    e.set_event_budget(500);
+    let c = e.run_until_quiet();
+    assert!(!c.quiet, "a run stopped by its budget is not quiet");
+    let budget: Vec<&String> = c.findings.iter().filter(|f| f.starts_with("event budget")).collect();
+    assert_eq!(budget.len(), 1, "{:?}", c.findings);
+    assert!(
+        budget[0].starts_with("event budget: the run used its 500 protocol events without settling; it stops at "),
+        "{}",
+        budget[0]
+    );
+    // The bound holds a caller that keeps time running too: the next run stops the same way.
+    e.begin_run();
+    assert!(!e.run_until_quiet().quiet);
+}
+
+#[test]
+fn the_memory_guard_stops_a_run_with_a_finding() {
+    let (free_engine, free) = converge(fabric("memory"));
+    let entries = free_engine.entry_count();
+    assert!(
+        free.quiet && entries > 100,
+        "the fabric settles holding {entries} entries"
+    );
+    assert!(!free.findings.iter().any(|f| f.starts_with("memory limit")));
+
+    let mut e = Engine::new(fabric("memory"));
+    // Room for 40 entries: far fewer than the converged lab holds.
+    e.set_memory_limit(40 * BYTES_PER_ENTRY);
+    let c = e.run_until_quiet();
+    assert!(!c.quiet);
+    let memory: Vec<&String> = c.findings.iter().filter(|f| f.starts_with("memory limit")).collect();
+    assert_eq!(memory.len(), 1, "{:?}", c.findings);
+    assert!(
+        memory[0].contains(" routes and BGP paths, more than the 40 that --max-memory 0 MiB allows"),
+        "{}",
+        memory[0]
+    );
+    // Stopped within one check interval of the bound, not after the tables grew on.
+    assert!(e.entry_count() < entries, "{} of {entries}", e.entry_count());
+}
+
+/// `--max-memory` on the command line: a generated 4×16×4 eBGP fabric needs more than 1 MiB of
+/// tables (2,048 entries), and the run says so and stops instead of growing on.
+#[test]
+fn max_memory_on_the_command_line_is_a_finding() {
+    let dir = std::env::temp_dir().join(format!("fabsim-guards-cli-{}", std::process::id()));
+    generate(&dir);
+    let fabsim = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fabsim"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("run fabsim")
+    };
+    std::fs::write(
+        dir.join("s.yaml"),
+        "topology: fabric.yaml\nsteps:\n  - id: s\n    wait: 1s\n",
+    )
+    .expect("write");
+    let free = fabsim(&["run", "s.yaml"]);
+    let limited = fabsim(&["run", "s.yaml", "--max-memory", "1"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let (free, limited) = (
+        String::from_utf8_lossy(&free.stdout).into_owned(),
+        String::from_utf8_lossy(&limited.stdout).into_owned(),
+    );
+    assert!(!free.contains("memory limit"), "{free}");
+    assert!(
+        limited.contains(
+            "FINDING memory limit: the routing tables hold 2747 routes and BGP paths, more than the 2048 that --max-memory 1 MiB allows (about 512 bytes each)"
+        ),
+        "{limited}"
+    );
+}
