@@ -5,7 +5,7 @@
 use std::net::Ipv4Addr;
 
 use fabsim::dataplane::{probe, ProbeKind, ProbeOutcome};
-use fabsim::engine::converge;
+use fabsim::engine::{converge, Proto};
 use fabsim::gen::{CalicoMode, Encap, LeafSpine, NodeAsn, Underlay};
 use fabsim::input::topology::{parse_topology, Loaded};
 use fabsim::model::{AddrConfig, Network};
@@ -264,9 +264,35 @@ fn ebgp_mesh_reaches_everything() {
     mode(Underlay::Ebgp, CalicoMode::Mesh);
 }
 
+/// ebgp-rr: the leaf reflects spine-learned routes to its nodes with the spine's next hop,
+/// which a node's BIRD can resolve only through the BGP-learned leaf-spine /31 — a route that
+/// is itself recursive — so BIRD 1.6 installs them `unreachable` (nest/rt-table.c
+/// `rt_update_hostentry`; tests/differential.rs `gen_ebgp_rr` agrees with real BIRD 1.6.8 on
+/// these routes). Other racks are out of reach; the node's own rack is not.
 #[test]
-fn ebgp_rr_reaches_everything() {
-    mode(Underlay::Ebgp, CalicoMode::Rr);
+fn ebgp_rr_nodes_install_other_racks_unreachable() {
+    let plan = LeafSpine {
+        pods_per_node: 1,
+        underlay: Underlay::Ebgp,
+        calico: CalicoMode::Rr,
+        encap: Encap::None,
+        ..LeafSpine::new(2, 4, 2)
+    };
+    let (engine, c) = converge(load(&plan).net);
+    assert!(c.quiet, "{c:?}");
+    let (net, st) = (engine.network(), engine.state());
+    let node = net.device_by_name("node-1-1").expect("node-1-1");
+    let other_rack: Ipv4Addr = "10.255.0.5".parse().expect("address");
+    let route = st.devices[node.idx()].fib.lookup(other_rack).expect("a route");
+    assert!(
+        route.unreachable && route.proto == Proto::Bird && route.nexthops.is_empty(),
+        "{route:?}"
+    );
+    let p = probe(net, st, node, other_rack, 64, ProbeKind::Echo, 1);
+    assert_eq!(p.outcome, ProbeOutcome::LocalNoRoute);
+    let same_rack: Ipv4Addr = "10.255.0.3".parse().expect("address");
+    let p = probe(net, st, node, same_rack, 64, ProbeKind::Echo, 1);
+    assert!(matches!(p.outcome, ProbeOutcome::Reply { .. }), "{p:?}");
 }
 
 /// The other node-ASN choices and IPIP CrossSubnet, two pods per node.

@@ -717,6 +717,18 @@ impl Walk<'_> {
                 ecmp: route.nexthops.len(),
                 blackhole: route.blackhole,
             };
+            if route.unreachable {
+                // RTN_UNREACHABLE: the kernel drops it with ICMP host unreachable (`ip_error`,
+                // EHOSTUNREACH); a packet of our own fails at the source instead.
+                hop.route = Some(lookup);
+                hops.push(hop);
+                let Some(inif) = ingress else {
+                    let reason = format!("{} has an unreachable route {}", dev.name, route.prefix);
+                    return (End::Dropped { reason }, hops);
+                };
+                let quoted = pkt.quote(inner.as_ref(), pkt.ttl.saturating_add(1));
+                return self.icmp_error(cur, inif, IcmpError::HostUnreachable, pkt, quoted, hops);
+            }
             if route.blackhole || route.nexthops.is_empty() {
                 hop.route = Some(lookup);
                 hops.push(hop);

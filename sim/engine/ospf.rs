@@ -867,6 +867,7 @@ fn mk_route(
         nexthops: hops.into_iter().take(max_paths.max(1)).collect(),
         src: None,
         blackhole: false,
+        unreachable: false,
         linux_proto: Some("ospf"),
         scope_link: false,
         onlink: false,

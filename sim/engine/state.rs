@@ -74,6 +74,10 @@ pub struct Route {
     /// Linux preferred source (`src`).
     pub src: Option<Ipv4Addr>,
     pub blackhole: bool,
+    /// Linux `unreachable` route type (RTN_UNREACHABLE): BIRD's kernel protocol installs a
+    /// route whose next hop it could not resolve this way (sysdep `krt_capable`); the kernel
+    /// refuses to send with `No route to host` and a router answers ICMP host unreachable.
+    pub unreachable: bool,
     /// Linux `proto` word (`kernel`, `static`, `dhcp`); `None` = `boot` (hidden by `ip route`).
     pub linux_proto: Option<&'static str>,
     /// Linux `scope link`.
@@ -211,6 +215,7 @@ mod tests {
             nexthops: Vec::new(),
             src: None,
             blackhole: false,
+            unreachable: false,
             linux_proto: None,
             scope_link: false,
             onlink: false,

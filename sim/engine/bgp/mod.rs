@@ -4,13 +4,15 @@
 //! ADD-PATH, and the routes each speaker hands to forwarding.
 //!
 //! Module map: `session` (connect, OPEN checks, hold timer), `table` (local routes, next-hop
-//! resolution, selection, what goes to the FIB), `export` (Adj-RIB-Out per session and the
+//! resolution, selection, what goes to the FIB), `hostentry` (BIRD's recursive next-hop
+//! lookup in its own table), `export` (Adj-RIB-Out per session and the
 //! UPDATEs that change it, and the policy step), `route_map` (FRR route-maps and
 //! prefix-lists), `jitter` (the seeded timer randomisation and message delays).
 
 pub mod decision;
 mod export;
 pub mod filter;
+mod hostentry;
 mod jitter;
 mod route_map;
 mod session;

@@ -528,13 +528,20 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
             )
         })
         .collect();
+    // BIRD resolves `gateway recursive` next hops in its own table (`hostentry`).
+    let covers = (flavor == BgpFlavor::Bird).then(|| {
+        super::hostentry::covers(&sp.table, |o| match o {
+            Origin::Peer(s, _) => sess.get(s).is_none_or(|f| f.4),
+            Origin::Local { .. } => false,
+        })
+    });
     let mut routes = Vec::new();
     let Some(sp) = bgp.speakers.get_mut(&dev) else {
         return routes;
     };
     for (prefix, entries) in sp.table.iter_mut() {
         for e in entries.iter_mut() {
-            resolve_entry(net, st, dev, flavor, e, &sess);
+            resolve_entry(net, st, dev, flavor, e, &sess, covers.as_ref());
         }
         let idx: Vec<usize> = (0..entries.len())
             .filter(|i| entries[*i].accepted && (flavor == BgpFlavor::Bird || entries[*i].valid))
@@ -580,7 +587,15 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
 
 type SessFacts = BTreeMap<SessionId, (bool, Ipv4Addr, Ipv4Addr, u32, bool)>;
 
-fn resolve_entry(net: &Network, st: &State, dev: DeviceId, flavor: BgpFlavor, e: &mut Entry, sess: &SessFacts) {
+fn resolve_entry(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    flavor: BgpFlavor,
+    e: &mut Entry,
+    sess: &SessFacts,
+    covers: Option<&BTreeMap<Ipv4Net, super::hostentry::Cover>>,
+) {
     match &e.origin {
         Origin::Local { dest, .. } => {
             e.valid = true;
@@ -602,7 +617,10 @@ fn resolve_entry(net: &Network, st: &State, dev: DeviceId, flavor: BgpFlavor, e:
                 e.nh_metric = Some(NhMetric::Unresolvable);
                 return;
             };
-            let (dest, metric) = resolve(net, st, dev, flavor, nh);
+            let (dest, metric) = match covers {
+                Some(c) if recursive && local_iface(net, st, dev, nh).is_none() => super::hostentry::resolve(c, nh),
+                _ => resolve(net, st, dev, flavor, nh),
+            };
             // `gateway direct`: the next hop must be on a connected network.
             let direct_ok = recursive || matches!(metric, NhMetric::Known(0));
             e.valid = !matches!(dest, TableDest::Unreachable) && direct_ok;
@@ -668,13 +686,14 @@ fn fib_route(
             }
             let exported =
                 super::export::policy_result(d.bird.as_ref(), &kernel.export, prefix, &best.attrs, "kernel1")?;
-            let (mut nexthops, blackhole) = match &best.dest {
-                TableDest::Via(nh) | TableDest::Device(nh) => (vec![nh.clone()], false),
-                TableDest::Multipath(v) => (v.clone(), false),
-                TableDest::Blackhole => (Vec::new(), true),
-                // BIRD would install an `unreachable` kernel route; fabsim's kernel table has
-                // no such type yet, so the prefix is left to the other routes.
-                TableDest::Unreachable => return None,
+            // The kernel protocol installs blackhole and unreachable routes as such
+            // (sysdep/unix/krt.c `krt_capable`): an unresolvable best path becomes an
+            // `unreachable` kernel route that shadows shorter prefixes.
+            let (mut nexthops, blackhole, unreachable) = match &best.dest {
+                TableDest::Via(nh) | TableDest::Device(nh) => (vec![nh.clone()], false, false),
+                TableDest::Multipath(v) => (v.clone(), false, false),
+                TableDest::Blackhole => (Vec::new(), true, false),
+                TableDest::Unreachable => (Vec::new(), false, true),
             };
             // Calico's BIRD fork (projectcalico/bird `sysdep/linux/netlink.c` `nl_send_route`):
             // a gateway route whose export set `krt_tunnel` to an existing device goes out of
@@ -702,6 +721,7 @@ fn fib_route(
                 nexthops,
                 src: None,
                 blackhole,
+                unreachable,
                 linux_proto: Some("bird"),
                 scope_link: false,
                 onlink,
@@ -741,6 +761,7 @@ fn fib_route(
                 nexthops,
                 src: None,
                 blackhole: false,
+                unreachable: false,
                 linux_proto: Some("bgp"),
                 scope_link: false,
                 onlink: false,

@@ -80,6 +80,8 @@ pub(crate) fn route_line(net: &Network, r: &Route) -> String {
     let mut s = String::new();
     if r.blackhole {
         s.push_str("blackhole ");
+    } else if r.unreachable {
+        s.push_str("unreachable ");
     }
     s.push_str(&route_dst(r.prefix));
     s.push(' ');
@@ -107,7 +109,7 @@ pub(crate) fn route_line(net: &Network, r: &Route) -> String {
     let flag = if r.onlink { "onlink " } else { "" };
     match single {
         Some(_) => s.push_str(flag),
-        None if !r.blackhole => {
+        None if !r.blackhole && !r.unreachable => {
             for nh in &r.nexthops {
                 s.push_str(&format!("\n\tnexthop {}weight 1 {flag}", nexthop_fields(net, nh)));
             }
@@ -136,6 +138,9 @@ fn route_get(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, uid: u32) 
     let route = fib(st, dev).and_then(|f| f.lookup(dst)).ok_or_else(unreachable)?;
     if route.blackhole {
         return Err(CommandError::new("RTNETLINK answers: Invalid argument"));
+    }
+    if route.unreachable {
+        return Err(CommandError::new("RTNETLINK answers: No route to host"));
     }
     let nh = route.nexthops.first().ok_or_else(unreachable)?;
     let src = dataplane::probe_source(net, st, dev, dst)
@@ -176,6 +181,7 @@ mod tests {
         let ens5 = lab.net.iface_by_name(d, "ens5").unwrap();
         let mk = |prefix: &str, nhs: Vec<NextHop>, bh: bool| Route {
             blackhole: bh,
+            unreachable: false,
             linux_proto: Some("bird"),
             ..eos_route(prefix, crate::engine::state::Proto::Static, (0, 0), nhs)
         };
@@ -208,6 +214,18 @@ mod tests {
         ));
         let err = lab.run(d, "ip r get 10.66.52.1").unwrap_err();
         assert_eq!(err.message, "RTNETLINK answers: Invalid argument");
+        // BIRD's kernel protocol installs an unresolvable best path as `unreachable`.
+        lab.route(
+            d,
+            Route {
+                unreachable: true,
+                ..mk("10.66.9.0/26", vec![], false)
+            },
+        );
+        let out = lab.run(d, "ip r | grep unreachable").unwrap();
+        assert_eq!(out, "unreachable 10.66.9.0/26 proto bird \n");
+        let err = lab.run(d, "ip r get 10.66.9.1").unwrap_err();
+        assert_eq!(err.message, "RTNETLINK answers: No route to host");
     }
 
     #[test]
