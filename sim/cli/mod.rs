@@ -201,8 +201,9 @@ enum Command {
     },
     /// Write the network at a step as a lab of real daemons (FRR for EOS switches, BIRD on
     /// hosts): per-switch `frr.conf`, per-host BIRD files, network-namespace scripts
-    /// (`up.sh`/`down.sh`) or a containerlab topology. What the lab cannot reproduce (IPIP…)
-    /// is printed on stderr and written into the files.
+    /// (`up.sh`/`down.sh`) or a containerlab topology; or as a snapshot directory
+    /// (`configs/*.cfg`, `hosts/*.yaml`, `links.yaml`, `fabsim.yaml`) that `fabsim … DIR` reads
+    /// back. What the lab cannot reproduce (IPIP…) is printed on stderr and written into the files.
     Export {
         /// A topology (the converged start) or a scenario (replayed to --step, default its end).
         file: PathBuf,
@@ -235,6 +236,7 @@ enum ExportTarget {
     Bird,
     Netns,
     Containerlab,
+    Snapshot,
 }
 
 #[derive(Subcommand, Debug)]
@@ -561,7 +563,7 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
         Command::Dump { file, step, format } => {
             let (_, run) = state_at(&file, step.as_deref())?;
             match format {
-                Format::Json => out.push_str(&to_json(run.engine.network())),
+                Format::Json => out.push_str(&to_json(&crate::model::normal::normalized(run.engine.network()))),
                 Format::Text => return Err(Failure::Usage("dump supports --format json only".into())),
             }
             Ok(0)
@@ -695,6 +697,7 @@ fn export(
         ExportTarget::Bird => Target::Bird,
         ExportTarget::Netns => Target::Netns,
         ExportTarget::Containerlab => Target::Containerlab,
+        ExportTarget::Snapshot => Target::Snapshot,
     };
     let lab = export::export(
         run.engine.network(),
