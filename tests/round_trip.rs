@@ -129,9 +129,12 @@ fn seed_lab_scenario_runs_the_same_on_its_snapshot() {
 }
 
 #[test]
-#[ignore = "containerlab export writes each EOS switch as an FRR container (kind linux, frr.conf: the FRR profile, not EOS), \
-            host netplan routes as exec `ip route add` (origin manual, not netplan), and has no form for kubelet, \
-            hostnames, NIC lists, config_at or the external network (written as an Alpine bridge node)"]
+#[ignore = "not equal yet; dumps differ in: device kinds (the 4 EOS switches read back as linux, being FRR containers \
+            on the exported frr.conf, and nat-cloud as linux); an 11th device seg8 (the NAT-cloud segment as an Alpine \
+            bridge node with ports p0-p5); timed configs 1 vs 0 (Spine-1's config_at is lost); host routes read back \
+            as manual `ip route add` (their `proto static` refused) instead of netplan; kubelet, hostnames and the \
+            unlinked ens4 have no containerlab form. The fix: cEOS nodes with an EOS startup-config (export::eos), \
+            netplan binds, kind bridge for segments and a fabsim.yaml sidecar as the snapshot has"]
 fn seed_lab_round_trips_through_containerlab() {
     let dir = scratch("round-trip-clab");
     export("containerlab", &dir);

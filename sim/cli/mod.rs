@@ -110,8 +110,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
     },
-    /// Every parse warning of FILE (a topology, scenario or containerlab `*.clab.yml`) or of
-    /// every such file under DIR: the lines fabsim does not model, and why.
+    /// Every parse warning of FILE (a topology, scenario or containerlab `*.clab.yml`), of a
+    /// snapshot directory (its inferred links too) or of every such input under DIR: the
+    /// lines fabsim does not model, and why.
     ///
     /// Exit status: 0 (also with warnings), 2 when a file has errors.
     Lint {

@@ -361,8 +361,8 @@ fn lldp_links(files: &[Source], b: &mut Builder) -> Vec<FoundLink> {
                 b.diags.push(Diagnostic::warning(span, msg));
                 continue;
             };
-            let local = format!("{}:{}", src.device, canonical(port));
-            let remote = format!("{peer}:{}", canonical(nport));
+            let local = format!("{}:{}", src.device, canonical(b, &src.device, port));
+            let remote = format!("{peer}:{}", canonical(b, peer, nport));
             let key = if local < remote {
                 (local.clone(), remote.clone())
             } else {
@@ -379,10 +379,15 @@ fn lldp_links(files: &[Source], b: &mut Builder) -> Vec<FoundLink> {
     out
 }
 
-/// EOS's full interface name for an LLDP port (`Et1` → `Ethernet1`); Linux names as they are.
-fn canonical(port: &str) -> String {
-    eos::canonical_interface(port)
-        .filter(|c| c.starts_with("Ethernet") || c.starts_with("Management"))
+/// An LLDP port as the device names it: EOS's full name (`Et1` → `Ethernet1`) on a switch,
+/// the kernel's name (`eth1`) as it is on a Linux host.
+fn canonical(b: &Builder, device: &str, port: &str) -> String {
+    let eos = b
+        .net
+        .device_by_name(device)
+        .is_some_and(|d| b.net.device(d).kind == DeviceKind::Eos);
+    eos.then(|| eos::canonical_interface(port))
+        .flatten()
         .unwrap_or_else(|| port.to_string())
 }
 
