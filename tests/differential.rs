@@ -501,3 +501,129 @@ fn seed_s5() {
 fn seed_s6() {
     seed("s6");
 }
+
+// ---------------------------------------------------------------------------------------------
+// FRR configurations as input (issue #12): Linux hosts that run FRR on the user's own
+// frr.conf. fabsim reads the file with the FRR profile; the lab runs real FRR 8.4 on the same
+// file, so the comparison is of the profile, not of an export.
+
+/// The FRR configuration each Linux host of tests/data/frr/prepend.clab.yml binds (its
+/// `NAME.conf`), by device name.
+fn prepend_confs() -> Vec<(&'static str, PathBuf)> {
+    ["spine1", "spine2", "leaf-a", "leaf-b"]
+        .into_iter()
+        .map(|d| (d, PathBuf::from(format!("tests/data/frr/{d}.conf"))))
+        .collect()
+}
+
+/// `build`, plus real FRR in each listed host's namespace on that host's own configuration
+/// (each daemon on its blocks, `frr::daemon_conf`), started by the lab's own `frr` function
+/// so that `down.sh` stops it.
+fn build_with_host_frr(case: &str, net: &Network, st: &State, confs: &[(&str, PathBuf)]) -> Lab {
+    let prefix = format!("fsd{}{}", std::process::id() % 100_000, case_tag(case));
+    let dir = std::env::temp_dir().join(format!("fabsim-differential-{prefix}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let opts = Options {
+        prefix: prefix.clone(),
+        fast_timers: true,
+    };
+    let mut lab_files = export::export(net, st, Target::Netns, &opts);
+    let mut starts = String::new();
+    for (name, path) in confs {
+        let id = net
+            .device_by_name(name)
+            .unwrap_or_else(|| panic!("{name} is in the fabric"));
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let daemons = export::frr::daemons(net.device(id));
+        let sub = format!("host-frr/{name}");
+        for daemon in &daemons {
+            lab_files.files.push(export::LabFile {
+                path: PathBuf::from(format!("{sub}/{daemon}.conf")),
+                text: export::frr::daemon_conf(&text, daemon),
+                executable: false,
+            });
+        }
+        let ns = netns_name(&prefix, net, id);
+        starts.push_str(&format!("frr {ns} \"$LAB/{sub}\" {}\n", daemons.join(" ")));
+    }
+    let up = lab_files
+        .files
+        .iter_mut()
+        .find(|f| f.path == Path::new("up.sh"))
+        .expect("the netns export writes up.sh");
+    let last = up
+        .text
+        .rfind("echo \"fabsim lab")
+        .expect("up.sh ends by saying the lab is up");
+    up.text.insert_str(last, &starts);
+    lab_files.write(&dir).expect("write the lab");
+    let lab = Lab { dir, prefix };
+    let out = Command::new("sh")
+        .arg(lab.dir.join("up.sh"))
+        .output()
+        .expect("run up.sh");
+    assert!(
+        out.status.success(),
+        "up.sh failed for {case}:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lab
+}
+
+/// `differences` plus the BGP sessions of the FRR hosts (which `differences` reads only on
+/// switches and BIRD hosts).
+fn host_frr_differences(net: &Network, st: &State, lab: &Lab, confs: &[(&str, PathBuf)]) -> Vec<String> {
+    let mut diffs = differences(net, st, lab, false);
+    for (name, _) in confs {
+        let Some(id) = net.device_by_name(name) else { continue };
+        let ns = netns_name(&lab.prefix, net, id);
+        let (want, got) = (model_sessions(st, id, false), frr_sessions(&ns));
+        if want != got {
+            diffs.push(format!(
+                "{name}: BGP sessions (state, received): fabsim {want:?}, lab {got:?}"
+            ));
+        }
+    }
+    diffs
+}
+
+/// leaf-b prepends its AS twice towards spine2 (route-map TO-SPINE2): leaf-a must keep only
+/// the path through spine1 for the rack, in fabsim and in real FRR alike; without the prepend
+/// both spines' paths would be equal and FRR would install both (ECMP).
+#[test]
+fn frr_prepend_changes_best_paths_as_frr_does() {
+    let case = "frr-prepend";
+    if !can_run(case) {
+        return;
+    }
+    let opened = scenario::open(Path::new("tests/data/frr/prepend.clab.yml")).unwrap_or_else(|e| panic!("{e}"));
+    let run = scenario::run(&opened, None).unwrap_or_else(|e| panic!("{e}"));
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let leaf_a = net.device_by_name("leaf-a").expect("leaf-a");
+    let rack = model_routes(net, st, leaf_a).remove("10.20.2.0/24");
+    assert_eq!(
+        rack,
+        Some(("bgp", vec!["10.2.1.0@eth1".to_string()])),
+        "fabsim: leaf-a reaches the rack through spine1 only"
+    );
+    let confs = prepend_confs();
+    let _one = ONE_LAB.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = build_with_host_frr(case, net, st, &confs);
+    let started = Instant::now();
+    let mut diffs = host_frr_differences(net, st, &lab, &confs);
+    while !diffs.is_empty() && started.elapsed() < CONVERGE {
+        std::thread::sleep(Duration::from_secs(2));
+        diffs = host_frr_differences(net, st, &lab, &confs);
+    }
+    eprintln!(
+        "differential {case}: compared after {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        diffs.is_empty(),
+        "differential {case}: {} differences between fabsim and real FRR 8.4:\n  {}",
+        diffs.len(),
+        diffs.join("\n  ")
+    );
+}

@@ -238,3 +238,16 @@ fn cli_export_names_the_ipip_limit_and_rejects_a_bad_prefix() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--prefix"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_daemon_gets_the_exit_lines_of_its_own_blocks_only() {
+    let conf = "frr version 8.4\ninterface eth1\n ip address 10.0.0.1/31\nexit\nrouter bgp 65001\n neighbor 10.0.0.0 remote-as 65000\nexit\n";
+    assert_eq!(
+        fabsim::export::frr::daemon_conf(conf, "bgpd"),
+        "frr version 8.4\nrouter bgp 65001\n neighbor 10.0.0.0 remote-as 65000\nexit\n"
+    );
+    assert_eq!(
+        fabsim::export::frr::daemon_conf(conf, "zebra"),
+        "frr version 8.4\ninterface eth1\n ip address 10.0.0.1/31\nexit\n"
+    );
+}

@@ -114,8 +114,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
     },
-    /// Every parse warning of FILE (a topology, scenario or containerlab `*.clab.yml`) or of
-    /// every such file under DIR: the lines fabsim does not model, and why.
+    /// Every parse warning of FILE (a topology, scenario or containerlab `*.clab.yml`), of a
+    /// snapshot directory (its inferred links too) or of every such input under DIR: the
+    /// lines fabsim does not model, and why.
     ///
     /// Exit status: 0 (also with warnings), 2 when a file has errors.
     Lint {
@@ -205,8 +206,9 @@ enum Command {
     },
     /// Write the network at a step as a lab of real daemons (FRR for EOS switches, BIRD on
     /// hosts): per-switch `frr.conf`, per-host BIRD files, network-namespace scripts
-    /// (`up.sh`/`down.sh`) or a containerlab topology. What the lab cannot reproduce (IPIP…)
-    /// is printed on stderr and written into the files.
+    /// (`up.sh`/`down.sh`) or a containerlab topology; or as a snapshot directory
+    /// (`configs/*.cfg`, `hosts/*.yaml`, `links.yaml`, `fabsim.yaml`) that `fabsim … DIR` reads
+    /// back. What the lab cannot reproduce (IPIP…) is printed on stderr and written into the files.
     Export {
         /// A topology (the converged start) or a scenario (replayed to --step, default its end).
         file: PathBuf,
@@ -244,6 +246,7 @@ enum ExportTarget {
     Bird,
     Netns,
     Containerlab,
+    Snapshot,
 }
 
 #[derive(Subcommand, Debug)]
@@ -669,7 +672,7 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
         Command::Dump { file, step, format } => {
             let (_, run) = state_at(&file, step.as_deref())?;
             match format {
-                Format::Json => out.push_str(&to_json(run.engine.network())),
+                Format::Json => out.push_str(&to_json(&crate::model::normal::normalized(run.engine.network()))),
                 Format::Text => return Err(Failure::Usage("dump supports --format json only".into())),
             }
             Ok(0)
@@ -833,6 +836,7 @@ fn export(
         ExportTarget::Bird => Target::Bird,
         ExportTarget::Netns => Target::Netns,
         ExportTarget::Containerlab => Target::Containerlab,
+        ExportTarget::Snapshot => Target::Snapshot,
     };
     let lab = export::export(
         run.engine.network(),
@@ -856,8 +860,10 @@ fn plan_pods(a: &PodsArgs, out: &mut String) -> Result<i32, Failure> {
         None => None,
     };
     let plan = if let Some(path) = &a.pools {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
+        let text = crate::input::read_text(path).map_err(|e| {
+            let at = crate::diag::Span::new(path.display().to_string(), e.line, e.col);
+            Failure::Input(Diagnostic::error(at, format!("cannot read the pools file: {}", e.message)).into())
+        })?;
         let file = read_pools(path, &text)?;
         let supernet = supernet.or(file.supernet);
         plan_cluster(&file.pools, supernet).map_err(|(i, key, msg)| {

@@ -66,8 +66,11 @@ pub fn daemon_conf(integrated: &str, daemon: &str) -> String {
     let mut out = String::new();
     let mut keep = true;
     for line in integrated.lines() {
-        // A block is a top-level line with the indented lines under it; comments go with it.
-        if !line.starts_with(' ') && !line.starts_with('!') {
+        // A block is a top-level line with the indented lines under it; comments go with it,
+        // and so does the `exit` that closes it (vtysh writes one after each block): a daemon
+        // given the `exit` of a block it does not read leaves configuration mode there, and
+        // bgpd ignored a hand-written frr.conf's `router bgp` after its interfaces' `exit`s.
+        if !line.starts_with(' ') && !line.starts_with('!') && line.trim_end() != "exit" {
             keep = block_is_for(line, daemon);
         }
         if keep || line.starts_with('!') && !line.starts_with("! ") {

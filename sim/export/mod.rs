@@ -4,14 +4,18 @@
 //!
 //! One module per target: `frr` (an `frr.conf` per EOS switch), `bird` (the BIRD 1.6
 //! configuration each Linux host runs), `netns` (shell scripts that build the lab in Linux
-//! network namespaces on one machine) and `containerlab` (a `.clab.yml` and per-node files).
+//! network namespaces on one machine), `containerlab` (a `.clab.yml` and per-node files) and
+//! `snapshot` (EOS running-configs, netplan files, links: what `fabsim DIR` reads back; with
+//! `eos`, the model as EOS configuration text).
 //! This module owns what the targets share: the kernel names of devices and interfaces, which
 //! devices run which daemon, and the lab's limits (IPIP, VXLAN) said once.
 
 pub mod bird;
 pub mod containerlab;
+pub mod eos;
 pub mod frr;
 pub mod netns;
+pub mod snapshot;
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +31,8 @@ pub enum Target {
     Bird,
     Netns,
     Containerlab,
+    /// A snapshot directory (`input::snapshot` reads it back).
+    Snapshot,
 }
 
 /// How the lab is written.
@@ -101,6 +107,7 @@ pub fn export(net: &Network, st: &State, target: Target, opts: &Options) -> Lab 
         Target::Bird => bird::write_all(net, &mut lab),
         Target::Netns => netns::write(net, st, opts, &mut lab),
         Target::Containerlab => containerlab::write(net, st, opts, &mut lab),
+        Target::Snapshot => snapshot::write(net, &mut lab),
     }
     lab
 }

@@ -1,4 +1,5 @@
-//! Input: text → model. Topology YAML, EOS configuration, netplan, BIRD configuration, FRR configuration. Every error and warning
+//! Input: text → model. Topology YAML, EOS configuration, netplan, BIRD configuration, FRR configuration,
+//! containerlab topologies and snapshot directories. Every error and warning
 //! carries a span (file, line, column). Parsers never compute routing.
 
 pub mod bird;
@@ -7,6 +8,7 @@ pub mod containerlab;
 pub mod eos;
 pub mod frr;
 pub mod netplan;
+pub mod snapshot;
 pub mod topology;
 
 /// The most fabsim reads of one input file. The largest real configuration it is meant for

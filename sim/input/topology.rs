@@ -33,9 +33,17 @@ pub struct Loaded {
 }
 
 /// Reads and loads a topology file — fabsim's own format or a containerlab `*.clab.yml`
-/// (`input::containerlab`); diagnostics name the path as given.
+/// (`input::containerlab`) — or a snapshot directory (`input::snapshot`); diagnostics name the
+/// path as given.
 pub fn load_topology(path: &Path) -> Result<Loaded, InputError> {
     let file = path.display().to_string();
+    if super::snapshot::is_snapshot(path) {
+        return super::snapshot::load(path);
+    }
+    if path.is_dir() {
+        let msg = "a directory is read as a snapshot, which needs a configs/ directory (configs/NAME.cfg)";
+        return Err(Diagnostic::error(Span::new(&file, 1, 1), msg).into());
+    }
     let text = super::read_text(path).map_err(|e| {
         Diagnostic::error(
             Span::new(&file, e.line, e.col),
@@ -56,10 +64,29 @@ pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
         col: 1,
     };
     let raw: RawTopology = yaml::from_str(text, &origin)?;
+    let name = raw.name.clone().unwrap_or_else(|| {
+        let stem = std::path::Path::new(file).file_stem().and_then(|s| s.to_str());
+        stem.unwrap_or(file).to_string()
+    });
+    build(&raw, origin, text, name, |_| {})
+}
+
+/// Builds the network of `raw` (whose text is `text`): its devices, then whatever `more` adds
+/// (a snapshot directory's configuration files and links, `input::snapshot`), then its links,
+/// segments and leases, the fabric-wide checks and its cluster.
+pub(crate) fn build<'a>(
+    raw: &'a RawTopology,
+    origin: TextOrigin,
+    text: &'a str,
+    name: String,
+    more: impl FnOnce(&mut Builder<'a>),
+) -> Result<Loaded, InputError> {
     let mut b = Builder::new(origin.clone(), text);
     for (key, dev) in &raw.devices.0 {
         b.add_device(key, dev);
     }
+    more(&mut b);
+    b.set_source(origin.clone(), text);
     for link in &raw.links {
         b.add_link(link);
     }
@@ -71,10 +98,6 @@ pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
     }
     b.check_links();
     b.check_addresses();
-    let name = raw.name.unwrap_or_else(|| {
-        let stem = std::path::Path::new(file).file_stem().and_then(|s| s.to_str());
-        stem.unwrap_or(file).to_string()
-    });
     let mut loaded = b.finish(name)?;
     if let Some(c) = &raw.cluster {
         let warnings = cluster::declare(&mut loaded.net, c, &origin, text)?;
@@ -88,9 +111,10 @@ pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawTopology {
+pub(crate) struct RawTopology {
     /// Defaults to the file's name without its extension.
-    name: Option<String>,
+    pub name: Option<String>,
+    #[serde(default)]
     devices: OrderedMap<RawDevice>,
     #[serde(default)]
     links: Vec<Spanned<Vec<Spanned<String>>>>,
@@ -223,18 +247,18 @@ struct Claim {
     span: Span,
 }
 
-struct Builder<'a> {
+pub(crate) struct Builder<'a> {
     origin: TextOrigin,
     source: &'a str,
-    net: Network,
-    diags: Vec<Diagnostic>,
+    pub net: Network,
+    pub diags: Vec<Diagnostic>,
     /// Devices that failed to load (bad kind); references to them are not reported again.
     broken: BTreeSet<String>,
     /// Linux hosts with an explicit `interfaces:` list: other names are errors there.
-    declared: BTreeSet<DeviceId>,
+    pub declared: BTreeSet<DeviceId>,
     /// Where each static address was written, when that is more precise than the interface's
     /// own span (netplan `addresses` entries, the external gateway).
-    addr_spans: BTreeMap<IfId, Span>,
+    pub addr_spans: BTreeMap<IfId, Span>,
     /// Where each interface joined its link or segment.
     attached: BTreeMap<IfId, Span>,
     links: Vec<L2Id>,
@@ -262,6 +286,12 @@ impl<'a> Builder<'a> {
 
     fn span<T>(&self, v: &Spanned<T>) -> Span {
         yaml::span(&self.origin, &v.referenced)
+    }
+
+    /// The file whose `Spanned` values the next calls read (a snapshot's `links.yaml`).
+    pub(crate) fn set_source(&mut self, origin: TextOrigin, source: &'a str) {
+        self.origin = origin;
+        self.source = source;
     }
 
     fn error(&mut self, span: Span, msg: impl Into<String>) {
@@ -304,35 +334,11 @@ impl<'a> Builder<'a> {
         };
         self.check_keys(kind, k8s_node, raw);
         let boot_ms = raw.boot.as_ref().map_or(0, |b| self.duration(b));
-        let id = DeviceId(self.net.devices.len() as u32);
+        let id = self.push_device(name, kind, boot_ms, span.clone());
         if let Some(at) = &raw.config_at {
             let at_ms = self.duration(at);
             self.deferred.push((id, at_ms));
         }
-        self.net.devices.push(Device {
-            name: name.clone(),
-            kind,
-            hostname: None,
-            ifaces: Vec::new(),
-            boot_ms,
-            profile: match kind {
-                DeviceKind::Eos => VendorProfile::eos(),
-                // The external network's gateway is a Linux/NAT box as far as defaults go.
-                DeviceKind::Linux | DeviceKind::External => VendorProfile::linux(),
-            },
-            statics: Vec::new(),
-            ospf: None,
-            bgp: None,
-            bird: None,
-            acls: BTreeMap::new(),
-            // EOS always routes; hosts only when the topology says so.
-            ip_forward: kind == DeviceKind::Eos,
-            masquerade: None,
-            external: None,
-            image: None,
-            kubelet: None,
-            span: span.clone(),
-        });
         if k8s_node {
             match &raw.kubelet {
                 Some(k) => {
@@ -363,6 +369,46 @@ impl<'a> Builder<'a> {
             DeviceKind::Linux => self.linux_device(id, raw),
             DeviceKind::External => self.external_device(id, raw),
         }
+    }
+
+    fn push_device(&mut self, name: String, kind: DeviceKind, boot_ms: u64, span: Span) -> DeviceId {
+        let id = DeviceId(self.net.devices.len() as u32);
+        self.net.devices.push(Device {
+            name,
+            kind,
+            hostname: None,
+            ifaces: Vec::new(),
+            boot_ms,
+            profile: match kind {
+                DeviceKind::Eos => VendorProfile::eos(),
+                // The external network's gateway is a Linux/NAT box as far as defaults go.
+                DeviceKind::Linux | DeviceKind::External => VendorProfile::linux(),
+            },
+            statics: Vec::new(),
+            ospf: None,
+            bgp: None,
+            bird: None,
+            acls: BTreeMap::new(),
+            // EOS always routes; hosts only when the topology says so.
+            ip_forward: kind == DeviceKind::Eos,
+            masquerade: None,
+            external: None,
+            image: None,
+            kubelet: None,
+            span,
+        });
+        id
+    }
+
+    /// A device that only a configuration file declares (a snapshot's `configs/NAME.cfg` or
+    /// `hosts/NAME.yaml`): an EOS switch, or a Linux host as a topology entry with nothing but
+    /// its kind would be.
+    pub(crate) fn add_bare_device(&mut self, name: &str, kind: DeviceKind, span: Span) -> DeviceId {
+        let id = self.push_device(name.to_string(), kind, 0, span);
+        if kind == DeviceKind::Linux {
+            self.linux_basics(id, None, false);
+        }
+        id
     }
 
     /// The device kind, and whether it is a Kubernetes node host (a Linux host with kubelet).
@@ -420,14 +466,8 @@ impl<'a> Builder<'a> {
     }
 
     fn linux_device(&mut self, id: DeviceId, raw: &RawDevice) {
-        let dev_span = self.net.device(id).span.clone();
-        let dev = &mut self.net.devices[id.idx()];
-        dev.hostname = Some(raw.hostname.as_ref().map_or(&dev.name, |h| &h.value).clone());
-        dev.ip_forward = raw.ip_forward.as_ref().is_some_and(|f| f.value);
-        let lo = add_linux_iface(&mut self.net, id, "lo", dev_span);
-        let lo = &mut self.net.interfaces[lo.idx()];
-        lo.addr = AddrConfig::Static(Ipv4Net::new(Ipv4Addr::LOCALHOST, 8).unwrap_or_default());
-        lo.mtu = 65536; // the kernel's loopback MTU, as `ip link` shows it
+        let hostname = raw.hostname.as_ref().map(|h| h.value.clone());
+        self.linux_basics(id, hostname, raw.ip_forward.as_ref().is_some_and(|f| f.value));
         if let Some(list) = &raw.interfaces {
             self.declared.insert(id);
             for name in &list.value {
@@ -461,6 +501,18 @@ impl<'a> Builder<'a> {
                 self.error(self.span(image), msg);
             }
         }
+    }
+
+    /// What every Linux host has: a hostname (its name unless given) and `lo`.
+    fn linux_basics(&mut self, id: DeviceId, hostname: Option<String>, ip_forward: bool) {
+        let dev_span = self.net.device(id).span.clone();
+        let dev = &mut self.net.devices[id.idx()];
+        dev.hostname = Some(hostname.unwrap_or_else(|| dev.name.clone()));
+        dev.ip_forward = ip_forward;
+        let lo = add_linux_iface(&mut self.net, id, "lo", dev_span);
+        let lo = &mut self.net.interfaces[lo.idx()];
+        lo.addr = AddrConfig::Static(Ipv4Net::new(Ipv4Addr::LOCALHOST, 8).unwrap_or_default());
+        lo.mtu = 65536; // the kernel's loopback MTU, as `ip link` shows it
     }
 
     /// The kernel settings fabsim models; any other key is valid Linux it does not, so a warning.
@@ -571,7 +623,7 @@ impl<'a> Builder<'a> {
 
     // --- links and segments -------------------------------------------------------------------
 
-    fn add_link(&mut self, link: &Spanned<Vec<Spanned<String>>>) {
+    pub(crate) fn add_link(&mut self, link: &Spanned<Vec<Spanned<String>>>) {
         let span = self.span(link);
         if link.value.len() != 2 {
             let msg = format!(
@@ -582,24 +634,32 @@ impl<'a> Builder<'a> {
             self.error(span, msg);
             return;
         }
-        let name = format!("{}--{}", link.value[0].value, link.value[1].value);
-        let l2 = self.add_l2(name, span, &link.value);
+        let ends: Vec<(String, Span)> = link.value.iter().map(|e| (e.value.clone(), self.span(e))).collect();
+        self.add_link_at(span, &ends);
+    }
+
+    /// A point-to-point link between `DEVICE:INTERFACE` ends written at the given places
+    /// (a snapshot's LLDP captures and inferred links have no YAML behind them).
+    pub(crate) fn add_link_at(&mut self, span: Span, ends: &[(String, Span)]) {
+        let name = ends.iter().map(|(e, _)| e.as_str()).collect::<Vec<_>>().join("--");
+        let l2 = self.add_l2(name, span, ends);
         self.links.push(l2);
     }
 
-    fn add_segment(&mut self, key: &Spanned<String>, members: &[Spanned<String>]) {
-        self.add_l2(key.value.clone(), self.span(key), members);
+    pub(crate) fn add_segment(&mut self, key: &Spanned<String>, members: &[Spanned<String>]) {
+        let ends: Vec<(String, Span)> = members.iter().map(|e| (e.value.clone(), self.span(e))).collect();
+        self.add_l2(key.value.clone(), self.span(key), &ends);
     }
 
     /// Creates the L2 domain even when some endpoints are bad, so later checks still run.
-    fn add_l2(&mut self, name: String, span: Span, eps: &[Spanned<String>]) -> L2Id {
+    fn add_l2(&mut self, name: String, span: Span, eps: &[(String, Span)]) -> L2Id {
         let id = L2Id(self.net.l2.len() as u32);
         let mut members = Vec::new();
-        for ep in eps {
-            let Some(iface) = self.endpoint(ep) else {
+        for (ep, at) in eps {
+            let Some(iface) = self.endpoint(ep, at.clone()) else {
                 continue;
             };
-            let at = self.span(ep);
+            let at = at.clone();
             if let Some(prev) = self.attached.get(&iface) {
                 let msg = format!(
                     "{} is already attached at {prev} (an interface joins one link or segment)",
@@ -617,11 +677,10 @@ impl<'a> Builder<'a> {
     }
 
     /// Resolves `DEVICE:INTERFACE`, creating the interface where the device allows it.
-    fn endpoint(&mut self, ep: &Spanned<String>) -> Option<IfId> {
-        let span = self.span(ep);
-        let parts = ep.value.split_once(':').filter(|(d, i)| !d.is_empty() && !i.is_empty());
+    fn endpoint(&mut self, ep: &str, span: Span) -> Option<IfId> {
+        let parts = ep.split_once(':').filter(|(d, i)| !d.is_empty() && !i.is_empty());
         let Some((dev, ifname)) = parts else {
-            let msg = format!("expected an endpoint like Leaf-1:Ethernet1, found `{}`", ep.value);
+            let msg = format!("expected an endpoint like Leaf-1:Ethernet1, found `{ep}`");
             self.error(span, msg);
             return None;
         };

@@ -3,6 +3,7 @@
 //! Nothing here computes routing. Vendor differences live in `profile::VendorProfile`.
 
 pub mod bgp;
+pub mod normal;
 pub mod policy;
 pub mod profile;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::diag::InputError;
-use crate::input::{containerlab, eos, frr};
+use crate::input::{containerlab, eos, frr, snapshot};
 
 /// One warning: where, the line as written, and why it is not modelled.
 #[derive(Clone, Debug, Serialize)]
@@ -28,8 +28,8 @@ pub struct IgnoredItem {
     pub why: &'static str,
 }
 
-/// The warnings of `path` (a topology or scenario file, or every `*.yaml`/`*.yml` under a
-/// directory, in name order). Any file with errors makes the whole lint an error.
+/// The warnings of `path` (a topology or scenario file, a snapshot directory, or every
+/// `*.yaml`/`*.yml` and snapshot under a directory, in name order). Any file with errors makes the whole lint an error.
 pub fn lint(path: &Path) -> Result<Vec<LintItem>, InputError> {
     let mut files = Vec::new();
     collect(path, &mut files);
@@ -55,7 +55,8 @@ pub fn lint(path: &Path) -> Result<Vec<LintItem>, InputError> {
 }
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) {
-    if !path.is_dir() {
+    // A snapshot directory is one input, linted as a whole (its links need all its files).
+    if !path.is_dir() || snapshot::is_snapshot(path) {
         out.push(path.to_path_buf());
         return;
     }

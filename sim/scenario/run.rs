@@ -35,6 +35,16 @@ pub struct Opened {
 /// Open FILE, which is a topology or a scenario.
 pub fn open(path: &Path) -> Result<Opened, InputError> {
     let file = path.display().to_string();
+    if path.is_dir() {
+        // A snapshot directory is a topology (`input::snapshot`).
+        let loaded = topology::load_topology(path)?;
+        return Ok(Opened {
+            topology_name: loaded.name,
+            net: loaded.net,
+            warnings: loaded.warnings,
+            scenario: None,
+        });
+    }
     let text = crate::input::read_text(path).map_err(|e| {
         Diagnostic::error(
             Span::new(&file, e.line, e.col),

@@ -1,0 +1,147 @@
+//! Round trips (issue #12): the seed lab exported to another input form and read back is the
+//! same network — the same normalised `dump` — and replays the seed-lab scenario to the same
+//! results.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn fabsim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fabsim"))
+        .args(args)
+        .output()
+        .expect("fabsim runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A fresh directory under the target directory (kept for inspection after a failure).
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn export(to: &str, dir: &Path) {
+    let d = dir.to_str().expect("utf-8 path");
+    let (code, _, err) = fabsim(&["export", "topologies/seed-lab.yaml", "--to", to, "--out", d]);
+    assert_eq!(code, 0, "export --to {to}: {err}");
+}
+
+fn dump(input: &str) -> Value {
+    let (code, out, err) = fabsim(&["dump", input]);
+    assert_eq!(code, 0, "dump {input}: {err}");
+    serde_json::from_str(&out).expect("dump is JSON")
+}
+
+/// The first place two JSON values differ, as a path and both values.
+fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                let (va, vb) = (x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null));
+                first_difference(va, vb, &format!("{path}.{k}"))
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (va, vb))| first_difference(va, vb, &format!("{path}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(format!("{path}: {a} vs {b}")),
+    }
+}
+
+fn assert_same(what: &str, a: &Value, b: &Value) {
+    if let Some(d) = first_difference(a, b, "") {
+        panic!("{what} differs at {d}");
+    }
+}
+
+/// The seed-lab scenario with its `topology:` pointing at `topology` (written next to it).
+fn scenario_on(topology: &Path, dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string("scenarios/seed-lab.yaml").expect("scenario");
+    let abs = std::fs::canonicalize(topology).expect("exported topology");
+    let replaced = text.replacen(
+        "topology: ../topologies/seed-lab.yaml",
+        &format!("topology: {}", abs.display()),
+        1,
+    );
+    assert_ne!(replaced, text, "the scenario names its topology as expected");
+    let path = dir.join("seed-lab.yaml");
+    std::fs::write(&path, replaced).expect("scenario copy");
+    path
+}
+
+/// A run report without what names the files it was read from (places of checks and
+/// warnings, the topology's name) — everything the network did stays.
+fn run_report(scenario: &Path) -> Value {
+    let s = scenario.to_str().expect("utf-8 path");
+    let (code, out, err) = fabsim(&["run", s, "--format", "json"]);
+    assert!(code == 0 || code == 1, "run {s}: {err}");
+    let mut v: Value = serde_json::from_str(&out).expect("report is JSON");
+    strip(&mut v);
+    v
+}
+
+fn strip(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for k in ["span", "file", "topology", "scenario_file"] {
+                m.remove(k);
+            }
+            m.values_mut().for_each(strip);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip),
+        _ => {}
+    }
+}
+
+#[test]
+fn seed_lab_round_trips_through_a_snapshot_directory() {
+    let dir = scratch("round-trip-snapshot");
+    let snap = dir.join("snap");
+    export("snapshot", &snap);
+    let (code, _, err) = fabsim(&["lint", snap.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    assert_same(
+        "dump (seed-lab.yaml vs its snapshot)",
+        &dump("topologies/seed-lab.yaml"),
+        &dump(snap.to_str().expect("utf-8")),
+    );
+}
+
+#[test]
+fn seed_lab_scenario_runs_the_same_on_its_snapshot() {
+    let dir = scratch("round-trip-snapshot-run");
+    let snap = dir.join("snap");
+    export("snapshot", &snap);
+    let original = run_report(Path::new("scenarios/seed-lab.yaml"));
+    let again = run_report(&scenario_on(&snap, &dir));
+    assert_same("run report (seed-lab vs on its snapshot)", &original, &again);
+}
+
+#[test]
+#[ignore = "not equal yet; dumps differ in: device kinds (the 4 EOS switches read back as linux, being FRR containers \
+            on the exported frr.conf, and nat-cloud as linux); an 11th device seg8 (the NAT-cloud segment as an Alpine \
+            bridge node with ports p0-p5); timed configs 1 vs 0 (Spine-1's config_at is lost); host routes read back \
+            as manual `ip route add` (their `proto static` refused) instead of netplan; kubelet, hostnames and the \
+            unlinked ens4 have no containerlab form. The fix: cEOS nodes with an EOS startup-config (export::eos), \
+            netplan binds, kind bridge for segments and a fabsim.yaml sidecar as the snapshot has"]
+fn seed_lab_round_trips_through_containerlab() {
+    let dir = scratch("round-trip-clab");
+    export("containerlab", &dir);
+    let clab = dir.join("lab.clab.yml");
+    assert_same(
+        "dump (seed-lab.yaml vs its containerlab export)",
+        &dump("topologies/seed-lab.yaml"),
+        &dump(clab.to_str().expect("utf-8")),
+    );
+}

@@ -1,0 +1,135 @@
+//! Snapshot directories as input (`fabsim … DIR`, issue #12): vendor detected from content,
+//! links from LLDP captures or inferred from /31 subnets (listed by `fabsim lint`), errors
+//! with file, line and column and exit 2. Data: tests/data/snapshot/README.md.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn fabsim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fabsim"))
+        .args(args)
+        .output()
+        .expect("fabsim runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Each device's kind and each interface's L2 peers, from the normalised dump.
+fn peers(dir: &str) -> Vec<(String, String, String, Value)> {
+    let (code, out, err) = fabsim(&["dump", dir]);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).expect("json");
+    let mut rows = Vec::new();
+    for d in doc["devices"].as_array().expect("devices") {
+        for i in d["ifaces"].as_array().expect("ifaces") {
+            rows.push((
+                d["name"].as_str().unwrap_or_default().to_string(),
+                d["kind"].as_str().unwrap_or_default().to_string(),
+                i["name"].as_str().unwrap_or_default().to_string(),
+                i["l2_peers"].clone(),
+            ));
+        }
+    }
+    rows
+}
+
+fn peers_of(rows: &[(String, String, String, Value)], dev: &str, ifname: &str) -> Value {
+    rows.iter()
+        .find(|r| r.0 == dev && r.2 == ifname)
+        .map(|r| r.3.clone())
+        .unwrap_or_else(|| panic!("{dev}:{ifname} not in the dump: {rows:?}"))
+}
+
+#[test]
+fn vendors_come_from_content_and_links_from_lldp() {
+    let dir = "tests/data/snapshot/lldp";
+    let rows = peers(dir);
+    let kind = |dev: &str| rows.iter().find(|r| r.0 == dev).map(|r| r.1.clone());
+    // `frr version` makes spine1 an FRR (Linux) box, the running-config header leaf1 EOS.
+    assert_eq!(kind("spine1").as_deref(), Some("linux"));
+    assert_eq!(kind("leaf1").as_deref(), Some("eos"));
+    // A /24 is never inferred: only the capture can have linked it (neighbour by FQDN, the
+    // FRR box's port by its kernel name, the leaf's `Et1` as Ethernet1).
+    assert_eq!(
+        peers_of(&rows, "leaf1", "Ethernet1"),
+        serde_json::json!(["spine1:eth1"])
+    );
+    assert_eq!(peers_of(&rows, "leaf1", "Ethernet2"), serde_json::json!(["host1:ens3"]));
+    let (code, out, err) = fabsim(&["lint", dir]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("no warnings"), "{out}");
+    // And it routes: OSPF between the FRR spine and the EOS leaf carries the host's /31.
+    let (code, out, err) = fabsim(&["ping", dir, "host1", "10.0.0.1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("5 received, 0% packet loss"), "{out}");
+}
+
+#[test]
+fn without_links_or_lldp_a_31_is_an_inferred_link_listed_by_lint() {
+    let dir = "tests/data/snapshot/inferred";
+    let rows = peers(dir);
+    assert_eq!(peers_of(&rows, "a", "Ethernet1"), serde_json::json!(["b:Ethernet7"]));
+    let (code, out, err) = fabsim(&["lint", dir, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).expect("json");
+    let warnings = doc["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{out}");
+    assert_eq!(warnings[0]["file"], "tests/data/snapshot/inferred/configs/a.cfg");
+    assert_eq!(warnings[0]["line"], 2);
+    let why = warnings[0]["why"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("a:Ethernet1 -- b:Ethernet7 inferred from their common subnet 10.9.0.0/31"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_config_of_no_recognisable_vendor_is_an_error_with_the_reason() {
+    let (code, _, err) = fabsim(&["dump", "tests/data/snapshot/unknown-vendor"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("tests/data/snapshot/unknown-vendor/configs/x.cfg:1:1: error: cannot tell the vendor: no line only EOS writes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_typo_in_a_config_is_an_error_at_its_line_and_column() {
+    for cmd in ["dump", "lint"] {
+        let (code, _, err) = fabsim(&[cmd, "tests/data/snapshot/typo"]);
+        assert_eq!(code, 2, "{cmd}: {err}");
+        assert!(
+            err.contains("tests/data/snapshot/typo/configs/leaf1.cfg:4:7: error: expected an interface ip command, found 'adress'"),
+            "{cmd}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_directory_without_configs_is_not_a_snapshot() {
+    let (code, _, err) = fabsim(&["dump", "tests/data/snapshot"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("needs a configs/ directory"), "{err}");
+}
+
+#[test]
+fn vendor_lines_that_disagree_are_an_error_naming_both() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("snapshot-mixed");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("configs")).expect("dir");
+    std::fs::write(
+        dir.join("configs/x.cfg"),
+        "frr version 8.4\n!\ninterface Ethernet1\n   no switchport\n",
+    )
+    .expect("write");
+    let (code, _, err) = fabsim(&["dump", dir.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("x.cfg:3:1: error: cannot tell the vendor: `interface Ethernet1` is EOS syntax but line 1 `frr version 8.4` is FRR"),
+        "{err}"
+    );
+}
