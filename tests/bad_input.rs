@@ -239,7 +239,7 @@ fn cases() -> Vec<Case> {
             name: "input-is-a-directory",
             files: vec![("d/x", Vec::new())],
             args: &["routes", "d"],
-            message: "d:1:1: error: cannot read file: is a directory, not a file",
+            message: "d:1:1: error: a directory is read as a snapshot, which needs a configs/ directory (configs/NAME.cfg)",
         },
         // --- containerlab ------------------------------------------------------------------------
         Case {

@@ -64,6 +64,12 @@ pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
         col: 1,
     };
     let raw: RawTopology = yaml::from_str(text, &origin)?;
+    if raw.devices.is_none() {
+        // An empty document deserialises to all defaults; a topology file must list devices.
+        let blank = text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'));
+        let msg = if blank { "unexpected end of file" } else { "missing field `devices`" };
+        return Err(Diagnostic::error(origin.span_at(0, 0), msg).into());
+    }
     let name = raw.name.clone().unwrap_or_else(|| {
         let stem = std::path::Path::new(file).file_stem().and_then(|s| s.to_str());
         stem.unwrap_or(file).to_string()
@@ -82,7 +88,8 @@ pub(crate) fn build<'a>(
     more: impl FnOnce(&mut Builder<'a>),
 ) -> Result<Loaded, InputError> {
     let mut b = Builder::new(origin.clone(), text);
-    for (key, dev) in &raw.devices.0 {
+    let devices = raw.devices.as_ref().map_or(&[][..], |d| &d.0[..]);
+    for (key, dev) in devices {
         b.add_device(key, dev);
     }
     more(&mut b);
@@ -93,7 +100,7 @@ pub(crate) fn build<'a>(
     for (key, members) in &raw.segments.0 {
         b.add_segment(key, members);
     }
-    for (key, dev) in &raw.devices.0 {
+    for (key, dev) in devices {
         b.add_leases(key, dev);
     }
     b.check_links();
@@ -114,8 +121,9 @@ pub(crate) fn build<'a>(
 pub(crate) struct RawTopology {
     /// Defaults to the file's name without its extension.
     pub name: Option<String>,
-    #[serde(default)]
-    devices: OrderedMap<RawDevice>,
+    /// Required in a topology file; a snapshot's `fabsim.yaml` may leave it out (its devices
+    /// come from `configs/` and `hosts/`).
+    devices: Option<OrderedMap<RawDevice>>,
     #[serde(default)]
     links: Vec<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
