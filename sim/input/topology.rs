@@ -66,8 +66,14 @@ pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
     let raw: RawTopology = yaml::from_str(text, &origin)?;
     if raw.devices.is_none() {
         // An empty document deserialises to all defaults; a topology file must list devices.
-        let blank = text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'));
-        let msg = if blank { "unexpected end of file" } else { "missing field `devices`" };
+        let blank = text
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'));
+        let msg = if blank {
+            "unexpected end of file"
+        } else {
+            "missing field `devices`"
+        };
         return Err(Diagnostic::error(origin.span_at(0, 0), msg).into());
     }
     let name = raw.name.clone().unwrap_or_else(|| {
