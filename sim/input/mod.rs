@@ -65,3 +65,17 @@ pub fn read_text(path: &std::path::Path) -> Result<String, ReadError> {
         }
     })
 }
+
+/// A config applier's guard: `dev` must be a device of `net` (an internal error otherwise,
+/// pointed at the start of the text it was asked to apply).
+pub(crate) fn check_device(
+    net: &crate::model::Network,
+    dev: crate::model::DeviceId,
+    origin: &crate::diag::TextOrigin,
+) -> Result<(), crate::diag::InputError> {
+    if dev.idx() >= net.devices.len() {
+        let msg = format!("internal: device id {} does not exist", dev.0);
+        return Err(crate::diag::Diagnostic::error(origin.span_at(0, 0), msg).into());
+    }
+    Ok(())
+}

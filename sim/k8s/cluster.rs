@@ -19,6 +19,12 @@ use crate::model::DeviceId;
 /// kube-controller-manager's `--node-cidr-mask-size` for IPv4 (kubeadm's default).
 const NODE_CIDR_MASK: u8 = 24;
 
+/// The node mask node IPAM cuts `pod_cidr` into: kubeadm's default, or the whole range when
+/// it is smaller than one node's.
+fn node_mask(pod_cidr: Ipv4Net) -> u8 {
+    NODE_CIDR_MASK.max(pod_cidr.prefix_len())
+}
+
 /// The taint the node lifecycle controller keeps on a node that is not Ready.
 pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready:NoSchedule";
 /// The taint the node lifecycle controller keeps on a cordoned node (`spec.unschedulable`).
@@ -204,7 +210,7 @@ impl Cluster {
             templates: BTreeMap::new(),
             used_pins: Vec::new(),
             created: BTreeMap::new(),
-            node_ipam: pod_cidr.and_then(|c| RangeAllocator::new(c, NODE_CIDR_MASK.max(c.prefix_len())).ok()),
+            node_ipam: pod_cidr.and_then(|c| RangeAllocator::new(c, node_mask(c)).ok()),
             sandboxes: 0,
             rollout: None,
             rollout_log: Vec::new(),
@@ -479,7 +485,7 @@ impl Cluster {
                 .iter()
                 .filter_map(|n| n.pod_cidr.map(|c| (n.name.as_str(), c)))
                 .collect();
-            self.node_ipam = RangeAllocator::started(cidr, NODE_CIDR_MASK.max(cidr.prefix_len()), &held).ok();
+            self.node_ipam = RangeAllocator::started(cidr, node_mask(cidr), &held).ok();
         }
         if let Some(calico) = self.calico.as_mut() {
             for n in nodes {

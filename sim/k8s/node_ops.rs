@@ -715,15 +715,19 @@ fn patch_node(net: &mut Network, args: &[&str]) -> Result<CommandOutcome, String
             .filter(|w| !w.starts_with('-'))
             .ok_or("kubectl patch node: give a node name")?,
     };
-    if let Some(t) = flag(args, "--type").filter(|t| !["merge", "strategic", "json"].contains(t)) {
-        return Err(format!(
-            "kubectl patch node: --type {t}: expected merge, strategic or json"
-        ));
-    }
-    if flag(args, "--type") == Some("json") {
-        return Err(
-            "kubectl patch node: fabsim models merge and strategic patches of spec.podCIDR(s), not JSON patches".into(),
-        );
+    match flag(args, "--type") {
+        None | Some("merge" | "strategic") => {}
+        Some("json") => {
+            return Err(
+                "kubectl patch node: fabsim models merge and strategic patches of spec.podCIDR(s), not JSON patches"
+                    .into(),
+            )
+        }
+        Some(t) => {
+            return Err(format!(
+                "kubectl patch node: --type {t}: expected merge, strategic or json"
+            ))
+        }
     }
     let patch = match patch_json(args)? {
         Ok(p) => p,

@@ -359,11 +359,13 @@ pub struct PoolPlan {
 impl PoolPlan {
     /// The subnet the pool's usage is measured against: the given one, else the recommended one.
     pub fn evaluated_block(&self) -> Option<Block> {
-        self.subnet
-            .as_ref()
-            .map(|s| s.block)
-            .or_else(|| self.demand.as_ref().map(|d| d.recommended))
+        evaluated(self.subnet.as_ref(), self.demand.as_ref())
     }
+}
+
+/// The given subnet, else the recommended one.
+fn evaluated(subnet: Option<&SubnetEval>, demand: Option<&Demand>) -> Option<Block> {
+    subnet.map(|s| s.block).or(demand.map(|d| d.recommended))
 }
 
 /// `ceil(n × (100 + pct) / 100)`.
@@ -430,10 +432,7 @@ pub fn plan_pool(input: &PoolInput) -> Result<PoolPlan, (&'static str, String)> 
             max_nodes_buffered: eff.map(|m| block.usable / buffered(u64::from(m), input.buffer_pct)),
         }
     });
-    let evaluated = subnet
-        .as_ref()
-        .map(|s| s.block)
-        .or(demand.as_ref().map(|d| d.recommended));
+    let evaluated = evaluated(subnet.as_ref(), demand.as_ref());
     let per_node = input.warm_per_node.or(eff).map(u64::from);
     let occupancy = match (evaluated, per_node) {
         (Some(b), Some(w)) => {

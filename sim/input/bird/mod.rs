@@ -36,10 +36,7 @@ pub fn apply_bird(
     origin: &TextOrigin,
     includes: &BTreeMap<String, (String, TextOrigin)>,
 ) -> Result<Vec<Diagnostic>, InputError> {
-    if dev.idx() >= net.devices.len() {
-        let msg = format!("internal: device id {} does not exist", dev.0);
-        return Err(Diagnostic::error(origin.span_at(0, 0), msg).into());
-    }
+    super::check_device(net, dev, origin)?;
     let mut sources = vec![origin.file.clone()];
     let toks = lexer::tokens(text, origin, includes, &mut sources)?;
     let parser = parser::Parser::new(cursor::Cursor::new(toks), sources);

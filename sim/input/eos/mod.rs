@@ -43,10 +43,7 @@ pub fn apply_config(
     text: &str,
     origin: &TextOrigin,
 ) -> Result<Vec<Diagnostic>, InputError> {
-    if dev.idx() >= net.devices.len() {
-        let msg = format!("internal: device id {} does not exist", dev.0);
-        return Err(Diagnostic::error(origin.span_at(0, 0), msg).into());
-    }
+    super::check_device(net, dev, origin)?;
     let mut ctx = Ctx {
         net,
         dev,
