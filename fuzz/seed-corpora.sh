@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 mkdir -p corpus/topology corpus/eos corpus/bird corpus/scenario corpus/runbook corpus/frr \
-  corpus/containerlab corpus/pod_facts
+  corpus/containerlab corpus/pod_facts corpus/plan
 cp ../topologies/*.yaml ../tests/bad/*.yaml corpus/topology/
 # The bundled scenarios cover every step kind (run: with stdin:, lease:, reboot:, inject:,
 # top-level pinned:); the test scenarios add the kubeadm runbook and the refused ones.
@@ -70,4 +70,20 @@ for body in [
 ]:
     open(f"corpus/pod_facts/{n}.yaml", "w").write(body)
     n += 1
+PY
+
+# plan: the pools files written by tests/plan.rs (its string literals holding a `pools:` key), and
+# one with every key.
+python3 - <<'PY'
+import ast, re
+text = open("../tests/plan.rs").read()
+n = 0
+for lit in re.findall(r'"((?:[^"\\]|\\.)*pools:(?:[^"\\]|\\.)*)"', text):
+    open(f"corpus/plan/{n}.yaml", "w").write(ast.literal_eval('"' + lit + '"'))
+    n += 1
+open(f"corpus/plan/{n}.yaml", "w").write(
+    "supernet: 10.20.0.0/16\nbuffer_pct: 30\nreserved: 4\npools:\n"
+    "  - {name: a, max_pods: 40, nodes: 30, nic_ip_limit: 50, nics: 2, warm_per_node: 5,"
+    " in_use: 700, dedicated_pct: 50, zones: 3}\n"
+    "  - {name: b, cluster_cidr: 10.244.0.0/16, node_mask: 24, subnet: /22, buffer_pct: 10}\n")
 PY
