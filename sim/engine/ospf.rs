@@ -94,7 +94,7 @@ impl Default for OIf {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Router {
     process_id: u32,
     rid: Ipv4Addr,
@@ -111,6 +111,22 @@ pub(crate) struct Ospf {
     externals: BTreeMap<(Ipv4Net, Ipv4Addr), External>,
     /// Every (prefix, ASBR) ever originated, to name the routers of an oscillation.
     ever: BTreeSet<(Ipv4Net, Ipv4Addr)>,
+    /// The last SPF: the routers and the router and network LSAs it ran on, and each router's
+    /// tree. Most recomputes follow a BGP change that left them as they were (at most the
+    /// AS-externals moved), and SPF on every router is what converging a large fabric spends
+    /// most on. Forgotten on a configuration change ([`Ospf::forget_spf`]), since costs, ECMP
+    /// limits and distances come from the config.
+    last_spf: Option<SpfRun>,
+}
+
+#[derive(Clone, Debug)]
+struct SpfRun {
+    routers: Vec<Option<Router>>,
+    lsdb: Lsdb,
+    trees: BTreeMap<DeviceId, SpfTree>,
+    /// The AS-externals last added to the trees, and the routes that made.
+    externals: BTreeMap<(Ipv4Net, Ipv4Addr), External>,
+    routes: BTreeMap<DeviceId, Vec<Route>>,
 }
 
 type Out = Vec<(u64, Event)>;
@@ -122,7 +138,13 @@ impl Ospf {
             ifs: vec![OIf::default(); net.interfaces.len()],
             externals: BTreeMap::new(),
             ever: BTreeSet::new(),
+            last_spf: None,
         }
+    }
+
+    /// The configuration changed: the next SPF runs afresh.
+    pub(crate) fn forget_spf(&mut self) {
+        self.last_spf = None;
     }
 
     /// Make room for devices/interfaces a config change created.
@@ -135,19 +157,27 @@ impl Ospf {
         net.iface(i).device
     }
 
-    /// Bring processes and interfaces in line with config and interface state. Returns true if
+    /// Bring processes and interfaces in line with config and interface state on `devices`
+    /// (ascending). A device whose power, configuration and interfaces did not change since its
+    /// last sync has nothing to do, so callers may pass only the ones that did. Returns true if
     /// anything changed.
-    pub(crate) fn sync(&mut self, net: &Network, st: &State, now: u64, out: &mut Out) -> bool {
+    pub(crate) fn sync(
+        &mut self,
+        net: &Network,
+        st: &State,
+        now: u64,
+        devices: impl Iterator<Item = DeviceId>,
+        out: &mut Out,
+    ) -> bool {
         let mut changed = false;
-        for (d, dev) in net.devices.iter().enumerate() {
+        for id in devices {
+            let d = id.idx();
+            let dev = net.device(id);
             let powered = st.devices.get(d).is_some_and(|s| s.powered);
             let cfg = dev.ospf.as_ref().filter(|c| powered && !c.shutdown);
             match (cfg, self.routers[d].is_some()) {
                 (Some(c), false) => {
-                    if let Some(rid) = c
-                        .router_id
-                        .or_else(|| super::rib::highest_address(net, st, DeviceId(d as u32)))
-                    {
+                    if let Some(rid) = c.router_id.or_else(|| super::rib::highest_address(net, st, id)) {
                         self.routers[d] = Some(Router {
                             process_id: c.process_id,
                             rid,
@@ -527,16 +557,46 @@ impl Ospf {
 
     /// Compute every OSPF router's routes from the shared LSDB. `local` holds each device's
     /// connected and static routes (the sources of redistribution).
-    pub(crate) fn routes(&self, net: &Network) -> BTreeMap<DeviceId, Vec<Route>> {
-        let lsdb = self.build_lsdb(net);
-        let mut out = BTreeMap::new();
-        for (d, r) in self.routers.iter().enumerate() {
-            if let Some(r) = r {
-                let id = DeviceId(d as u32);
-                out.insert(id, spf(net, &lsdb, id, r.rid));
-            }
+    pub(crate) fn routes(&mut self, net: &Network) -> BTreeMap<DeviceId, Vec<Route>> {
+        let mut lsdb = self.build_lsdb(net);
+        let externals = std::mem::take(&mut lsdb.externals);
+        let fresh = self
+            .last_spf
+            .as_ref()
+            .is_some_and(|last| last.lsdb == lsdb && last.routers == self.routers);
+        if !fresh {
+            let trees = self
+                .routers
+                .iter()
+                .enumerate()
+                .filter_map(|(d, r)| {
+                    let id = DeviceId(d as u32);
+                    r.as_ref().map(|r| (id, spf_tree(net, &lsdb, id, r.rid)))
+                })
+                .collect();
+            self.last_spf = Some(SpfRun {
+                routers: self.routers.clone(),
+                lsdb,
+                trees,
+                externals: BTreeMap::new(),
+                routes: BTreeMap::new(),
+            });
         }
-        out
+        let Some(last) = &mut self.last_spf else {
+            return BTreeMap::new();
+        };
+        if !fresh || last.externals != externals {
+            last.routes = last
+                .trees
+                .iter()
+                .filter_map(|(&id, tree)| {
+                    let rid = self.routers[id.idx()].as_ref()?.rid;
+                    Some((id, routes_from(net, tree, &externals, id, rid)))
+                })
+                .collect();
+            last.externals = externals;
+        }
+        last.routes.clone()
     }
 
     fn build_lsdb(&self, net: &Network) -> Lsdb {
@@ -684,12 +744,12 @@ enum Link {
     },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct RouterLsa {
     links: Vec<Link>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct NetworkLsa {
     net: Ipv4Net,
     attached: Vec<Ipv4Addr>,
@@ -701,7 +761,7 @@ struct External {
     e1: bool,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 struct Lsdb {
     routers: BTreeMap<Ipv4Addr, RouterLsa>,
     /// Keyed by the DR's interface address (the network LSA's link state ID).
@@ -721,14 +781,26 @@ enum Vertex {
 
 /// Dijkstra from `root` over the LSDB with the two-way check, keeping every equal-cost set of
 /// next hops; then stub, transit and external routes.
-fn spf(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> Vec<Route> {
-    let profile = &net.device(dev).profile;
-    let max_paths = net
-        .device(dev)
-        .ospf
+/// The routers a router reaches and its intra-area routes: what SPF makes of the router and
+/// network LSAs. AS-externals are added from it by [`routes_from`].
+#[derive(Clone, Debug)]
+struct SpfTree {
+    /// Distance and next hops to every router reached (the ASBRs among them).
+    routers: BTreeMap<Ipv4Addr, (u32, BTreeSet<NextHop>)>,
+    intra: Vec<Route>,
+}
+
+fn max_paths(net: &Network, dev: DeviceId) -> usize {
+    let d = net.device(dev);
+    d.ospf
         .as_ref()
         .and_then(|c| c.max_paths)
-        .map_or(profile.ospf_max_ecmp, |m| m as usize);
+        .map_or(d.profile.ospf_max_ecmp, |m| m as usize)
+}
+
+fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree {
+    let profile = &net.device(dev).profile;
+    let max_paths = max_paths(net, dev);
     let mut dist: BTreeMap<Vertex, (u32, BTreeSet<NextHop>)> = BTreeMap::new();
     let mut done: BTreeSet<Vertex> = BTreeSet::new();
     let mut queue: BTreeSet<(u32, Vertex)> = BTreeSet::new();
@@ -806,22 +878,44 @@ fn spf(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> Vec<Route> {
             }
         }
     }
-    let mut routes: Vec<Route> = best
+    let routes: Vec<Route> = best
         .into_iter()
         .filter(|(_, (_, hops))| !hops.is_empty())
         .map(|(prefix, (cost, hops))| mk_route(prefix, Proto::OspfIntra, profile.distance_ospf, cost, hops, max_paths))
         .collect();
+    let reached = dist
+        .into_iter()
+        .filter_map(|(v, x)| match v {
+            Vertex::Router(rid) if done.contains(&v) => Some((rid, x)),
+            _ => None,
+        })
+        .collect();
+    SpfTree {
+        routers: reached,
+        intra: routes,
+    }
+}
+
+/// A router's OSPF routes: its intra-area routes, then the AS-externals of `externals` whose
+/// ASBR it reaches.
+fn routes_from(
+    net: &Network,
+    tree: &SpfTree,
+    externals: &BTreeMap<(Ipv4Net, Ipv4Addr), External>,
+    dev: DeviceId,
+    root: Ipv4Addr,
+) -> Vec<Route> {
+    let profile = &net.device(dev).profile;
+    let max_paths = max_paths(net, dev);
+    let mut routes = tree.intra.clone();
     let intra: BTreeSet<Ipv4Net> = routes.iter().map(|r| r.prefix).collect();
     // AS-external: E1 beats E2; E2 compares the external metric, then the cost to the ASBR.
     let mut ext: BTreeMap<Ipv4Net, (ExtRank, BTreeSet<NextHop>)> = BTreeMap::new();
-    for ((prefix, asbr), e) in &db.externals {
+    for ((prefix, asbr), e) in externals {
         if *asbr == root || intra.contains(prefix) {
             continue;
         }
-        let Some((d, hops)) = dist
-            .get(&Vertex::Router(*asbr))
-            .filter(|_| done.contains(&Vertex::Router(*asbr)))
-        else {
+        let Some((d, hops)) = tree.routers.get(asbr) else {
             continue;
         };
         let key = if e.e1 {

@@ -39,38 +39,41 @@ pub(crate) fn highest_address(net: &Network, st: &State, d: DeviceId) -> Option<
 /// `severed` ports have a broken medium (a cut cable, a dead optic): they send and hear
 /// nothing, so neither they nor the ports that only they reached have carrier.
 pub(super) fn interface_states(net: &Network, st: &State, severed: &BTreeSet<IfId>) -> Vec<IfState> {
+    (0..net.interfaces.len() as u32)
+        .map(|i| interface_state(net, st, severed, IfId(i)))
+        .collect()
+}
+
+/// One interface's status (see [`interface_states`]). It depends on its own device's power and
+/// configuration and on its L2 peers' power (carrier, the DHCP server): when a device powers on,
+/// only its interfaces and their peers can change.
+pub(super) fn interface_state(net: &Network, st: &State, severed: &BTreeSet<IfId>, id: IfId) -> IfState {
     let powered = |d: DeviceId| st.devices.get(d.idx()).is_some_and(|s| s.powered);
     let admin_up = |i: IfId| {
         let ifc = net.iface(i);
         powered(ifc.device) && ifc.admin_up
     };
     let physically_up = |i: IfId| admin_up(i) && !severed.contains(&i);
-    net.interfaces
-        .iter()
-        .enumerate()
-        .map(|(idx, ifc)| {
-            let id = IfId(idx as u32);
-            let up = admin_up(id) && ifc.routed;
-            // Loopbacks and tunnels have carrier whenever they are up (no wire to lose).
-            let line_up = if is_virtual(&ifc.name) || ifc.tunnel.is_some() {
-                up
-            } else {
-                physically_up(id) && net.l2_peers(id).any(physically_up)
-            };
-            let (addr, dhcp) = match &ifc.addr {
-                AddrConfig::None => (None, false),
-                AddrConfig::Static(a) => (Some(*a), false),
-                AddrConfig::Dhcp if up && line_up => (dhcp_lease(net, st, id), true),
-                AddrConfig::Dhcp => (None, true),
-            };
-            IfState {
-                up,
-                line_up,
-                addr,
-                dhcp,
-            }
-        })
-        .collect()
+    let ifc = net.iface(id);
+    let up = admin_up(id) && ifc.routed;
+    // Loopbacks and tunnels have carrier whenever they are up (no wire to lose).
+    let line_up = if is_virtual(&ifc.name) || ifc.tunnel.is_some() {
+        up
+    } else {
+        physically_up(id) && net.l2_peers(id).any(physically_up)
+    };
+    let (addr, dhcp) = match &ifc.addr {
+        AddrConfig::None => (None, false),
+        AddrConfig::Static(a) => (Some(*a), false),
+        AddrConfig::Dhcp if up && line_up => (dhcp_lease(net, st, id), true),
+        AddrConfig::Dhcp => (None, true),
+    };
+    IfState {
+        up,
+        line_up,
+        addr,
+        dhcp,
+    }
 }
 
 /// The lease the DHCP server on this interface's segment holds for it, if the server is up.

@@ -1067,8 +1067,17 @@ pub(crate) mod yaml {
     /// per blank line before that; a quoted scalar is reported at its opening quote.
     pub(crate) fn text_origin(v: &Spanned<String>, source: &str, parent: &TextOrigin) -> TextOrigin {
         let at = span(parent, &v.referenced);
-        let src_line = source.lines().nth((v.referenced.line() as usize).saturating_sub(1));
-        let first = src_line.and_then(|l| l.chars().nth((v.referenced.column() as usize).saturating_sub(1)));
+        // The parser knows the value's byte offset in a string source, so the character there
+        // costs nothing; finding its line by scanning is O(file) per embedded block, which made
+        // loading a fabric of thousands of devices quadratic.
+        let by_line = || {
+            let src_line = source.lines().nth((v.referenced.line() as usize).saturating_sub(1));
+            src_line.and_then(|l| l.chars().nth((v.referenced.column() as usize).saturating_sub(1)))
+        };
+        let first = match v.referenced.span().byte_offset() {
+            Some(off) => source.get(off as usize..).and_then(|s| s.chars().next()),
+            None => by_line(),
+        };
         let (line, col) = match first {
             Some('"' | '\'') => (at.line, at.col + 1),
             _ => {

@@ -143,9 +143,10 @@ impl Default for Bgp {
 type Out = Vec<(u64, Event)>;
 
 impl Bgp {
-    /// Bring speakers and sessions in line with configuration and power.
-    pub(crate) fn sync(&mut self, net: &Network, st: &State, now: u64, out: &mut Out) -> bool {
-        session::sync(self, net, st, now, out)
+    /// Bring speakers and sessions in line with configuration and power on `devices`
+    /// (ascending; see `session::sync`).
+    pub(crate) fn sync(&mut self, net: &Network, st: &State, now: u64, devices: &[DeviceId], out: &mut Out) -> bool {
+        session::sync(self, net, st, now, devices, out)
     }
 
     /// Stop a device's speaker in an orderly way: every peer gets a Cease first.

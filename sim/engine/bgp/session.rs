@@ -171,10 +171,13 @@ impl Session {
 /// Speakers for every powered device with BGP configured; sessions for every activated
 /// neighbour with a remote AS. A neighbour whose configuration changed restarts (BIRD's
 /// `configure` restarts a protocol whose options changed; EOS resets on remote-as change).
-pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut Out) -> bool {
+/// Only `devices` (ascending) are looked at: one whose power, configuration and interfaces are
+/// as at its last sync has nothing to do.
+pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, devices: &[DeviceId], out: &mut Out) -> bool {
     let mut changed = false;
-    for (d, dev) in net.devices.iter().enumerate() {
-        let id = DeviceId(d as u32);
+    for &id in devices {
+        let d = id.idx();
+        let dev = net.device(id);
         let powered = st.devices.get(d).is_some_and(|s| s.powered);
         let cfg = dev.bgp.as_ref().filter(|c| powered && !c.shutdown);
         let Some(cfg) = cfg else {
@@ -234,7 +237,7 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut
             sp.sessions = keep;
         }
     }
-    changed | watch_links(bgp, net, st, now, out)
+    changed | watch_links(bgp, net, st, now, devices, out)
 }
 
 /// Remove a device's speaker: with `notify`, each established peer gets a NOTIFICATION
@@ -259,11 +262,14 @@ pub(super) fn stop_speaker(bgp: &mut Bgp, id: DeviceId, now: u64, notify: bool, 
 /// (nothing can cross the link): when the interface is down or lost its address (BIRD's
 /// `bgp_neigh_notify`: "Neighbor lost"), or lost carrier where the flavour has
 /// fast-external-failover. Multihop and iBGP sessions wait for their hold timer.
-fn watch_links(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut Out) -> bool {
+fn watch_links(bgp: &mut Bgp, net: &Network, st: &State, now: u64, devices: &[DeviceId], out: &mut Out) -> bool {
     let mut changed = false;
     for sid in 0..bgp.sessions.len() {
         let s = &bgp.sessions[sid];
         if s.state != BgpState::Established || s.retired || ttl_of(s) != 1 {
+            continue;
+        }
+        if devices.binary_search(&s.device).is_err() {
             continue;
         }
         let Some(src) = s.source else { continue };
