@@ -186,6 +186,13 @@ enum Command {
         /// Use the state after this scenario step (default: the end of the scenario).
         #[arg(long)]
         step: Option<String>,
+        /// Explain a TCP connection to this port (a SYN) instead of an ICMP echo — what a
+        /// Service's ClusterIP answers (kube-proxy DNATs TCP and UDP only).
+        #[arg(long, conflicts_with = "udp")]
+        tcp: Option<u16>,
+        /// Explain a UDP datagram to this port instead of an ICMP echo.
+        #[arg(long)]
+        udp: Option<u16>,
         from: String,
         to: String,
     },
@@ -748,9 +755,21 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             }
             Ok(0)
         }
-        Command::Explain { file, step, from, to } => {
+        Command::Explain {
+            file,
+            step,
+            tcp,
+            udp,
+            from,
+            to,
+        } => {
             let (_, run) = state_at(&file, step.as_deref())?;
-            explain::explain(&run, &from, &to, step.as_deref(), out)
+            let kind = match (tcp, udp) {
+                (Some(port), _) => ProbeKind::Tcp { dst_port: port },
+                (None, Some(port)) => ProbeKind::Udp { dst_port: port },
+                (None, None) => ProbeKind::Echo,
+            };
+            explain::explain(&run, &from, &to, kind, step.as_deref(), out)
         }
         Command::Ipam {
             command:

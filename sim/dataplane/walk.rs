@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::engine::state::{NextHop, Proto};
 use crate::engine::{local_iface, State};
-use crate::model::{AclAction, DeviceId, DeviceKind, IfId, Network, Responder, Tunnel};
+use crate::model::{AclAction, DeviceId, DeviceKind, IfId, Network, Responder, Tunnel, L4};
 
 /// The ephemeral range Linux takes a VXLAN source port from when the device has no
 /// `srcport` range (`srcport 0 0`: `inet_get_local_port_range`, net.ipv4.ip_local_port_range
@@ -24,6 +24,9 @@ pub enum IcmpError {
     HostUnreachable,
     /// Type 11 code 0, `Time to live exceeded`.
     TtlExceeded,
+    /// Type 3 code 3, `Destination Port Unreachable`: an iptables REJECT (kube-proxy's rule
+    /// for a Service without endpoints).
+    PortUnreachable,
 }
 
 /// One router or host a packet visited.
@@ -132,6 +135,26 @@ pub struct Probe {
     /// repeated at the end), if any. The packet still circles until its TTL runs out, as on a
     /// real network; this says why.
     pub forwarding_loop: Option<Vec<DeviceId>>,
+    /// kube-proxy's DNAT of the request to a Service endpoint, if a node applied one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_nat: Option<ServiceNat>,
+}
+
+/// kube-proxy's DNAT of a ClusterIP:port to one of the Service's endpoints (`KUBE-SVC-…` →
+/// `KUBE-SEP-…`), on the node where the packet first meets netfilter; conntrack restores the
+/// ClusterIP as the answer's source there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ServiceNat {
+    pub device: DeviceId,
+    /// The rule's `NAMESPACE/NAME:PORTNAME`.
+    pub service: String,
+    pub cluster_ip: Ipv4Addr,
+    pub port: u16,
+    pub endpoint: Ipv4Addr,
+    pub target_port: u16,
+    /// The request left the node masqueraded (`KUBE-MARK-MASQ`: a source outside kube-proxy's
+    /// clusterCIDR, or a pod reaching itself).
+    pub masquerade: bool,
 }
 
 /// What a probe is: an ICMP echo request (ping), a UDP datagram to a high port
@@ -201,10 +224,12 @@ pub fn probe_src(
         st,
         delay_us: 0,
         nat: None,
+        service_nat: None,
         forwarding_loop: None,
     };
     let mut p = probe_with(&mut ctx, from, src, dst, ttl, kind);
     p.forwarding_loop = ctx.forwarding_loop;
+    p.service_nat = ctx.service_nat;
     p
 }
 
@@ -224,6 +249,7 @@ fn probe_with(
         forward: Vec::new(),
         back: Vec::new(),
         forwarding_loop: None,
+        service_nat: None,
     };
     if local_iface(net, st, from, dst).is_some() {
         p.src = Some(dst);
@@ -481,6 +507,7 @@ fn error_text(e: &IcmpError) -> &'static str {
         IcmpError::NetUnreachable => "no route (net unreachable)",
         IcmpError::HostUnreachable => "next hop does not answer ARP (host unreachable)",
         IcmpError::TtlExceeded => "TTL expired",
+        IcmpError::PortUnreachable => "rejected (port unreachable)",
     }
 }
 
@@ -597,7 +624,19 @@ struct Walk<'a> {
     st: &'a State,
     delay_us: u64,
     nat: Option<NatEntry>,
+    /// kube-proxy's DNAT of the request (one per walk: the answer is un-DNATed by it).
+    service_nat: Option<ServiceNat>,
     forwarding_loop: Option<Vec<DeviceId>>,
+}
+
+/// What kube-proxy's rules did with a packet.
+enum ServiceVerdict {
+    /// Not a Service's ClusterIP and port (or no kube-proxy here).
+    Untouched,
+    /// DNATed to an endpoint.
+    Dnat,
+    /// A Service without ready endpoints: the filter table's REJECT.
+    Reject,
 }
 
 impl Walk<'_> {
@@ -647,6 +686,18 @@ impl Walk<'_> {
                     pkt = carried;
                     inif = tunl;
                 }
+                if !forward && inner.is_none() {
+                    // An answer that came through a tunnel meets conntrack once decapsulated.
+                    self.undo_nat(inif, &mut pkt);
+                    self.undo_service_nat(cur, &mut pkt);
+                }
+                // PREROUTING: kube-proxy's DNAT comes before the routing decision.
+                if forward && inner.is_none() {
+                    if let ServiceVerdict::Reject = self.service_dnat(cur, &mut pkt) {
+                        hops.push(hop);
+                        return self.reject(cur, Some(inif), pkt, hops);
+                    }
+                }
                 if local_iface(net, st, cur, pkt.dst).is_some() {
                     hops.push(hop);
                     return (End::Delivered { dev: cur, pkt }, hops);
@@ -691,6 +742,12 @@ impl Walk<'_> {
                     return self.icmp_error(cur, inif, IcmpError::TtlExceeded, pkt, quoted, hops);
                 }
                 pkt.ttl -= 1;
+            } else if forward {
+                // OUTPUT: a node's own connection to a Service is DNATed before it is routed.
+                if let ServiceVerdict::Reject = self.service_dnat(cur, &mut pkt) {
+                    hops.push(hop);
+                    return self.reject(cur, None, pkt, hops);
+                }
             }
             let Some(route) = st.devices[cur.idx()].fib.lookup(pkt.dst) else {
                 hops.push(hop);
@@ -742,6 +799,9 @@ impl Walk<'_> {
             let mut nh = &route.nexthops[(hash % route.nexthops.len() as u64) as usize];
             lookup.via = nh.via;
             hop.route = Some(lookup);
+            if forward && inner.is_none() {
+                self.kube_proxy_masquerade(cur, nh.iface, &mut pkt);
+            }
             if net.iface(nh.iface).tunnel.is_some() && inner.is_none() {
                 match encapsulate(net, st, cur, nh.iface, pkt, nh.via) {
                     Ok((outer, encap, wire_nh)) => {
@@ -855,6 +915,84 @@ impl Walk<'_> {
         }
     }
 
+    /// kube-proxy's nat-table rules on `dev` for a TCP/UDP request to a ClusterIP:port: DNAT
+    /// to one ready endpoint, chosen by the flow hash (iptables picks with `-m statistic --mode
+    /// random`; fabsim's choice is deterministic, one endpoint per flow), or REJECT without
+    /// endpoints. ICMP matches no rule (a ClusterIP does not answer ping in iptables mode).
+    fn service_dnat(&mut self, dev: DeviceId, pkt: &mut Packet) -> ServiceVerdict {
+        let (protocol, port) = match pkt.kind {
+            Payload::Request(ProbeKind::Tcp { dst_port }) => (L4::Tcp, dst_port),
+            Payload::Request(ProbeKind::Udp { dst_port }) => (L4::Udp, dst_port),
+            _ => return ServiceVerdict::Untouched,
+        };
+        let Some(proxy) = self.net.device(dev).kube_proxy.as_ref() else {
+            return ServiceVerdict::Untouched;
+        };
+        let Some(rule) = proxy.rule(pkt.dst, port, protocol) else {
+            return ServiceVerdict::Untouched;
+        };
+        if rule.endpoints.is_empty() {
+            return ServiceVerdict::Reject;
+        }
+        let pick = (pkt.flow_hash(dev) % rule.endpoints.len() as u64) as usize;
+        let (endpoint, target_port) = rule.endpoints[pick];
+        self.service_nat = Some(ServiceNat {
+            device: dev,
+            service: rule.name.clone(),
+            cluster_ip: pkt.dst,
+            port,
+            endpoint,
+            target_port,
+            masquerade: proxy.masquerades(pkt.src, endpoint),
+        });
+        pkt.dst = endpoint;
+        pkt.kind = Payload::Request(match protocol {
+            L4::Tcp => ProbeKind::Tcp { dst_port: target_port },
+            L4::Udp => ProbeKind::Udp { dst_port: target_port },
+        });
+        ServiceVerdict::Dnat
+    }
+
+    /// conntrack's reverse translation of kube-proxy's DNAT: the answer leaves the node that
+    /// DNATed the request with the ClusterIP as its source.
+    fn undo_service_nat(&self, dev: DeviceId, pkt: &mut Packet) {
+        if let Some(n) = self
+            .service_nat
+            .as_ref()
+            .filter(|n| n.device == dev && pkt.src == n.endpoint)
+        {
+            pkt.src = n.cluster_ip;
+        }
+    }
+
+    /// kube-proxy's REJECT (`--reject-with icmp-port-unreachable`) of a request to a Service
+    /// without endpoints, sent by `dev` to the request's source from the address it would use
+    /// towards it (for the node's own connection, the error is local).
+    fn reject(&self, dev: DeviceId, inif: Option<IfId>, pkt: Packet, hops: Vec<Hop>) -> (End, Vec<Hop>) {
+        let (net, st) = (self.net, self.st);
+        let towards = st.devices[dev.idx()].fib.lookup(pkt.src).and_then(|r| {
+            r.src
+                .or_else(|| r.nexthops.first().and_then(|nh| source_for(net, st, dev, nh.iface)))
+        });
+        let from = match inif {
+            None => pkt.dst,
+            Some(i) => towards
+                .or_else(|| st.ifaces[i.idx()].addr.map(|a| a.addr()))
+                .unwrap_or(pkt.dst),
+        };
+        let quoted = pkt.quote(None, pkt.ttl);
+        (
+            End::Error {
+                dev,
+                from,
+                error: IcmpError::PortUnreachable,
+                pkt,
+                quoted,
+            },
+            hops,
+        )
+    }
+
     /// The interface on `egress`'s L2 domain that owns `gw` and is up (ARP).
     fn arp(&self, egress: IfId, gw: Ipv4Addr) -> Option<IfId> {
         let (net, st) = (self.net, self.st);
@@ -886,7 +1024,7 @@ impl Walk<'_> {
     /// or a Linux MASQUERADE rule (felix's natOutgoing). Both rewrite the source to the egress
     /// interface's address and keep the translation for the answer (`undo_nat`).
     fn apply_nat(&mut self, dev: DeviceId, egress: IfId, pkt: &mut Packet) {
-        let (net, st) = (self.net, self.st);
+        let net = self.net;
         let by_acl = net.iface(egress).nat_overload_acl.as_ref().is_some_and(|acl_name| {
             net.device(dev).acls.get(acl_name).is_some_and(|acl| {
                 acl.entries
@@ -904,6 +1042,24 @@ impl Walk<'_> {
         if !(by_acl || by_masquerade()) {
             return;
         }
+        self.masquerade(dev, egress, pkt);
+    }
+
+    /// kube-proxy's KUBE-POSTROUTING: what KUBE-MARK-MASQ marked on this node leaves with the
+    /// address of the interface it leaves by — for a route into `tunl0`, the tunnel address,
+    /// as POSTROUTING sees the packet before the tunnel encapsulates it.
+    fn kube_proxy_masquerade(&mut self, dev: DeviceId, egress: IfId, pkt: &mut Packet) {
+        let marked = self
+            .service_nat
+            .as_ref()
+            .is_some_and(|n| n.device == dev && n.masquerade && pkt.dst == n.endpoint);
+        if marked {
+            self.masquerade(dev, egress, pkt);
+        }
+    }
+
+    fn masquerade(&mut self, dev: DeviceId, egress: IfId, pkt: &mut Packet) {
+        let (net, st) = (self.net, self.st);
         // MASQUERADE takes the address Linux would source from on that interface
         // (`inet_select_addr`); an EOS NAT interface always has its own.
         let Some(outside) = source_for(net, st, dev, egress) else {

@@ -22,6 +22,7 @@ fn switch(net: &mut Network, name: &str, boot_ms: u64, config: &str) -> DeviceId
         acls: Default::default(),
         ip_forward: true,
         masquerade: None,
+        kube_proxy: None,
         external: None,
         image: None,
         kubelet: None,

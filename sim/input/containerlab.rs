@@ -357,6 +357,7 @@ impl Lab<'_> {
             acls: BTreeMap::new(),
             ip_forward: dk == DeviceKind::Eos,
             masquerade: None,
+            kube_proxy: None,
             external: None,
             image: None,
             kubelet: None,

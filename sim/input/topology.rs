@@ -406,6 +406,7 @@ impl<'a> Builder<'a> {
             // EOS always routes; hosts only when the topology says so.
             ip_forward: kind == DeviceKind::Eos,
             masquerade: None,
+            kube_proxy: None,
             external: None,
             image: None,
             kubelet: None,

@@ -12,6 +12,7 @@ use super::node_ipam::RangeAllocator;
 use super::pod_facts::PodFacts;
 use super::realize::Netns;
 use super::rollout::{Rollout, StatusUpdate};
+use super::services::Service;
 use super::taints::{self, Effect, Taint};
 use crate::calico::install::Calico;
 use crate::model::DeviceId;
@@ -66,6 +67,11 @@ pub struct Cluster {
     pub rollout_log: Vec<StatusUpdate>,
     /// When the containers of deleted calico-node pods' replacements start (virtual time).
     pub calico_starts: Vec<u64>,
+    /// Services in creation order (`services`).
+    pub services: Vec<Service>,
+    /// kubelet's `clusterDNS`, which kubeadm writes into the kubelet configuration at init: the
+    /// service range's 10th address (where it puts the kube-dns Service).
+    pub cluster_dns: Ipv4Addr,
 }
 
 #[derive(Clone, Debug)]
@@ -215,6 +221,8 @@ impl Cluster {
             rollout: None,
             rollout_log: Vec::new(),
             calico_starts: Vec::new(),
+            services: Vec::new(),
+            cluster_dns: super::services::indexed_ip(service_cidr, 10),
         }
     }
 

@@ -15,6 +15,7 @@ use super::calico_datastore;
 use super::cluster::{Cluster, Owner, Pin, PodSpec, Template};
 use super::node_ops;
 use super::rollout;
+use super::service_cmd;
 use crate::calico::autodetect::{HostFacts, HostIface};
 use crate::calico::install::Calico;
 use crate::dataplane::probe_source;
@@ -326,6 +327,7 @@ pub fn init_cluster(
     for _ in 0..2 {
         cluster.create_pod(system_pod(Owner::Deployment("coredns".into()), None, None, false), now);
     }
+    cluster.create_default_services(ip, now);
     cluster.reconcile(now);
     net.cluster = Some(Box::new(cluster));
     Ok(CommandOutcome::ok(format!(
@@ -440,8 +442,11 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         ["apply" | "create", "-f", url, ..] if crate::catalogue::manifest(url).is_some() => {
             apply_manifest(net, st, url, now)
         }
-        ["apply" | "create", "-f", file, ..] => {
-            let (text, _) = ctx.read(file)?;
+        [verb @ ("apply" | "create"), "-f", file, ..] => {
+            let (text, source) = ctx.read(file)?;
+            if let Some(services) = service_cmd::manifests(&text) {
+                return service_cmd::apply(net, verb, services?, &source, namespace, now);
+            }
             match pod_manifest(&text) {
                 Some(pod) => create_pod_from_manifest(net, pod, now),
                 None => calico_datastore::kubectl_apply(net, file, ctx),
@@ -451,6 +456,18 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
             patch_deployment(net, namespace, name, rest, now)
         }
         ["patch", kind, name, rest @ ..] => calico_datastore::kubectl_patch(net, kind, name, rest),
+        ["delete", "-f", file, ..] => {
+            let (text, _) = ctx.read(file)?;
+            match service_cmd::manifests(&text) {
+                Some(services) => service_cmd::delete_specs(net, &services?, namespace),
+                None => Err(format!("kubectl delete -f {file}: fabsim deletes Services from a file")),
+            }
+        }
+        ["delete", kind, rest @ ..] if service_cmd::is_service_kind(kind) => {
+            let mut names = vec![*kind];
+            names.extend_from_slice(rest);
+            service_cmd::delete_named(net, &names, namespace)
+        }
         ["delete", kind, rest @ ..] if calico_datastore::is_calico_kind(kind) => {
             calico_datastore::kubectl_delete(net, kind, rest)
         }
@@ -480,8 +497,8 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         }
         ["set", "env", rest @ ..] => set_env(net, st, namespace, rest, ctx),
         _ => Err(format!(
-            "`kubectl {}`: fabsim changes the cluster with kubectl apply|create -f, run, patch ippool, \
-             delete pod|node|ippool|blockaffinities, rollout restart|status, set env, \
+            "`kubectl {}`: fabsim changes the cluster with kubectl apply|create|delete -f, run, patch ippool, \
+             delete pod|node|service|ippool|blockaffinities, rollout restart|status, set env, \
              cordon|uncordon|drain NODE, label|taint node",
             args.join(" ")
         )),

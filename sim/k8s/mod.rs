@@ -13,6 +13,8 @@
 //!   logs, events) until the pod is replaced or restarted;
 //! - `rollout` runs a DaemonSet's rolling update over virtual time;
 //! - `names` generates the names controllers give pods;
+//! - `services` holds Services: ClusterIP allocation (the apiserver's ipallocator), Endpoints
+//!   and kube-proxy's rules on each node;
 //! - `node_ipam` is kube-controller-manager's range allocator (podCIDRs: bitmap and cursor).
 
 mod calico_datastore;
@@ -25,6 +27,8 @@ mod node_ops;
 mod pod_facts;
 mod realize;
 mod rollout;
+mod service_cmd;
+mod services;
 mod taints;
 
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
@@ -38,3 +42,4 @@ pub use realize::{realize, Netns};
 pub use rollout::{
     in_progress as rollout_in_progress, next_due, run_due, status_lines, stuck as rollout_stuck, StatusUpdate,
 };
+pub use services::{AllocError, Endpoint, Service, ServicePort, ServiceType};

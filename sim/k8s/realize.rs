@@ -44,6 +44,7 @@ pub fn realize(net: &mut Network) -> Result<Vec<Diagnostic>, InputError> {
     let Some(mut cluster) = net.cluster.take() else {
         return Ok(Vec::new());
     };
+    super::services::program_kube_proxy(net, &cluster);
     let result = realize_cluster(net, &mut cluster);
     net.cluster = Some(cluster);
     result
@@ -198,6 +199,7 @@ pub(super) fn forget_node(net: &mut Network, dev: DeviceId) {
     d.bird = None;
     d.bgp = None;
     d.masquerade = None;
+    d.kube_proxy = None;
     d.statics
         .retain(|s| !s.origin.is_felix() && !s.dev.as_deref().is_some_and(|d| d.starts_with("cali")));
     unconfigure(net, dev, "tunl0");
@@ -235,6 +237,7 @@ fn new_netns(net: &mut Network, ns: &str, name: &str, image: &str, ipip: bool) -
         acls: BTreeMap::new(),
         ip_forward: false,
         masquerade: None,
+        kube_proxy: None,
         external: None,
         image: (!image.is_empty()).then(|| image.to_string()),
         kubelet: None,

@@ -3,6 +3,7 @@
 //! Nothing here computes routing. Vendor differences live in `profile::VendorProfile`.
 
 pub mod bgp;
+pub mod kube_proxy;
 pub mod normal;
 pub mod policy;
 pub mod profile;
@@ -15,6 +16,7 @@ use serde::Serialize;
 
 use crate::diag::Span;
 pub use bgp::{BgpConfig, BgpFlavor, BgpNeighbor, BirdDaemon};
+pub use kube_proxy::{KubeProxy, ServiceRule, L4};
 pub use profile::VendorProfile;
 
 macro_rules! dense_id {
@@ -92,6 +94,8 @@ pub struct Device {
     pub ip_forward: bool,
     /// Linux: a MASQUERADE rule in the nat table's POSTROUTING (felix's natOutgoing).
     pub masquerade: Option<Masquerade>,
+    /// Linux: kube-proxy's Service rules (a Kubernetes node running kube-proxy).
+    pub kube_proxy: Option<KubeProxy>,
     /// External networks only.
     pub external: Option<ExternalConfig>,
     /// A container of this image (`catalogue/images.yaml`): its tools and servers.

@@ -48,6 +48,17 @@ pub fn explain_probe(net: &Network, st: &State, p: &Probe, dst: Ipv4Addr) -> Exp
             continue;
         }
         let mut line = format!("{}. {}", i + 1, where_(net, hop));
+        if let Some(n) = p.service_nat.as_ref().filter(|n| n.device == hop.device) {
+            line.push_str(&format!(
+                ": kube-proxy DNAT {}:{} → {}:{} (Service {}{})",
+                n.cluster_ip,
+                n.port,
+                n.endpoint,
+                n.target_port,
+                n.service.trim_end_matches(':'),
+                if n.masquerade { ", masqueraded" } else { "" }
+            ));
+        }
         let routed = routed_dst(hop).unwrap_or(dst);
         match &hop.route {
             Some(l) => line.push_str(&format!(": {}", decision(net, hop, l, routed))),
@@ -154,11 +165,16 @@ fn ending(net: &Network, st: &State, hop: &Hop, p: &Probe, dst: Ipv4Addr) -> Str
                     format!("next hop {gw} does not answer ARP")
                 }
                 IcmpError::TtlExceeded => "the TTL expired".to_string(),
+                IcmpError::PortUnreachable => format!(
+                    "{} rejects it (a Service without endpoints)",
+                    net.device(hop.device).name
+                ),
             };
             let icmp = match error {
                 IcmpError::NetUnreachable => "net unreachable",
                 IcmpError::HostUnreachable => "host unreachable",
                 IcmpError::TtlExceeded => "time exceeded",
+                IcmpError::PortUnreachable => "port unreachable",
             };
             format!("{why} → ICMP {icmp} from {from}")
         }

@@ -120,7 +120,11 @@ impl ReachMatrix {
                 causes.note(net, &p, from, to);
             }
         }
-        let findings = causes.findings(net);
+        let mut findings = causes.findings(net);
+        // The apiserver's repair loop warns about each Service left outside the service range.
+        if let Some(cluster) = net.cluster.as_deref() {
+            findings.extend(cluster.out_of_range_services());
+        }
         ReachMatrix {
             endpoints,
             reached,

@@ -873,6 +873,7 @@ pub fn describe_outcome(o: &ProbeOutcome) -> String {
                 IcmpError::NetUnreachable => "Destination Net Unreachable",
                 IcmpError::HostUnreachable => "Destination Host Unreachable",
                 IcmpError::TtlExceeded => "Time to live exceeded",
+                IcmpError::PortUnreachable => "Destination Port Unreachable",
             }
         ),
         ProbeOutcome::Lost { reason } => format!("no reply: {reason}"),

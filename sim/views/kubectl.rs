@@ -98,13 +98,26 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
         ["describe", "node" | "nodes" | "no", name] => describe_node(cluster, now, name),
         ["describe", "pod" | "pods" | "po", rest @ ..] => Ok(describe_pods(cluster, now, ns, rest, selector)),
         ["logs", pod] => logs(cluster, ns, pod, args.iter().any(|a| *a == "-p" || *a == "--previous")),
+        ["get", "services" | "service" | "svc", rest @ ..] => Ok(super::kubectl_services::get_services(
+            cluster,
+            now,
+            (!all_ns).then_some(ns),
+            rest.first().copied(),
+            output == "wide",
+        )),
+        ["get", "endpoints" | "endpoint" | "ep", rest @ ..] => Ok(super::kubectl_services::get_endpoints(
+            cluster,
+            now,
+            (!all_ns).then_some(ns),
+            rest.first().copied(),
+        )),
         ["get", "events" | "event" | "ev"] => Ok(get_events(cluster, now, (!all_ns).then_some(ns))),
         ["get", kind, ..] if is_calico_kind(kind, "ippools") => calico_list(cluster, now, "ippools", output),
         ["get", kind, ..] if is_calico_kind(kind, "blockaffinities") => {
             calico_list(cluster, now, "blockaffinities", output)
         }
         _ => Err(CommandError::new(
-            "fabsim's kubectl reads get nodes|pods|events|ippools|blockaffinities, describe node|pod, logs [-p] and exec, \
+            "fabsim's kubectl reads get nodes|pods|services|endpoints|events|ippools|blockaffinities, describe node|pod, logs [-p] and exec, \
              and changes the cluster with apply|create|run|patch|delete, rollout restart|status and set env",
         )),
     }

@@ -11,6 +11,7 @@ pub(crate) mod clock;
 pub mod eos;
 pub mod frr;
 mod kubectl;
+mod kubectl_services;
 pub mod linux;
 pub mod pipe;
 mod tables;
@@ -169,6 +170,7 @@ pub(crate) mod testnet {
                 acls: Default::default(),
                 ip_forward: kind == DeviceKind::Eos,
                 masquerade: None,
+                kube_proxy: None,
                 external: None,
                 image: None,
                 kubelet: None,
@@ -417,6 +419,7 @@ pub(crate) mod testnet {
             forward: Vec::new(),
             back: Vec::new(),
             forwarding_loop: None,
+            service_nat: None,
         }
     }
     pub fn reply(from: &str, ttl: u8, rtt_us: u64) -> Probe {

@@ -85,6 +85,7 @@ fn datagram(net: &Network, h: &Headers, probe: &ProbeData) -> Option<Ipv4Repr> {
                 IcmpError::NetUnreachable => IcmpRepr::DestUnreachable { code: 0, quoted },
                 IcmpError::HostUnreachable => IcmpRepr::DestUnreachable { code: 1, quoted },
                 IcmpError::TtlExceeded => IcmpRepr::TimeExceeded { quoted },
+                IcmpError::PortUnreachable => IcmpRepr::DestUnreachable { code: 3, quoted },
             })
         }
     };

@@ -38,6 +38,7 @@ pub(super) fn switch(name: &str) -> (Network, DeviceId) {
         acls: BTreeMap::new(),
         ip_forward: true,
         masquerade: None,
+        kube_proxy: None,
         external: None,
         image: None,
         kubelet: None,

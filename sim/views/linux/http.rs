@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use chrono::{DateTime, Utc};
 
 use crate::catalogue::{self, HttpServer};
-use crate::dataplane::{probe, ProbeKind, ProbeOutcome};
+use crate::dataplane::{probe, IcmpError, ProbeKind, ProbeOutcome};
 use crate::engine::{local_iface, State};
 use crate::model::{DeviceId, Network};
 use crate::views::CommandError;
@@ -37,14 +37,24 @@ enum Failure {
     TimedOut,
 }
 
-/// Connect from `dev` to `dst:port`; on success the HTTP server listening there.
+/// Connect from `dev` to `dst:port`; on success the HTTP server listening there. A Service's
+/// ClusterIP is answered by the endpoint kube-proxy DNATed the connection to; its REJECT (no
+/// endpoints) is an ICMP port unreachable, which the TCP stack reports as ECONNREFUSED.
 fn connect(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, port: u16) -> Result<&'static HttpServer, Failure> {
     let p = probe(net, st, dev, dst, 64, ProbeKind::Tcp { dst_port: port }, 0);
     match p.outcome {
         ProbeOutcome::Reply { .. } => {}
+        ProbeOutcome::Error {
+            error: IcmpError::PortUnreachable,
+            ..
+        } => return Err(Failure::Refused),
         ProbeOutcome::LocalNoRoute | ProbeOutcome::Error { .. } => return Err(Failure::Unreachable),
         ProbeOutcome::Lost { .. } => return Err(Failure::TimedOut),
     }
+    let (dst, port) = p
+        .service_nat
+        .as_ref()
+        .map_or((dst, port), |n| (n.endpoint, n.target_port));
     let owner = (0..net.devices.len())
         .map(|d| DeviceId(d as u32))
         .find(|d| local_iface(net, st, *d, dst).is_some())

@@ -79,6 +79,7 @@ fn icmp_text(e: &IcmpError) -> &'static str {
         IcmpError::NetUnreachable => "Destination Net Unreachable",
         IcmpError::HostUnreachable => "Destination Host Unreachable",
         IcmpError::TtlExceeded => "Time to live exceeded",
+        IcmpError::PortUnreachable => "Destination Port Unreachable",
     }
 }
 

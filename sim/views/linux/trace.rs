@@ -90,6 +90,12 @@ fn tracepath_hop(ttl: u8, p: &Probe) -> Option<(String, Option<String>)> {
             }
             IcmpError::NetUnreachable => (from, "!N".into(), Some(String::new())),
             IcmpError::HostUnreachable => (from, "!H".into(), Some(String::new())),
+            // A REJECT (kube-proxy's, a Service without endpoints) answers like the destination.
+            IcmpError::PortUnreachable => (
+                from,
+                "reached".to_string(),
+                Some(format!("hops {ttl} back {} ", hops_back(*back))),
+            ),
         },
         ProbeOutcome::Lost { .. } | ProbeOutcome::LocalNoRoute => return None,
     };
@@ -184,6 +190,7 @@ pub(crate) fn traceroute_text(dst: Ipv4Addr, numeric: bool, mut send: impl FnMut
                     IcmpError::TtlExceeded => (*from, "", false),
                     IcmpError::NetUnreachable => (*from, " !N", true),
                     IcmpError::HostUnreachable => (*from, " !H", true),
+                    IcmpError::PortUnreachable => (*from, "", true),
                 },
             };
             if last_addr != Some(from) {

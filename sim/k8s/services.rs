@@ -1,0 +1,400 @@
+//! Services as the apiserver and kube-proxy (iptables mode) handle them.
+//!
+//! - ClusterIP allocation from `--service-cluster-ip-range` (kubeadm's `serviceSubnet`):
+//!   kubernetes `pkg/registry/core/service/ipallocator` — a bitmap over the range without its
+//!   network and broadcast addresses (offset 0 is the range's first address + 1), split at
+//!   `calculateRangeOffset` = min(max(16, size/16), 256): a requested (static) address may be
+//!   anywhere, a dynamic one is drawn from the upper band first (`randomScanStrategyWithOffset`:
+//!   a random start, then a scan upward with wrap-around; the lower band only when the upper
+//!   one is full). The apiserver's draw is random; fabsim draws from an FNV-1a hash of the
+//!   Service's namespace and name, so a run is deterministic and a Service keeps its address
+//!   across runs (an explicit `spec.clusterIP` pins one where it matters).
+//! - The bitmap is the one the apiserver's repair loop rebuilds: the ClusterIPs of the Services
+//!   that exist and lie in the current range (so it is derived, never stored).
+//! - Endpoints: the Running and Ready pods the selector selects (`kubernetes` has the
+//!   apiserver's advertise address instead), addresses sorted as the Endpoints controller
+//!   sorts them.
+//! - kube-proxy's rules on each node (`model::KubeProxy`), programmed by `program_kube_proxy`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+use super::cluster::{Cluster, Owner, Pod, PodPhase};
+use crate::model::{KubeProxy, Network, ServiceRule, L4};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServiceType {
+    ClusterIP,
+    /// Accepted, with a ClusterIP; fabsim does not allocate or forward the node port.
+    NodePort,
+    /// Accepted, with a ClusterIP; no load balancer exists in fabsim.
+    LoadBalancer,
+    /// A DNS CNAME only: no ClusterIP, no rules.
+    ExternalName(String),
+}
+
+impl ServiceType {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ServiceType::ClusterIP => "ClusterIP",
+            ServiceType::NodePort => "NodePort",
+            ServiceType::LoadBalancer => "LoadBalancer",
+            ServiceType::ExternalName(_) => "ExternalName",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServicePort {
+    pub name: Option<String>,
+    pub port: u16,
+    pub target_port: u16,
+    pub protocol: L4,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Service {
+    pub namespace: String,
+    pub name: String,
+    pub kind: ServiceType,
+    /// `spec.clusterIP`; None for a headless (`clusterIP: None`) or ExternalName Service.
+    pub cluster_ip: Option<Ipv4Addr>,
+    pub ports: Vec<ServicePort>,
+    /// `spec.selector` (empty: the Service's endpoints are not the controller's business).
+    pub selector: BTreeMap<String, String>,
+    /// Endpoint addresses maintained by someone else: the apiserver for `kubernetes`.
+    pub fixed_endpoints: Vec<Ipv4Addr>,
+    pub created_ms: u64,
+}
+
+/// One ready endpoint address and where it runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub ip: Ipv4Addr,
+    /// The pod (`None` for an address the apiserver maintains).
+    pub pod: Option<String>,
+    pub node: Option<String>,
+}
+
+/// Why the apiserver refuses a requested ClusterIP (`ipallocator.ErrNotInRange`,
+/// `ErrAllocated`) or cannot give one (`ErrFull`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AllocError {
+    NotInRange,
+    Allocated,
+    Full,
+}
+
+/// The range's bitmap geometry: (max, offset) as `ipallocator.New` and `calculateRangeOffset`
+/// compute them for an IPv4 CIDR.
+fn geometry(cidr: Ipv4Net) -> (u64, u64) {
+    let size = 1u64 << (32 - u32::from(cidr.prefix_len()));
+    let max = size.saturating_sub(2);
+    let offset = if size <= 16 { 0 } else { (size / 16).clamp(16, 256) };
+    (max, offset)
+}
+
+/// The bitmap offset of `ip` in `cidr` (offset 0 = network address + 1), if usable.
+fn offset_of(cidr: Ipv4Net, ip: Ipv4Addr) -> Option<u64> {
+    let (max, _) = geometry(cidr);
+    let base = u64::from(u32::from(cidr.network())) + 1;
+    let at = u64::from(u32::from(ip)).checked_sub(base)?;
+    (cidr.contains(&ip) && at < max).then_some(at)
+}
+
+fn addr_at(cidr: Ipv4Net, offset: u64) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(cidr.network()).wrapping_add(1).wrapping_add(offset as u32))
+}
+
+/// `GetIndexedIP(cidr, n)`: the n-th address of the range (1: `kubernetes`, 10: kubeadm's DNS).
+pub fn indexed_ip(cidr: Ipv4Net, n: u32) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(cidr.network()).wrapping_add(n))
+}
+
+/// 64-bit FNV-1a: fabsim's stand-in for the apiserver's random draw.
+fn draw(seed: &str) -> u64 {
+    seed.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl Cluster {
+    pub fn service(&self, namespace: &str, name: &str) -> Option<&Service> {
+        self.services
+            .iter()
+            .find(|s| s.namespace == namespace && s.name == name)
+    }
+
+    /// The allocator's bitmap: the offsets taken by existing Services in the current range.
+    fn allocated(&self) -> BTreeSet<u64> {
+        self.services
+            .iter()
+            .filter_map(|s| s.cluster_ip.and_then(|ip| offset_of(self.service_cidr, ip)))
+            .collect()
+    }
+
+    /// `Range.Allocate(ip)`: a requested ClusterIP.
+    pub fn check_cluster_ip(&self, ip: Ipv4Addr) -> Result<(), AllocError> {
+        let at = offset_of(self.service_cidr, ip).ok_or(AllocError::NotInRange)?;
+        if self.allocated().contains(&at) {
+            return Err(AllocError::Allocated);
+        }
+        Ok(())
+    }
+
+    /// `Range.AllocateNext()` for Service `namespace/name`: the upper band from a drawn start,
+    /// scanning upward with wrap-around, then the lower band the same way.
+    pub fn next_cluster_ip(&self, namespace: &str, name: &str) -> Result<Ipv4Addr, AllocError> {
+        let cidr = self.service_cidr;
+        let (max, offset) = geometry(cidr);
+        let used = self.allocated();
+        let r = draw(&format!("{namespace}/{name}"));
+        let scan = |lo: u64, len: u64| -> Option<u64> {
+            if len == 0 {
+                return None;
+            }
+            let start = r % len;
+            (0..len).map(|i| lo + (start + i) % len).find(|at| !used.contains(at))
+        };
+        scan(offset, max.saturating_sub(offset))
+            .or_else(|| scan(0, offset.min(max)))
+            .map(|at| addr_at(cidr, at))
+            .ok_or(AllocError::Full)
+    }
+
+    /// The Service's ready endpoints, sorted by address.
+    pub fn endpoints(&self, svc: &Service) -> Vec<Endpoint> {
+        let mut eps: Vec<Endpoint> = svc
+            .fixed_endpoints
+            .iter()
+            .map(|ip| Endpoint {
+                ip: *ip,
+                pod: None,
+                node: None,
+            })
+            .collect();
+        if !svc.selector.is_empty() {
+            eps.extend(
+                self.pods
+                    .iter()
+                    .filter(|p| p.namespace == svc.namespace && selects(&svc.selector, p))
+                    .filter_map(|p| {
+                        Some(Endpoint {
+                            ip: self.ready_address(p)?,
+                            pod: Some(p.name.clone()),
+                            node: p.node.clone(),
+                        })
+                    }),
+            );
+        }
+        eps.sort_by_key(|e| e.ip);
+        eps
+    }
+
+    /// A pod's address while it is Running and Ready (a host-network pod's is its node's).
+    fn ready_address(&self, p: &Pod) -> Option<Ipv4Addr> {
+        if p.phase != PodPhase::Running {
+            return None;
+        }
+        let ready = p.facts.as_ref().and_then(|f| f.ready.as_deref()).is_none_or(|r| {
+            r.split_once('/')
+                .is_some_and(|(a, b)| a == b && a.parse::<u32>().is_ok_and(|n| n > 0))
+        });
+        if !ready {
+            return None;
+        }
+        if p.host_network {
+            return p.node.as_deref().and_then(|n| self.node(n)).map(|n| n.internal_ip);
+        }
+        p.ip
+    }
+
+    /// The Services kubeadm's `init` leaves behind: `default/kubernetes` (the range's first
+    /// address, 443 → the apiserver's advertise address :6443, created by the apiserver) and
+    /// CoreDNS's `kube-system/kube-dns` on the range's 10th address (kubeadm `GetDNSIP`).
+    pub fn create_default_services(&mut self, advertise: Ipv4Addr, now: u64) {
+        let port = |name: &str, port: u16, target_port: u16, protocol: L4| ServicePort {
+            name: Some(name.to_string()),
+            port,
+            target_port,
+            protocol,
+        };
+        self.services.push(Service {
+            namespace: "default".into(),
+            name: "kubernetes".into(),
+            kind: ServiceType::ClusterIP,
+            cluster_ip: Some(indexed_ip(self.service_cidr, 1)),
+            ports: vec![port("https", 443, 6443, L4::Tcp)],
+            selector: BTreeMap::new(),
+            fixed_endpoints: vec![advertise],
+            created_ms: now,
+        });
+        self.services.push(Service {
+            namespace: "kube-system".into(),
+            name: "kube-dns".into(),
+            kind: ServiceType::ClusterIP,
+            cluster_ip: Some(self.cluster_dns),
+            ports: vec![
+                port("dns", 53, 53, L4::Udp),
+                port("dns-tcp", 53, 53, L4::Tcp),
+                port("metrics", 9153, 9153, L4::Tcp),
+            ],
+            selector: BTreeMap::from([("k8s-app".to_string(), "kube-dns".to_string())]),
+            fixed_endpoints: Vec::new(),
+            created_ms: now,
+        });
+    }
+
+    /// Services whose ClusterIP lies outside the current service range: the apiserver's repair
+    /// loop's `ClusterIPOutOfRange` warnings (k8s-cidr-migrations.md §2.5), one per Service.
+    pub fn out_of_range_services(&self) -> Vec<String> {
+        self.services
+            .iter()
+            .filter_map(|s| {
+                let ip = s.cluster_ip?;
+                (!self.service_cidr.contains(&ip)).then(|| {
+                    format!(
+                        "Service {}/{}: Warning ClusterIPOutOfRange: Cluster IP {ip} is not within the service CIDR {}; please recreate service",
+                        s.namespace, s.name, self.service_cidr
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+/// Whether a selector (`spec.selector`, all terms) selects the pod.
+fn selects(selector: &BTreeMap<String, String>, pod: &Pod) -> bool {
+    let labels = pod.labels();
+    selector
+        .iter()
+        .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+}
+
+/// kube-proxy's rules on every node whose kube-proxy pod runs: one per Service port with a
+/// ClusterIP, DNAT to the ready endpoints' target port. Other hosts have none.
+pub(super) fn program_kube_proxy(net: &mut Network, cluster: &Cluster) {
+    let mut services = Vec::new();
+    for svc in &cluster.services {
+        let Some(ip) = svc.cluster_ip else { continue };
+        let eps = cluster.endpoints(svc);
+        for p in &svc.ports {
+            services.push(ServiceRule {
+                name: format!("{}/{}:{}", svc.namespace, svc.name, p.name.as_deref().unwrap_or("")),
+                cluster_ip: ip,
+                port: p.port,
+                protocol: p.protocol,
+                endpoints: eps.iter().map(|e| (e.ip, p.target_port)).collect(),
+            });
+        }
+    }
+    let rules = KubeProxy {
+        cluster_cidr: cluster.pod_cidr,
+        services,
+    };
+    for node in &cluster.nodes {
+        let runs = cluster.pods.iter().any(|p| {
+            p.owner == Owner::DaemonSet("kube-proxy".into())
+                && p.node.as_deref() == Some(node.name.as_str())
+                && p.phase == PodPhase::Running
+        });
+        net.devices[node.device.idx()].kube_proxy = runs.then(|| rules.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(cidr: &str) -> Cluster {
+        Cluster::new("v1.28.15", None, cidr.parse().unwrap(), "10.0.0.1:6443".into(), 0)
+    }
+
+    #[test]
+    fn geometry_follows_calculate_range_offset() {
+        // /12: 2^20 addresses, offset capped at 256; /24: 256/16 = 16; /28: no lower band.
+        assert_eq!(geometry("10.96.0.0/12".parse().unwrap()), ((1 << 20) - 2, 256));
+        assert_eq!(geometry("10.96.0.0/24".parse().unwrap()), (254, 16));
+        assert_eq!(geometry("10.96.0.0/28".parse().unwrap()), (14, 0));
+    }
+
+    #[test]
+    fn dynamic_addresses_come_from_the_upper_band_then_the_lower() {
+        let mut c = cluster("10.96.0.0/28");
+        let mut got = Vec::new();
+        for i in 0..14 {
+            let ip = c.next_cluster_ip("default", &format!("s{i}")).unwrap();
+            c.services.push(Service {
+                namespace: "default".into(),
+                name: format!("s{i}"),
+                kind: ServiceType::ClusterIP,
+                cluster_ip: Some(ip),
+                ports: Vec::new(),
+                selector: BTreeMap::new(),
+                fixed_endpoints: Vec::new(),
+                created_ms: 0,
+            });
+            got.push(ip);
+        }
+        // All 14 usable addresses (.1–.14), never the network or broadcast address, then full.
+        let mut sorted = got.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 14);
+        assert_eq!(sorted[0], Ipv4Addr::new(10, 96, 0, 1));
+        assert_eq!(sorted[13], Ipv4Addr::new(10, 96, 0, 14));
+        assert_eq!(c.next_cluster_ip("default", "more"), Err(AllocError::Full));
+        let c = cluster("10.96.0.0/24");
+        let ip = c.next_cluster_ip("default", "web").unwrap();
+        assert!(
+            u32::from(ip) >= u32::from(Ipv4Addr::new(10, 96, 0, 17)),
+            "{ip} in the upper band"
+        );
+    }
+
+    #[test]
+    fn services_outside_a_changed_range_are_reported() {
+        let mut c = cluster("10.96.0.0/12");
+        c.create_default_services(Ipv4Addr::new(10, 0, 0, 1), 0);
+        assert!(c.out_of_range_services().is_empty());
+        // --service-cluster-ip-range moved to 10.100.0.0/16 (inside the old /12): the two
+        // kubeadm Services are left outside it (k8s-cidr-migrations.md §2.1's warning).
+        c.service_cidr = "10.100.0.0/16".parse().unwrap();
+        assert_eq!(
+            c.out_of_range_services(),
+            [
+                "Service default/kubernetes: Warning ClusterIPOutOfRange: Cluster IP 10.96.0.1 is not within the service CIDR 10.100.0.0/16; please recreate service",
+                "Service kube-system/kube-dns: Warning ClusterIPOutOfRange: Cluster IP 10.96.0.10 is not within the service CIDR 10.100.0.0/16; please recreate service",
+            ]
+        );
+        // The bitmap follows the range: 10.96.0.10 is free to request in no range now.
+        assert_eq!(
+            c.check_cluster_ip("10.96.0.10".parse().unwrap()),
+            Err(AllocError::NotInRange)
+        );
+        assert!(c
+            .next_cluster_ip("default", "web")
+            .is_ok_and(|ip| c.service_cidr.contains(&ip)));
+    }
+
+    #[test]
+    fn requested_addresses_are_checked_against_range_and_bitmap() {
+        let mut c = cluster("10.96.0.0/12");
+        c.create_default_services(Ipv4Addr::new(10, 0, 0, 1), 0);
+        assert_eq!(
+            c.check_cluster_ip("10.96.0.10".parse().unwrap()),
+            Err(AllocError::Allocated)
+        );
+        assert_eq!(
+            c.check_cluster_ip("10.96.0.0".parse().unwrap()),
+            Err(AllocError::NotInRange)
+        );
+        assert_eq!(
+            c.check_cluster_ip("10.111.255.255".parse().unwrap()),
+            Err(AllocError::NotInRange)
+        );
+        assert_eq!(c.check_cluster_ip("10.100.0.1".parse().unwrap()), Ok(()));
+    }
+}
