@@ -244,6 +244,12 @@ fn real_bird_peers_with_the_simulated_leaf() {
             && l.trim_end().ends_with("65000 i")),
         "{show}"
     );
+    // k-master's simulated speaker stood down on that session only.
+    assert!(
+        text.contains("session k-master -> 10.0.11.0: Active (Cease: administrative shutdown)"),
+        "{text}"
+    );
+    assert!(!text.contains("session Leaf-1 -> 10.1.11.1: Active"), "{text}");
     // Reachability came back with the pod block (k-master's pod reachable again).
     assert!(
         text.contains("reach client -> default/test-web-master: restored"),

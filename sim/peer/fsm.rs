@@ -146,13 +146,10 @@ impl Fsm {
                 self.state = State::OpenConfirm;
                 vec![Action::Send(BgpMessage::Keepalive)]
             }
-            (State::OpenConfirm, BgpMessage::Keepalive) => match self.open {
-                Some(open) => {
-                    self.state = State::Established;
-                    vec![Action::Up(open)]
-                }
-                None => self.close(Some(fsm_error(State::OpenConfirm)), "no OPEN".into()),
-            },
+            (State::OpenConfirm, BgpMessage::Keepalive) => {
+                self.state = State::Established;
+                self.open.map(Action::Up).into_iter().collect()
+            }
             (State::Established, BgpMessage::Keepalive) => Vec::new(),
             (
                 State::Established,

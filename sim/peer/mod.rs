@@ -27,6 +27,8 @@ use watch::Watch;
 
 /// How often virtual time catches up with the wall clock (and timers are checked).
 const TICK: Duration = Duration::from_millis(100);
+/// The hold timer while waiting for the peer's OPEN (RFC 4271 §8.2.2's "large value").
+const OPEN_HOLD_S: u32 = 240;
 
 /// The neighbour of `dev` the real speaker replaces: the one with remote AS `asn`, or
 /// `neighbor` when given. Errors list the candidates.
@@ -138,6 +140,8 @@ async fn live(
     let v0 = engine.now_ms();
     let end = duration.map(|d| start + d);
     let mut ticks = tokio::time::interval(TICK);
+    // A slow recompute delays the next tick rather than bursting the missed ones.
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
     let mut conn: Option<Conn> = None;
@@ -240,10 +244,10 @@ fn received(conn: &mut Option<Conn>, bytes: &[u8]) -> Vec<Action> {
 /// The hold timer and our keepalives (RFC 4271 §4.4, §10).
 fn timers(c: &mut Conn) -> Vec<Action> {
     let now = Instant::now();
-    if let Some(hold) = c.fsm.hold_s().filter(|h| *h > 0) {
-        if now.duration_since(c.last_heard) >= Duration::from_secs(u64::from(hold)) {
-            return c.fsm.hold_expired();
-        }
+    // Before the OPENs crossed, the large hold timer of RFC 4271 §8.2.2 (4 minutes suggested).
+    let hold = c.fsm.hold_s().unwrap_or(OPEN_HOLD_S);
+    if hold > 0 && now.duration_since(c.last_heard) >= Duration::from_secs(u64::from(hold)) {
+        return c.fsm.hold_expired();
     }
     match c.fsm.keepalive_s() {
         Some(ka)
