@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 mkdir -p corpus/topology corpus/eos corpus/bird corpus/scenario corpus/runbook corpus/frr \
-  corpus/containerlab corpus/pod_facts corpus/plan
+  corpus/containerlab corpus/pod_facts corpus/plan corpus/bgp_message
 cp ../topologies/*.yaml ../tests/bad/*.yaml corpus/topology/
 # The bundled scenarios cover every step kind (run: with stdin:, lease:, reboot:, inject:,
 # top-level pinned:); the test scenarios add the kubeadm runbook and the refused ones.
@@ -87,3 +87,8 @@ open(f"corpus/plan/{n}.yaml", "w").write(
     " in_use: 700, dedicated_pct: 50, zones: 3}\n"
     "  - {name: b, cluster_cidr: 10.244.0.0/16, node_mask: 24, subnet: /22, buffer_pct: 10}\n")
 PY
+# bgp_message: a KEEPALIVE, an OPEN with 4-octet AS and ADD-PATH, an UPDATE with ADD-PATH ids
+# (as fabsim encodes them; the byte values are RFC 4271/6793/7911's layouts).
+printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\000\023\004' > corpus/bgp_message/keepalive
+printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\000\053\001\004\375\350\000\360\177\000\000\002\016\002\014\101\004\000\000\375\350\105\004\000\001\001\003' > corpus/bgp_message/open
+printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\000\063\002\000\000\000\024\100\001\001\000\100\002\006\002\001\000\000\375\350\100\003\004\012\000\013\001\000\000\000\001\030\012\102\157' > corpus/bgp_message/update

@@ -15,6 +15,7 @@ pub mod gen;
 pub mod input;
 pub mod k8s;
 pub mod model;
+pub mod peer;
 pub mod plan;
 pub mod scenario;
 pub mod views;

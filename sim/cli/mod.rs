@@ -196,6 +196,31 @@ enum Command {
         from: String,
         to: String,
     },
+    /// Expose one simulated device's BGP session to a real BGP speaker over TCP: the real speaker
+    /// takes the place of DEVICE's neighbour with remote AS ASN; the simulation runs live
+    /// (virtual time paced to the wall clock) and prints what changes. Ends after --duration,
+    /// or at Ctrl-C / SIGTERM, with DEVICE's `show ip bgp` (or BIRD's `show route`).
+    Peer {
+        /// A topology or scenario file.
+        file: PathBuf,
+        /// Start from the state after this scenario step (default: the end of the scenario).
+        #[arg(long)]
+        step: Option<String>,
+        #[arg(long)]
+        device: String,
+        /// The address to accept the real speaker's connection on (e.g. 127.0.0.1:1179).
+        #[arg(long, value_name = "ADDR:PORT")]
+        listen: std::net::SocketAddr,
+        /// The real speaker's AS: chooses which of DEVICE's neighbours it replaces.
+        #[arg(long, value_name = "ASN")]
+        as_peer: u32,
+        /// The neighbour address, when several neighbours have that AS.
+        #[arg(long, value_name = "IP")]
+        neighbor: Option<std::net::Ipv4Addr>,
+        /// Stop after this many seconds of wall-clock time.
+        #[arg(long, value_name = "SECS")]
+        duration: Option<u64>,
+    },
     /// Draw the topology (devices, cables, BGP sessions) in its state after a step, as the
     /// HTML report draws it.
     Topo {
@@ -641,6 +666,31 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
                 write_pcaps(&points, |iface| trace.frames(net, iface))?;
             }
             run_on(&run, &from, &format!("traceroute -n {to}"), out)
+        }
+        Command::Peer {
+            file,
+            step,
+            device: dev_name,
+            listen,
+            as_peer,
+            neighbor,
+            duration,
+        } => {
+            let (_, mut run) = state_at(&file, step.as_deref())?;
+            let net = run.engine.network();
+            let dev = device(net, &dev_name)?;
+            let addr = crate::peer::choose_neighbor(net, dev, as_peer, neighbor).map_err(Failure::Usage)?;
+            let show = match net.device(dev).kind {
+                DeviceKind::Linux => "birdc show route all",
+                _ => "show ip bgp",
+            };
+            let last_view = |e: &crate::engine::Engine| {
+                let text = views::run_command(e.network(), e.state(), dev, show).unwrap_or_else(|err| err.message);
+                format!("{dev_name}# {show}\n{text}")
+            };
+            let duration = duration.map(std::time::Duration::from_secs);
+            crate::peer::run(&mut run.engine, dev, addr, listen, duration, &last_view).map_err(Failure::Usage)?;
+            Ok(0)
         }
         Command::Reach { file, step, format } => {
             let (_, run) = state_at(&file, step.as_deref())?;

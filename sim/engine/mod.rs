@@ -8,6 +8,7 @@
 
 mod bgp;
 pub mod bgp_state;
+mod live;
 pub use bgp::{filter, MessageDelays, DEFAULT_MESSAGE_DELAY_MS, DEFAULT_SEED};
 mod ospf;
 mod rib;
@@ -20,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use crate::model::L2Id;
 use crate::model::{DeviceId, IfId, Network};
 pub use bgp_state::*;
+pub use live::{LiveOpen, LiveSession};
 pub use state::*;
 
 /// How long nothing may change before the network counts as quiet: one OSPF dead interval

@@ -4,11 +4,13 @@
 //! messages) and turned into bytes only by [`emit`]. Must not decide anything about routing.
 //!
 //! Module map: `emit` (bytes, with `pnet_packet`), `frames` (the walk's hops on one interface
-//! as frames; MAC addresses), `bgp` (BGP messages, RFC 4271/6793/7911), `tcp` (a BGP session's
+//! as frames; MAC addresses), `bgp` (BGP messages, RFC 4271/6793/7911), `bgp_read` (the
+//! same messages from a real speaker's bytes, errors as NOTIFICATION codes), `tcp` (a BGP session's
 //! TCP connection: handshake, sequence and acknowledgement numbers, segments), `pcap` (the
 //! file, with `pcap-file`).
 
 pub mod bgp;
+pub mod bgp_read;
 mod emit;
 pub mod frames;
 pub mod pcap;

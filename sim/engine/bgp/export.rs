@@ -13,7 +13,7 @@ use ipnet::Ipv4Net;
 
 use super::filter::{run_filter, FilterRoute, Verdict};
 use super::route_map;
-use super::session::{log_wire, Session, SessionId};
+use super::session::{log_wire, Live, Session, SessionId};
 use super::table::{Entry, Origin, Speaker};
 use super::{Bgp, Event, Out};
 use crate::engine::bgp_state::{BgpMessage, BgpState, BgpWire, PathAttrs};
@@ -131,7 +131,12 @@ pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &m
 
 fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: SessionId, out: &mut Out) {
     let s = &bgp.sessions[sid.idx()];
-    let Some(peer) = s.peer else { return };
+    // A real speaker's session has no simulated peer: its UPDATEs leave through `live_out`.
+    let peer = match (s.live, s.peer) {
+        (Live::Real, _) => None,
+        (_, Some(p)) => Some(p),
+        (_, None) => return,
+    };
     let Some(sp) = bgp.speakers.get(&s.device) else { return };
     let mut prefixes: Vec<Ipv4Net> = sp.table.keys().copied().collect();
     prefixes.extend(s.adj_out.keys().copied());
@@ -149,10 +154,20 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
     if updates.is_empty() {
         return;
     }
-    if bgp.wire.is_some() {
+    if bgp.wire.is_some() || peer.is_none() {
         let msg = update_message(&bgp.sessions[sid.idx()], &updates);
+        if peer.is_none() {
+            bgp.live_out.push(msg.clone());
+        }
         log_wire(bgp, now, sid, BgpWire::Send(msg));
     }
+    let Some(peer) = peer else {
+        let s = &mut bgp.sessions[sid.idx()];
+        for (prefix, want) in updates {
+            set_adj_out(s, prefix, want);
+        }
+        return;
+    };
     // What a session sends at one instant leaves together (one burst of UPDATE messages) and
     // arrives after the sender's message delay, never before what it sent earlier.
     let flavor = bgp.sessions[sid.idx()].flavor;
@@ -162,11 +177,7 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
     let at = (now + delay).max(s.last_arrival);
     s.last_arrival = at;
     for (prefix, want) in updates {
-        if want.is_empty() {
-            s.adj_out.remove(&prefix);
-        } else {
-            s.adj_out.insert(prefix, want.clone());
-        }
+        set_adj_out(s, prefix, want.clone());
         out.push((
             at,
             Event::Update {
@@ -176,6 +187,14 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
                 paths: want,
             },
         ));
+    }
+}
+
+fn set_adj_out(s: &mut Session, prefix: Ipv4Net, want: Paths) {
+    if want.is_empty() {
+        s.adj_out.remove(&prefix);
+    } else {
+        s.adj_out.insert(prefix, want);
     }
 }
 

@@ -5,7 +5,8 @@
 //!
 //! Module map: `session` (connect, OPEN checks, hold timer), `table` (local routes, next-hop
 //! resolution, selection, what goes to the FIB), `hostentry` (BIRD's recursive next-hop
-//! lookup in its own table), `export` (Adj-RIB-Out per session and the
+//! lookup in its own table), `live` (a real speaker in place of one session's peer,
+//! `fabsim peer`), `export` (Adj-RIB-Out per session and the
 //! UPDATEs that change it, and the policy step), `route_map` (FRR route-maps and
 //! prefix-lists), `jitter` (the seeded timer randomisation and message delays).
 
@@ -14,6 +15,7 @@ mod export;
 pub mod filter;
 mod hostentry;
 mod jitter;
+pub(crate) mod live;
 mod route_map;
 mod session;
 mod table;
@@ -77,6 +79,8 @@ pub(crate) struct Bgp {
     pub(crate) forwarding_epoch: u64,
     /// Every message sent, for captures (`Engine::record_bgp_wire`); None: not kept.
     pub(crate) wire: Option<WireLog>,
+    /// UPDATEs for the real speaker of a `fabsim peer` session, until it takes them.
+    pub(crate) live_out: Vec<super::bgp_state::BgpMessage>,
 }
 
 /// The BGP messages a run sent, in order, with a number per TCP connection.
@@ -136,6 +140,7 @@ impl Default for Bgp {
             forwarding_epoch: 0,
             jitter: Jitter::new(DEFAULT_SEED),
             wire: None,
+            live_out: Vec::new(),
         }
     }
 }

@@ -105,6 +105,20 @@ pub(crate) struct Session {
     /// The current TCP connection (wire log), and whether this side opened it.
     pub conn: u64,
     pub active: bool,
+    /// Who speaks on this session: the simulation, or a real speaker (`fabsim peer`).
+    pub live: Live,
+}
+
+/// Whether a real BGP speaker (`fabsim peer`) has taken over one end of a session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Live {
+    #[default]
+    Simulated,
+    /// This end talks to a real speaker over TCP: its peer's messages come from outside, its
+    /// UPDATEs go out (`Bgp::live_out`), and the real session's timers replace the simulated ones.
+    Real,
+    /// The simulated speaker the real one replaces: it stays silent on this session.
+    StoodDown,
 }
 
 impl Session {
@@ -331,6 +345,7 @@ fn new_session(
         transport_seen: None,
         conn: 0,
         active: false,
+        live: Live::Simulated,
     });
     start(bgp, now, sid, out);
     sid
@@ -398,7 +413,8 @@ pub(super) fn connect(
     let Some(s) = bgp.sessions.get(sid.idx()) else {
         return false;
     };
-    if s.gen != gen || s.retired || s.state == BgpState::Established {
+    // A session with a real speaker on either end is never connected inside the simulation.
+    if s.gen != gen || s.retired || s.state == BgpState::Established || s.live != Live::Simulated {
         return false;
     }
     match try_open(bgp, net, st, sid) {
@@ -430,7 +446,7 @@ pub(super) fn connect(
 
 /// The address this session connects from: `source address` / `update-source`, else the
 /// address of the interface the route to the neighbour leaves by.
-fn source_address(net: &Network, st: &State, s: &Session) -> Option<Ipv4Addr> {
+pub(super) fn source_address(net: &Network, st: &State, s: &Session) -> Option<Ipv4Addr> {
     if let Some(a) = s.cfg.source_address {
         return Some(a);
     }
@@ -515,7 +531,10 @@ fn try_open(bgp: &Bgp, net: &Network, st: &State, sid: SessionId) -> Result<(Ses
         .sessions
         .iter()
         .copied()
-        .find(|p| bgp.sessions[p.idx()].neighbor == src && !bgp.sessions[p.idx()].retired)
+        .find(|p| {
+            let ps = &bgp.sessions[p.idx()];
+            ps.neighbor == src && !ps.retired && ps.live == Live::Simulated
+        })
         .ok_or_else(|| refuse("Socket: Connection refused (the neighbour has no session for this address)".into()))?;
     let ps = &bgp.sessions[peer.idx()];
     if ps.cfg.shutdown {
@@ -752,7 +771,7 @@ pub(super) fn drop_session(bgp: &mut Bgp, now: u64, sid: SessionId, notice: Noti
 
 /// One end of a session goes down (the other end is not told): its paths are withdrawn and,
 /// if it is active, it tries again after its connect-retry time.
-fn close(bgp: &mut Bgp, now: u64, x: SessionId, why: String, out: &mut Out) {
+pub(super) fn close(bgp: &mut Bgp, now: u64, x: SessionId, why: String, out: &mut Out) {
     let s = &mut bgp.sessions[x.idx()];
     s.state = BgpState::Active;
     s.since = now;
