@@ -59,7 +59,7 @@ topology:
       ports: [\"8080:80\"]
       exec:
         - ip addr add 10.0.0.0/31 dev eth1
-        - apk add tcpdump
+        - tc qdisc add dev eth1 root netem delay 10ms
     sw:
       kind: nokia_srlinux
     r2:
@@ -76,8 +76,8 @@ topology:
     let want = [
         format!("{f}:2:1: warning: containerlab `mgmt` is not modelled by fabsim; ignored"),
         format!("{f}:9:7: warning: containerlab `ports` is not modelled by fabsim; ignored"),
-        format!("{f}:12:11: warning: exec `apk add tcpdump` is not modelled by fabsim (ip addr add, ip route, ip link set and sysctl are); ignored"),
-        format!("{f}:14:13: warning: node kind `nokia_srlinux` is not modelled by fabsim (ceos, arista_ceos and linux are); node sw and its links are left out"),
+        format!("{f}:12:11: warning: exec `tc qdisc add dev eth1 root netem delay 10ms` is not modelled by fabsim (ip addr add, ip route, ip link set and sysctl are); ignored"),
+        format!("{f}:14:13: warning: node kind `nokia_srlinux` is not modelled by fabsim (ceos, arista_ceos, linux and bridge are); node sw and its links are left out"),
     ];
     assert_eq!(got, want);
     fs::remove_dir_all(&dir).ok();
