@@ -279,7 +279,7 @@ struct Lab<'t, 'b, 'a> {
     b: &'b mut Builder<'a>,
     /// The containerlab kind of each modelled node.
     kinds: BTreeMap<DeviceId, NodeKind>,
-    /// Nodes of kinds fabsim does not model (their links are left out with them).
+    /// Nodes of kinds fabsim does not model, or in error (their links are left out with them).
     left_out: BTreeSet<String>,
     /// `bridge` nodes in file order, with the interfaces linked to each.
     bridges: Vec<Bridge>,
@@ -419,6 +419,8 @@ impl Lab<'_, '_, '_> {
                     self.b.source_file()
                 );
                 self.error(span, msg);
+                // Its links are not reported again.
+                self.left_out.insert(name.value.clone());
                 return None;
             }
             Some(id) => id,
