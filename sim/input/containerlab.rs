@@ -318,6 +318,8 @@ impl Lab<'_, '_, '_> {
                 .map_or(&default, |(_, d)| d);
             if let Some(id) = self.add_node(name, kind_name) {
                 nodes.push((id, [defaults, kind_def, node]));
+            } else if self.bridges.last().is_some_and(|b| b.name == name.value) {
+                self.bridge_keys(node);
             }
         }
         for (id, levels) in &nodes {
@@ -328,7 +330,10 @@ impl Lab<'_, '_, '_> {
         for link in &topo.links {
             self.add_link(link);
         }
-        for br in std::mem::take(&mut self.bridges) {
+        for br in std::mem::take(&mut self.bridges)
+            .into_iter()
+            .filter(|b| !b.ends.is_empty())
+        {
             self.b.join_l2(br.name, br.span, br.ends);
         }
         for (id, levels) in &nodes {
@@ -428,6 +433,23 @@ impl Lab<'_, '_, '_> {
         };
         self.kinds.insert(id, nk);
         Some(id)
+    }
+
+    /// A bridge is the host's, not a container: what would configure a container is warned.
+    fn bridge_keys(&mut self, node: &RawNode) {
+        let spans: Vec<Span> = [&node.startup_config]
+            .into_iter()
+            .flatten()
+            .chain(node.binds.iter().flatten())
+            .chain(node.exec.iter().flatten())
+            .map(|v| self.span(v))
+            .collect();
+        for at in spans {
+            self.warn(
+                at,
+                "a bridge node is a Linux bridge on the lab's host, not a container; ignored",
+            );
+        }
     }
 
     /// A link between two nodes, or a node's port on a bridge (kept for the bridge's segment).
