@@ -525,7 +525,7 @@ fn unmodelled_lines_are_warnings_not_errors() {
             "clab-unmodelled-kind",
             vec![("lab.clab.yml", clab("    a: {kind: juniper_vmx}\n", ""))],
             &["routes", "lab.clab.yml"],
-            "lab.clab.yml:4:15: warning: node kind `juniper_vmx` is not modelled by fabsim (ceos, arista_ceos and linux are); node a and its links are left out",
+            "lab.clab.yml:4:15: warning: node kind `juniper_vmx` is not modelled by fabsim (ceos, arista_ceos, linux and bridge are); node a and its links are left out",
         ),
     ] {
         let (code, stderr) = run(&Case {

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use fabsim::engine::converge;
 use fabsim::input::topology::load_topology;
+use fabsim::model::{DeviceKind, RouteOrigin};
 use fabsim::scenario::ReachMatrix;
 
 const RFC7938: &str = "topologies/rfc7938/rfc7938.clab.yml";
@@ -59,7 +60,7 @@ topology:
       ports: [\"8080:80\"]
       exec:
         - ip addr add 10.0.0.0/31 dev eth1
-        - apk add tcpdump
+        - tc qdisc add dev eth1 root netem delay 10ms
     sw:
       kind: nokia_srlinux
     r2:
@@ -76,9 +77,98 @@ topology:
     let want = [
         format!("{f}:2:1: warning: containerlab `mgmt` is not modelled by fabsim; ignored"),
         format!("{f}:9:7: warning: containerlab `ports` is not modelled by fabsim; ignored"),
-        format!("{f}:12:11: warning: exec `apk add tcpdump` is not modelled by fabsim (ip addr add, ip route, ip link set and sysctl are); ignored"),
-        format!("{f}:14:13: warning: node kind `nokia_srlinux` is not modelled by fabsim (ceos, arista_ceos and linux are); node sw and its links are left out"),
+        format!("{f}:12:11: warning: exec `tc qdisc add dev eth1 root netem delay 10ms` is not modelled by fabsim (ip addr add, ip route, ip link set and sysctl are); ignored"),
+        format!("{f}:14:13: warning: node kind `nokia_srlinux` is not modelled by fabsim (ceos, arista_ceos, linux and bridge are); node sw and its links are left out"),
     ];
     assert_eq!(got, want);
+    fs::remove_dir_all(&dir).ok();
+}
+
+/// A `bridge` node is one multi-access segment, not a device; a bound netplan gives a host its
+/// `proto static` routes, and exec lines repeating it add nothing; the side file gives device
+/// kinds and what containerlab cannot say; a node of another kind than the side file's is an
+/// error at its line.
+#[test]
+fn bridges_netplan_binds_and_the_side_file() {
+    let dir = std::env::temp_dir().join(format!("fabsim-clab-side-{}", std::process::id()));
+    fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("lab.clab.yml");
+    let clab = "\
+name: lab
+topology:
+  nodes:
+    gw:
+      kind: linux
+      exec: [\"ip addr add 10.9.0.1/24 dev eth0\"]
+    h1:
+      kind: linux
+      binds: [\"h1.yaml:/etc/netplan/50-fabsim.yaml:ro\"]
+      exec:
+        - apt-get update -q
+        - ip addr add 10.9.0.11/24 dev eth1
+        - ip route add 0.0.0.0/0 via 10.9.0.1 dev eth1 proto static
+    h2:
+      kind: linux
+      exec: [\"ip addr add 10.9.0.12/24 dev eth1\"]
+    br-lan:
+      kind: bridge
+  links:
+    - endpoints: [\"br-lan:br-lan-0\", \"gw:eth0\"]
+    - endpoints: [\"br-lan:br-lan-1\", \"h1:eth1\"]
+    - endpoints: [\"br-lan:br-lan-2\", \"h2:eth1\"]
+";
+    let netplan = "\
+network:
+  version: 2
+  ethernets:
+    eth1:
+      addresses: [10.9.0.11/24]
+      routes:
+        - to: default
+          via: 10.9.0.1
+";
+    let side = "\
+devices:
+  gw: {kind: external, interface: eth0, gateway: 10.9.0.1/24}
+  h1: {kind: linux, hostname: web, interfaces: [eth1, eth2]}
+";
+    fs::write(&path, clab).expect("write");
+    fs::write(dir.join("h1.yaml"), netplan).expect("write");
+    fs::write(dir.join("lab.fabsim.yaml"), side).expect("write");
+    let loaded = load_topology(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert!(loaded.warnings.is_empty(), "{:#?}", loaded.warnings);
+    let net = &loaded.net;
+    let names: Vec<&str> = net.devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["gw", "h1", "h2"],
+        "side-file devices first, no device for the bridge"
+    );
+    let gw = net.device_by_name("gw").expect("gw");
+    assert_eq!(net.device(gw).kind, DeviceKind::External);
+    let h1 = net.device_by_name("h1").expect("h1");
+    assert_eq!(net.device(h1).hostname.as_deref(), Some("web"));
+    assert_eq!(net.iface_names(h1), "lo, eth1, eth2");
+    let routes: Vec<_> = net.device(h1).statics.iter().map(|r| r.origin).collect();
+    assert_eq!(
+        routes,
+        [RouteOrigin::Netplan],
+        "the repeated route is the netplan's, once"
+    );
+    assert_eq!(net.l2.len(), 1);
+    assert_eq!(net.l2[0].name, "br-lan");
+    assert_eq!(net.l2[0].members.len(), 3);
+
+    let mismatch = side
+        .replace("h1: {kind: linux", "h1: {kind: eos")
+        .replace(", hostname: web, interfaces: [eth1, eth2]", "");
+    fs::write(dir.join("lab.fabsim.yaml"), mismatch).expect("write");
+    let err = load_topology(&path).expect_err("h1 is linux in the topology, eos in the side file");
+    let want = format!(
+        "{}:7:5: error: node h1 is of kind `linux`, but {} declares it a device of another kind",
+        path.display(),
+        dir.join("lab.fabsim.yaml").display()
+    );
+    assert_eq!(err.to_string(), want);
     fs::remove_dir_all(&dir).ok();
 }

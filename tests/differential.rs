@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use fabsim::dataplane::{probe, ProbeKind, ProbeOutcome};
 use fabsim::engine::{BgpState, Proto, State};
-use fabsim::export::{self, kernel_ifname, netns, netns_name, Options, Target};
+use fabsim::export::{self, kernel_ifname, netns, netns_name, Options, Switches, Target};
 use fabsim::model::{DeviceId, DeviceKind, Network};
 use fabsim::scenario::{self, endpoints};
 
@@ -98,6 +98,7 @@ fn build(case: &str, net: &Network, st: &State) -> Lab {
     let opts = Options {
         prefix: prefix.clone(),
         fast_timers: true,
+        switches: Switches::Frr,
     };
     export::export(net, st, Target::Netns, &opts)
         .write(&dir)
@@ -526,6 +527,7 @@ fn build_with_host_frr(case: &str, net: &Network, st: &State, confs: &[(&str, Pa
     let opts = Options {
         prefix: prefix.clone(),
         fast_timers: true,
+        switches: Switches::Frr,
     };
     let mut lab_files = export::export(net, st, Target::Netns, &opts);
     let mut starts = String::new();

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use fabsim::export::{self, kernel_ifname, Options, Target};
+use fabsim::export::{self, kernel_ifname, Options, Switches, Target};
 use fabsim::model::DeviceKind;
 use fabsim::scenario::{self, Run};
 use fabsim::views;
@@ -20,6 +20,7 @@ fn opts() -> Options {
     Options {
         prefix: "fstest".into(),
         fast_timers: false,
+        switches: Switches::Frr,
     }
 }
 

@@ -259,6 +259,11 @@ enum Command {
         /// 1/hold 3, connect retry 1) so a test lab converges in seconds.
         #[arg(long)]
         fast_timers: bool,
+        /// containerlab: EOS switches as FRR containers (runs without a cEOS image) or as cEOS
+        /// nodes with their startup-config and a `lab.fabsim.yaml` side file (reads back as
+        /// the same network).
+        #[arg(long, value_enum, default_value = "frr")]
+        switches: ExportSwitches,
     },
     /// Plan pod IP capacity before it runs out: node pools' subnets, thresholds, node ranges.
     Plan {
@@ -270,6 +275,12 @@ enum Command {
         #[command(subcommand)]
         command: GenCommand,
     },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum ExportSwitches {
+    Frr,
+    Ceos,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -836,7 +847,19 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             out: dir,
             prefix,
             fast_timers,
-        } => export(&file, step.as_deref(), to, &dir, prefix, fast_timers),
+            switches,
+        } => {
+            let switches = match switches {
+                ExportSwitches::Frr => crate::export::Switches::Frr,
+                ExportSwitches::Ceos => crate::export::Switches::Ceos,
+            };
+            let opts = crate::export::Options {
+                prefix,
+                fast_timers,
+                switches,
+            };
+            export(&file, step.as_deref(), to, &dir, opts)
+        }
         Command::Plan {
             command: PlanCommand::Pods(args),
         } => plan_pods(&args, out),
@@ -888,10 +911,10 @@ fn export(
     step: Option<&str>,
     to: ExportTarget,
     dir: &std::path::Path,
-    prefix: String,
-    fast_timers: bool,
+    opts: crate::export::Options,
 ) -> Result<i32, Failure> {
-    use crate::export::{self, Options, Target};
+    use crate::export::{self, Target};
+    let prefix = &opts.prefix;
     let valid =
         !prefix.is_empty() && prefix.len() <= 16 && prefix.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
     if !valid {
@@ -907,12 +930,7 @@ fn export(
         ExportTarget::Containerlab => Target::Containerlab,
         ExportTarget::Snapshot => Target::Snapshot,
     };
-    let lab = export::export(
-        run.engine.network(),
-        run.engine.state(),
-        target,
-        &Options { prefix, fast_timers },
-    );
+    let lab = export::export(run.engine.network(), run.engine.state(), target, &opts);
     lab.write(dir)
         .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", dir.display())))?;
     for limit in &lab.limits {

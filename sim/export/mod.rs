@@ -44,6 +44,20 @@ pub struct Options {
     /// exported configurations only, so a test lab converges in seconds. fabsim's converged
     /// state does not depend on these timers, only how long real daemons take to get there.
     pub fast_timers: bool,
+    /// What the containerlab target runs EOS switches on.
+    pub switches: Switches,
+}
+
+/// The containerlab target's image for EOS switches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Switches {
+    /// FRR containers on the exported `frr.conf`: a lab that runs without a cEOS image (the
+    /// real-daemon stand-in, FIDELITY.md), read back as Linux hosts running FRR.
+    #[default]
+    Frr,
+    /// `arista_ceos` nodes with their EOS startup-config, plus the side file: the faithful form,
+    /// which `fabsim` reads back as the same network (`tests/round_trip.rs`).
+    Ceos,
 }
 
 /// One file of an exported lab, relative to the output directory.

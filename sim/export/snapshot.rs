@@ -11,14 +11,8 @@ use super::{eos, Lab};
 use crate::model::{AddrConfig, Device, DeviceId, DeviceKind, Network, RouteOrigin};
 
 pub(super) fn write(net: &Network, lab: &mut Lab) {
-    let mut side = String::from(
-        "# fabsim export --to snapshot: what no device configuration file carries.\n\
-         # Device order, kinds, kubelet, hostnames, NIC lists, boot/config_at, external networks.\n",
-    );
-    let _ = writeln!(side, "devices:");
     for (i, dev) in net.devices.iter().enumerate() {
         let id = DeviceId(i as u32);
-        sidecar_device(net, id, dev, &mut side);
         match dev.kind {
             DeviceKind::Eos => {
                 let (text, limits) = eos::running_config(net, id);
@@ -41,8 +35,22 @@ pub(super) fn write(net: &Network, lab: &mut Lab) {
                 .to_string(),
         );
     }
-    lab.add("fabsim.yaml", side);
+    lab.add("fabsim.yaml", side_file(net));
     lab.add("links.yaml", links(net));
+}
+
+/// The side file (`fabsim.yaml` of a snapshot, `lab.fabsim.yaml` of a containerlab export): a
+/// topology file declaring every device in model order with what no device file carries.
+pub(super) fn side_file(net: &Network) -> String {
+    let mut side = String::from(
+        "# fabsim export: what no device configuration file carries.\n\
+         # Device order, kinds, kubelet, hostnames, NIC lists, boot/config_at, external networks.\n",
+    );
+    let _ = writeln!(side, "devices:");
+    for (i, dev) in net.devices.iter().enumerate() {
+        sidecar_device(net, DeviceId(i as u32), dev, &mut side);
+    }
+    side
 }
 
 fn quote(s: &str) -> String {
@@ -155,7 +163,7 @@ fn host_limits(dev: &Device, limits: &mut Vec<String>) {
 
 /// The host's netplan: addresses, DHCP, MTUs and its netplan routes, per interface in kernel
 /// order. None when there is nothing to say.
-fn netplan(net: &Network, dev: &Device) -> Option<String> {
+pub(super) fn netplan(net: &Network, dev: &Device) -> Option<String> {
     let mut o = String::from("network:\n  version: 2\n  ethernets:\n");
     let mut any = false;
     for ifc in dev.ifaces.iter().map(|i| net.iface(*i)).filter(|i| i.name != "lo") {

@@ -1,14 +1,23 @@
 //! containerlab topologies (`*.clab.yml`) → `model::Network`: `arista_ceos`/`ceos` nodes with
 //! their `startup-config` (EOS), `linux` nodes with `binds:` of an FRR `frr.conf` (and its
-//! `daemons`) or a BIRD 1.6 `bird.conf` and with `exec:` lines (`ip addr add`, `ip route`,
-//! `ip link set`, `sysctl`), `links:` `endpoints: ["a:eth1", "b:eth1"]` (cEOS `ethN` is
-//! `EthernetN`), `topology.defaults`/`kinds` inheritance, files relative to the topology file.
+//! `daemons`), a BIRD 1.6 `bird.conf` or a netplan `/etc/netplan/*.yaml` and with `exec:` lines
+//! (`ip addr add`, `ip route`, `ip link set`, `sysctl`), `bridge` nodes (a Linux bridge on the
+//! lab's host: every link to it joins one multi-access segment), `links:` `endpoints:
+//! ["a:eth1", "b:eth1"]` (cEOS `ethN` is `EthernetN`), `topology.defaults`/`kinds`
+//! inheritance, files relative to the topology file.
 //!
 //! What containerlab does, from its source (srl-labs/containerlab `types/topology.go`): a node's
 //! kind and startup-config are the node's, else its kind's, else the defaults'; binds are
 //! merged from defaults, kind and node, a more specific bind replacing one with the same
 //! destination; exec lines run after the links exist. Keys understood but irrelevant to routing
 //! are `IGNORED_BY_DESIGN`; any other key is a warning with its line.
+//!
+//! What a containerlab file cannot say (device kinds beyond its node kinds, kubelet, hostnames,
+//! NICs no link uses, `config_at`, an external network's leases and responders) comes from the
+//! side file `LAB.fabsim.yaml` next to `LAB.clab.yml`, the same topology-file form a snapshot's
+//! `fabsim.yaml` is, read through the same builder (`topology::build`): its devices come first,
+//! in its order, and a node it declares must be of a matching kind (a `linux` node stands in
+//! for an `external` network in a real lab: only its links and exec lines are read).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -18,16 +27,17 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
 use super::topology::yaml::{self, OrderedMap};
-use super::topology::{add_linux_iface, apply_sysctl, checked, find_iface, Loaded};
-use super::{bird, eos, frr};
+use super::topology::{self, add_linux_iface, apply_sysctl, find_iface, Builder, Loaded, RawTopology};
+use super::{bird, eos, frr, netplan};
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
-use crate::model::{AddrConfig, Device, DeviceId, DeviceKind, L2Domain, L2Id, Network, VendorProfile};
+use crate::model::{AddrConfig, DeviceId, DeviceKind, IfId};
 
 /// A key containerlab understands that has no effect on routing or forwarding: read, not
 /// warned about, listed by `fabsim lint --verbose`.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct IgnoredKey {
-    /// Where the key is: `top`, `node` (also under defaults/kinds) or `link`.
+    /// Where the key is: `top`, `node` (also under defaults/kinds), `link`, or `exec` (the
+    /// command an exec line runs).
     pub level: &'static str,
     pub key: &'static str,
     pub why: &'static str,
@@ -79,6 +89,16 @@ pub const IGNORED_BY_DESIGN: &[IgnoredKey] = &[
         key: "vars",
         why: "link variables for templating tools",
     },
+    IgnoredKey {
+        level: "exec",
+        key: "apt-get",
+        why: "installs software in the container; what runs is read from the bound configuration files",
+    },
+    IgnoredKey {
+        level: "exec",
+        key: "apk",
+        why: "installs software in the container; what runs is read from the bound configuration files",
+    },
 ];
 
 /// The keys modelled at each level (besides the ignored ones).
@@ -113,11 +133,11 @@ pub fn is_containerlab(path: &Path, text: &str) -> bool {
 #[derive(serde::Deserialize)]
 struct RawClab {
     name: Option<Spanned<String>>,
-    topology: Spanned<RawTopology>,
+    topology: Spanned<ClabTopology>,
 }
 
 #[derive(serde::Deserialize)]
-struct RawTopology {
+struct ClabTopology {
     defaults: Option<RawNode>,
     #[serde(default)]
     kinds: OrderedMap<RawNode>,
@@ -210,7 +230,7 @@ impl KeyTree {
     }
 }
 
-/// Loads `path` (already read as `text`) as a containerlab topology.
+/// Loads `path` (already read as `text`) as a containerlab topology, with its side file.
 pub fn load(path: &Path, text: &str) -> Result<Loaded, InputError> {
     let file = path.display().to_string();
     let origin = TextOrigin {
@@ -220,72 +240,117 @@ pub fn load(path: &Path, text: &str) -> Result<Loaded, InputError> {
     };
     let raw: RawClab = yaml::from_str(text, &origin)?;
     let keys: KeyTree = yaml::from_str(text, &origin)?;
-    let mut l = Lab {
-        origin,
-        source: text,
-        dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-        net: Network::default(),
-        diags: Vec::new(),
-        kinds: BTreeMap::new(),
-        left_out: BTreeSet::new(),
-    };
-    l.check_keys(&keys);
-    let topo = &raw.topology.value;
-    let default = RawNode::default();
-    let defaults = topo.defaults.as_ref().unwrap_or(&default);
-    let mut nodes = Vec::new();
-    for (name, node) in &topo.nodes.0 {
-        let node = node.as_ref().unwrap_or(&default);
-        let kind_name = node.kind.as_ref().or(defaults.kind.as_ref());
-        let kind_def = kind_name
-            .and_then(|k| topo.kinds.0.iter().find(|(n, _)| n.value == k.value))
-            .map_or(&default, |(_, d)| d);
-        if let Some(id) = l.add_node(name, kind_name) {
-            nodes.push((id, [defaults, kind_def, node]));
-        }
-    }
-    for link in &topo.links {
-        l.add_link(link);
-    }
-    for (id, levels) in &nodes {
-        l.configure(*id, levels);
-    }
-    let name = raw.name.map_or_else(
+    let (side_text, side_origin) = topology::read_side_file(&side_file(path))?;
+    let side: RawTopology = yaml::from_str(&side_text, &side_origin)?;
+    let name = raw.name.as_ref().map_or_else(
         || path.file_stem().and_then(|s| s.to_str()).unwrap_or(&file).to_string(),
-        |n| n.value,
+        |n| n.value.clone(),
     );
-    checked(l.net, l.diags, &file, name)
+    topology::build(&side, side_origin.clone(), &side_text, name, |b| {
+        let mut l = Lab {
+            origin,
+            dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            source: text,
+            b,
+            kinds: BTreeMap::new(),
+            left_out: BTreeSet::new(),
+            bridges: Vec::new(),
+        };
+        l.read(&raw.topology.value, &keys);
+    })
 }
 
-struct Lab<'a> {
+/// `LAB.clab.yml` → `LAB.fabsim.yaml` in the same directory.
+pub fn side_file(path: &Path) -> PathBuf {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let stem = [".clab.yml", ".clab.yaml"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext))
+        .or_else(|| path.file_stem().and_then(|s| s.to_str()))
+        .unwrap_or_default();
+    path.with_file_name(format!("{stem}.fabsim.yaml"))
+}
+
+struct Lab<'t, 'b, 'a> {
     origin: TextOrigin,
-    source: &'a str,
+    source: &'t str,
     dir: PathBuf,
-    net: Network,
-    diags: Vec<Diagnostic>,
+    /// The side file's builder: the network so far, its diagnostics, its declared hosts.
+    b: &'b mut Builder<'a>,
     /// The containerlab kind of each modelled node.
     kinds: BTreeMap<DeviceId, NodeKind>,
-    /// Nodes of kinds fabsim does not model (their links are left out with them).
+    /// Nodes of kinds fabsim does not model, or in error (their links are left out with them).
     left_out: BTreeSet<String>,
+    /// `bridge` nodes in file order, with the interfaces linked to each.
+    bridges: Vec<Bridge>,
+}
+
+/// A `bridge` node: a Linux bridge on the lab's host, so one multi-access segment.
+struct Bridge {
+    name: String,
+    span: Span,
+    ends: Vec<(IfId, Span)>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum NodeKind {
     Ceos,
     Linux,
+    /// A `linux` node the side file declares `external`: the real lab's stand-in for the
+    /// network (its gateway address); the model's external network is the side file's.
+    External,
 }
 
-impl Lab<'_> {
+impl Lab<'_, '_, '_> {
+    /// The nodes, the cEOS startup-configs (cEOS boots with it: the interfaces it names exist
+    /// in its order, other linked ports are created as switchports), the links and bridges,
+    /// then the linux nodes' binds and every node's exec lines (run once the links exist).
+    fn read(&mut self, topo: &ClabTopology, keys: &KeyTree) {
+        self.check_keys(keys);
+        let default = RawNode::default();
+        let defaults = topo.defaults.as_ref().unwrap_or(&default);
+        let mut nodes = Vec::new();
+        for (name, node) in &topo.nodes.0 {
+            let node = node.as_ref().unwrap_or(&default);
+            let kind_name = node.kind.as_ref().or(defaults.kind.as_ref());
+            let kind_def = kind_name
+                .and_then(|k| topo.kinds.0.iter().find(|(n, _)| n.value == k.value))
+                .map_or(&default, |(_, d)| d);
+            if let Some(id) = self.add_node(name, kind_name) {
+                nodes.push((id, [defaults, kind_def, node]));
+            } else if self.bridges.last().is_some_and(|b| b.name == name.value) {
+                self.bridge_keys(node);
+            }
+        }
+        for (id, levels) in &nodes {
+            if self.kinds.get(id) == Some(&NodeKind::Ceos) {
+                self.configure_ceos(*id, levels);
+            }
+        }
+        for link in &topo.links {
+            self.add_link(link);
+        }
+        for br in std::mem::take(&mut self.bridges)
+            .into_iter()
+            .filter(|b| !b.ends.is_empty())
+        {
+            self.b.join_l2(br.name, br.span, br.ends);
+        }
+        for (id, levels) in &nodes {
+            self.configure(*id, levels);
+        }
+    }
+
     fn span<T>(&self, v: &Spanned<T>) -> Span {
         yaml::span(&self.origin, &v.referenced)
     }
 
     fn warn(&mut self, span: Span, msg: impl Into<String>) {
-        self.diags.push(Diagnostic::warning(span, msg));
+        self.b.diags.push(Diagnostic::warning(span, msg));
     }
 
     fn error(&mut self, span: Span, msg: impl Into<String>) {
-        self.diags.push(Diagnostic::error(span, msg));
+        self.b.diags.push(Diagnostic::error(span, msg));
     }
 
     /// Warns about every key fabsim neither models nor ignores by design.
@@ -325,12 +390,24 @@ impl Lab<'_> {
             self.error(span, "missing `kind` (on the node, or under topology.defaults)");
             return None;
         };
+        let declared = self.b.net.device_by_name(&name.value);
         let (dk, nk) = match kind.value.as_str() {
             "ceos" | "arista_ceos" => (DeviceKind::Eos, NodeKind::Ceos),
-            "linux" => (DeviceKind::Linux, NodeKind::Linux),
+            "linux" => match declared.map(|d| self.b.net.device(d).kind) {
+                Some(DeviceKind::External) => (DeviceKind::External, NodeKind::External),
+                _ => (DeviceKind::Linux, NodeKind::Linux),
+            },
+            "bridge" if declared.is_none() => {
+                self.bridges.push(Bridge {
+                    name: name.value.clone(),
+                    span,
+                    ends: Vec::new(),
+                });
+                return None;
+            }
             other => {
                 let msg = format!(
-                    "node kind `{other}` is not modelled by fabsim (ceos, arista_ceos and linux are); node {} and its links are left out",
+                    "node kind `{other}` is not modelled by fabsim (ceos, arista_ceos, linux and bridge are); node {} and its links are left out",
                     name.value
                 );
                 self.warn(self.span(kind), msg);
@@ -338,41 +415,44 @@ impl Lab<'_> {
                 return None;
             }
         };
-        let id = DeviceId(self.net.devices.len() as u32);
-        self.net.devices.push(Device {
-            name: name.value.clone(),
-            kind: dk,
-            hostname: None,
-            ifaces: Vec::new(),
-            boot_ms: 0,
-            profile: if dk == DeviceKind::Eos {
-                VendorProfile::eos()
-            } else {
-                VendorProfile::linux()
-            },
-            statics: Vec::new(),
-            ospf: None,
-            bgp: None,
-            bird: None,
-            acls: BTreeMap::new(),
-            ip_forward: dk == DeviceKind::Eos,
-            masquerade: None,
-            kube_proxy: None,
-            external: None,
-            image: None,
-            kubelet: None,
-            span: span.clone(),
-        });
-        if nk == NodeKind::Linux {
-            let lo = add_linux_iface(&mut self.net, id, "lo", span);
-            let lo = &mut self.net.interfaces[lo.idx()];
-            lo.addr = AddrConfig::Static(ipnet::Ipv4Net::new(std::net::Ipv4Addr::LOCALHOST, 8).unwrap_or_default());
-            lo.mtu = 65536;
-        }
+        let id = match declared {
+            Some(id) if self.b.net.device(id).kind != dk => {
+                let msg = format!(
+                    "node {} is of kind `{}`, but {} declares it a device of another kind",
+                    name.value,
+                    kind.value,
+                    self.b.source_file()
+                );
+                self.error(span, msg);
+                // Its links are not reported again.
+                self.left_out.insert(name.value.clone());
+                return None;
+            }
+            Some(id) => id,
+            None => self.b.add_bare_device(&name.value, dk, span),
+        };
         self.kinds.insert(id, nk);
         Some(id)
     }
 
+    /// A bridge is the host's, not a container: what would configure a container is warned.
+    fn bridge_keys(&mut self, node: &RawNode) {
+        let spans: Vec<Span> = [&node.startup_config]
+            .into_iter()
+            .flatten()
+            .chain(node.binds.iter().flatten())
+            .chain(node.exec.iter().flatten())
+            .map(|v| self.span(v))
+            .collect();
+        for at in spans {
+            self.warn(
+                at,
+                "a bridge node is a Linux bridge on the lab's host, not a container; ignored",
+            );
+        }
+    }
+
+    /// A link between two nodes, or a node's port on a bridge (kept for the bridge's segment).
     fn add_link(&mut self, link: &Spanned<RawLink>) {
         let span = self.span(link);
         let Some(eps) = &link.value.endpoints else {
@@ -387,10 +467,18 @@ impl Lab<'_> {
             self.error(span, msg);
             return;
         }
-        let mut members = Vec::new();
-        for ep in eps {
+        let bridge_of: Vec<Option<usize>> = eps
+            .iter()
+            .map(|ep| {
+                let node = ep.value.split(':').next().unwrap_or_default();
+                self.bridges.iter().position(|b| b.name == node)
+            })
+            .collect();
+        let on_bridge: Vec<usize> = bridge_of.iter().flatten().copied().collect();
+        let mut ends = Vec::new();
+        for (ep, _) in eps.iter().zip(&bridge_of).filter(|(_, b)| b.is_none()) {
             match self.endpoint(ep) {
-                Ok(Some(i)) => members.push(i),
+                Ok(Some(i)) => ends.push((i, self.span(ep))),
                 Ok(None) => return, // a node left out (warned at the node)
                 Err(msg) => {
                     let at = self.span(ep);
@@ -399,74 +487,98 @@ impl Lab<'_> {
                 }
             }
         }
-        let id = L2Id(self.net.l2.len() as u32);
-        for m in &members {
-            self.net.interfaces[m.idx()].l2 = Some(id);
+        match (&on_bridge[..], ends.pop()) {
+            ([], Some(b)) => {
+                let a = ends.pop();
+                let name = format!("{}--{}", eps[0].value, eps[1].value);
+                self.b.join_link(name, span, a.into_iter().chain([b]).collect());
+            }
+            ([br], Some(end)) => self.bridges[*br].ends.push(end),
+            _ => self.warn(
+                span,
+                "a link between two bridges is not modelled by fabsim (the bridges would be one segment); ignored",
+            ),
         }
-        let name = format!("{}--{}", eps[0].value, eps[1].value);
-        self.net.l2.push(L2Domain { name, members, span });
     }
 
-    /// `node:ifname` → the interface, created now (containerlab creates the veth ends).
-    fn endpoint(&mut self, ep: &Spanned<String>) -> Result<Option<crate::model::IfId>, String> {
+    /// `node:ifname` → the interface: an existing one (the startup-config's, the side file's
+    /// NICs and external interface), else created now (containerlab creates the veth ends).
+    fn endpoint(&mut self, ep: &Spanned<String>) -> Result<Option<IfId>, String> {
         let Some((node, ifname)) = ep.value.split_once(':').filter(|(n, i)| !n.is_empty() && !i.is_empty()) else {
             return Err(format!(
                 "expected an endpoint like \"leaf1:eth1\", found `{}`",
                 ep.value
             ));
         };
-        let Some(dev) = self.net.device_by_name(node) else {
+        let found = self
+            .b
+            .net
+            .device_by_name(node)
+            .and_then(|d| Some((d, *self.kinds.get(&d)?)));
+        let Some((dev, kind)) = found else {
             return if self.left_out.contains(node) {
                 Ok(None)
             } else {
                 Err(format!("unknown node `{node}` (not under topology.nodes)"))
             };
         };
-        let name = match self.kinds.get(&dev) {
-            Some(NodeKind::Ceos) => ceos_interface(ifname)?,
+        let name = match kind {
+            NodeKind::Ceos => ceos_interface(ifname)?,
             _ => ifname.to_string(),
         };
-        if let Some(i) = find_iface(&self.net, dev, &name) {
-            if self.net.iface(i).l2.is_some() {
-                return Err(format!("{node}:{ifname} is already an endpoint of another link"));
-            }
+        if let Some(i) = find_iface(&self.b.net, dev, &name) {
             return Ok(Some(i));
         }
         let span = self.span(ep);
-        let id = if self.kinds.get(&dev) == Some(&NodeKind::Ceos) {
-            let id = self.net.add_interface(dev, name, true, span);
-            // An unconfigured cEOS port is a switchport, as on any EOS box.
-            self.net.interfaces[id.idx()].routed = false;
-            id
-        } else {
-            add_linux_iface(&mut self.net, dev, &name, span)
-        };
-        Ok(Some(id))
+        match kind {
+            NodeKind::Ceos => {
+                let id = self.b.net.add_interface(dev, name, true, span);
+                // An unconfigured cEOS port is a switchport, as on any EOS box.
+                self.b.net.interfaces[id.idx()].routed = false;
+                Ok(Some(id))
+            }
+            NodeKind::Linux if !self.b.declared.contains(&dev) => {
+                Ok(Some(add_linux_iface(&mut self.b.net, dev, &name, span)))
+            }
+            _ => Err(format!(
+                "{node} has no interface `{ifname}` ({} lists its interfaces: {})",
+                self.b.source_file(),
+                self.b.net.iface_names(dev)
+            )),
+        }
     }
 
-    /// The node's startup-config (cEOS) or binds (linux), then its exec lines.
+    /// A cEOS node's startup-config (binds are not how cEOS is configured).
+    fn configure_ceos(&mut self, id: DeviceId, levels: &[&RawNode; 3]) {
+        if let Some(cfg) = levels.iter().rev().find_map(|n| n.startup_config.as_ref()) {
+            self.startup_config(id, cfg);
+        }
+        for b in merged_binds(levels).values() {
+            self.warn(
+                self.span(b),
+                "binds on a cEOS node are not modelled (use startup-config); ignored",
+            );
+        }
+    }
+
+    /// A linux node's binds, then every node's exec lines.
     fn configure(&mut self, id: DeviceId, levels: &[&RawNode; 3]) {
-        let startup = levels.iter().rev().find_map(|n| n.startup_config.as_ref());
-        let binds = merged_binds(levels);
-        match self.kinds.get(&id) {
-            Some(NodeKind::Ceos) => {
-                if let Some(cfg) = startup {
-                    self.startup_config(id, cfg);
-                }
-                for b in binds.values() {
-                    self.warn(
-                        self.span(b),
-                        "binds on a cEOS node are not modelled (use startup-config); ignored",
-                    );
-                }
+        let kind = self.kinds.get(&id).copied();
+        if kind != Some(NodeKind::Ceos) {
+            let startup = levels.iter().rev().find_map(|n| n.startup_config.as_ref());
+            if let Some(cfg) = startup {
+                self.warn(
+                    self.span(cfg),
+                    "startup-config on a linux node is not read (use binds of frr.conf, bird.conf or netplan)",
+                );
             }
-            _ => {
-                if let Some(cfg) = startup {
-                    self.warn(
-                        self.span(cfg),
-                        "startup-config on a linux node is not read (use binds of frr.conf or bird.conf)",
-                    );
+            let binds = merged_binds(levels);
+            if kind == Some(NodeKind::External) {
+                for b in binds.values() {
+                    let msg = "binds on the stand-in of an external network are not modelled (the side file describes it); ignored";
+                    self.warn(self.span(b), msg);
                 }
+            } else {
                 self.linux_binds(id, &binds);
             }
         }
@@ -477,7 +589,7 @@ impl Lab<'_> {
     }
 
     /// Reads a file a bind or startup-config names, relative to the topology file.
-    fn read(&mut self, at: &Spanned<String>, rel: &str) -> Option<(String, TextOrigin)> {
+    fn read_file(&mut self, at: &Spanned<String>, rel: &str) -> Option<(String, TextOrigin)> {
         let path = self.dir.join(rel);
         match super::read_text(&path) {
             Ok(text) => Some((
@@ -507,46 +619,69 @@ impl Lab<'_> {
         let (text, origin) = if cfg.value.contains('\n') {
             (cfg.value.clone(), yaml::text_origin(cfg, self.source, &self.origin))
         } else {
-            match self.read(cfg, &cfg.value) {
+            match self.read_file(cfg, &cfg.value) {
                 Some(x) => x,
                 None => return,
             }
         };
-        match eos::apply_config(&mut self.net, id, &text, &origin) {
-            Ok(w) => self.diags.extend(w),
-            Err(e) => self.diags.extend(e.0),
+        match eos::apply_config(&mut self.b.net, id, &text, &origin) {
+            Ok(w) => self.b.diags.extend(w),
+            Err(e) => self.b.diags.extend(e.0),
         }
     }
 
-    /// `frr.conf` (with `daemons`) or `bird.conf` bound into a linux node.
+    /// `frr.conf` (with `daemons`), `bird.conf` or a netplan file bound into a linux node.
     fn linux_binds(&mut self, id: DeviceId, binds: &BTreeMap<String, &Spanned<String>>) {
         let mut daemons = None;
+        let mut netplan_at: Option<String> = None;
         for (dst, bind) in binds {
             let src = bind.value.split(':').next().unwrap_or_default().to_string();
             let file = dst.rsplit('/').next().unwrap_or_default();
+            let is_netplan = dst.starts_with("/etc/netplan/") && (file.ends_with(".yaml") || file.ends_with(".yml"));
             match (dst.starts_with("/etc/frr/"), file) {
                 (true, "frr.conf") => {
-                    let Some((text, origin)) = self.read(bind, &src) else {
+                    let Some((text, origin)) = self.read_file(bind, &src) else {
                         continue;
                     };
-                    match frr::apply_frr(&mut self.net, id, &text, &origin) {
-                        Ok(w) => self.diags.extend(w),
-                        Err(e) => self.diags.extend(e.0),
+                    match frr::apply_frr(&mut self.b.net, id, &text, &origin) {
+                        Ok(w) => self.b.diags.extend(w),
+                        Err(e) => self.b.diags.extend(e.0),
                     }
                 }
-                (true, "daemons") => daemons = self.read(bind, &src),
+                (true, "daemons") => daemons = self.read_file(bind, &src),
                 (_, "bird.conf") if dst.starts_with("/etc/bird") => {
-                    let Some((text, origin)) = self.read(bind, &src) else {
+                    let Some((text, origin)) = self.read_file(bind, &src) else {
                         continue;
                     };
-                    match bird::apply_bird(&mut self.net, id, &text, &origin, &BTreeMap::new()) {
-                        Ok(w) => self.diags.extend(w),
-                        Err(e) => self.diags.extend(e.0),
+                    match bird::apply_bird(&mut self.b.net, id, &text, &origin, &BTreeMap::new()) {
+                        Ok(w) => self.b.diags.extend(w),
+                        Err(e) => self.b.diags.extend(e.0),
+                    }
+                }
+                _ if is_netplan => {
+                    if let Some(first) = &netplan_at {
+                        let msg = format!(
+                            "a second netplan file is not modelled (netplan merges them; fabsim reads one per node, here {first}); ignored"
+                        );
+                        self.warn(self.span(bind), msg);
+                        continue;
+                    }
+                    netplan_at = Some(dst.clone());
+                    let Some((text, origin)) = self.read_file(bind, &src) else {
+                        continue;
+                    };
+                    let create = !self.b.declared.contains(&id);
+                    match netplan::apply(&mut self.b.net, id, &text, &origin, create) {
+                        Ok(applied) => {
+                            self.b.diags.extend(applied.warnings);
+                            self.b.addr_spans.extend(applied.addr_spans);
+                        }
+                        Err(e) => self.b.diags.extend(e.0),
                     }
                 }
                 _ => {
                     let msg = format!(
-                        "bind to `{dst}` is not modelled by fabsim (frr.conf, daemons and bird.conf are); ignored"
+                        "bind to `{dst}` is not modelled by fabsim (frr.conf, daemons, bird.conf and /etc/netplan/*.yaml are); ignored"
                     );
                     self.warn(self.span(bind), msg);
                 }
@@ -564,7 +699,7 @@ impl Lab<'_> {
                 .filter_map(|l| l.trim().split_once('='))
                 .any(|(k, v)| k.trim() == name && v.trim() == "no")
         };
-        let d = &mut self.net.devices[id.idx()];
+        let d = &mut self.b.net.devices[id.idx()];
         if off("bgpd") {
             d.bgp = None;
         }
@@ -577,13 +712,17 @@ impl Lab<'_> {
     fn exec(&mut self, id: DeviceId, line: &Spanned<String>) {
         let span = self.span(line);
         let words: Vec<&str> = line.value.split_whitespace().collect();
+        let installs = |w: &str| IGNORED_BY_DESIGN.iter().any(|i| i.level == "exec" && i.key == w);
         match words.as_slice() {
+            [cmd, ..] if installs(cmd) => {}
             ["ip", obj, "add", rest @ ..] if "address".starts_with(obj) && !obj.is_empty() => {
                 self.ip_addr_add(id, rest, span)
             }
+            // A container runs no networkd: a lab applies its bound netplan with `ip` commands.
+            ["ip", args @ ..] if crate::k8s::ip_cmd::repeats_netplan(&self.b.net, id, args) => {}
             ["ip", args @ ..] if crate::k8s::ip_cmd::is_change(args) => {
-                let st = crate::engine::booted_state(&self.net);
-                match crate::k8s::ip_cmd::ip(&mut self.net, &st, id, args) {
+                let st = crate::engine::booted_state(&self.b.net);
+                match crate::k8s::ip_cmd::ip(&mut self.b.net, &st, id, args) {
                     Ok(out) if out.status == 0 => {}
                     Ok(out) => self.error(span, out.output.trim_end().to_string()),
                     Err(msg) => self.warn(span, format!("not modelled: {msg}; ignored")),
@@ -593,8 +732,8 @@ impl Lab<'_> {
                 let kv = rest.iter().find(|w| w.contains('='));
                 match kv.and_then(|kv| kv.split_once('=')) {
                     Some((k, v)) => {
-                        if let Some(d) = apply_sysctl(&mut self.net, id, k, v.trim() != "0", span) {
-                            self.diags.push(d);
+                        if let Some(d) = apply_sysctl(&mut self.b.net, id, k, v.trim() != "0", span) {
+                            self.b.diags.push(d);
                         }
                     }
                     None => self.warn(
@@ -613,7 +752,9 @@ impl Lab<'_> {
         }
     }
 
-    /// `ip addr add A/L dev IF`: iproute2 needs `dev`; the device must exist.
+    /// `ip addr add A/L dev IF`: iproute2 needs `dev`; the device must exist. The address the
+    /// interface already has (from its bound netplan, or the side file's external gateway) is
+    /// how a lab's container, running no networkd, gets it: nothing more to do.
     fn ip_addr_add(&mut self, id: DeviceId, args: &[&str], span: Span) {
         let addr = args
             .iter()
@@ -624,14 +765,17 @@ impl Lab<'_> {
             self.error(span, "expected `ip addr add A.B.C.D/LEN dev IF`");
             return;
         };
-        let Some(iface) = find_iface(&self.net, id, dev) else {
+        let Some(iface) = find_iface(&self.b.net, id, dev) else {
             self.error(
                 span,
                 format!("Cannot find device \"{dev}\" (no link of this node names it)"),
             );
             return;
         };
-        let i = &mut self.net.interfaces[iface.idx()];
+        let i = &mut self.b.net.interfaces[iface.idx()];
+        if i.addr == AddrConfig::Static(addr) {
+            return;
+        }
         if i.addr != AddrConfig::None {
             self.warn(span, "a second address on an interface is not modelled; ignored");
             return;

@@ -112,20 +112,7 @@ fn read_all(paths: Vec<PathBuf>, diags: &mut Vec<Diagnostic>) -> Vec<Source> {
 /// Loads snapshot directory `dir`.
 pub fn load(dir: &Path) -> Result<Loaded, InputError> {
     let mut diags = Vec::new();
-    let side_path = dir.join("fabsim.yaml");
-    let side = if side_path.is_file() {
-        Source::read(&side_path)?
-    } else {
-        Source {
-            device: String::new(),
-            text: "{}".to_string(),
-            origin: TextOrigin {
-                file: side_path.display().to_string(),
-                line: 1,
-                col: 1,
-            },
-        }
-    };
+    let (side_text, side_origin) = topology::read_side_file(&dir.join("fabsim.yaml"))?;
     let links_path = dir.join("links.yaml");
     let files = Files {
         configs: read_all(listed(dir, "configs", &["cfg"]), &mut diags),
@@ -145,7 +132,7 @@ pub fn load(dir: &Path) -> Result<Loaded, InputError> {
     if !diags.is_empty() {
         return Err(InputError(diags));
     }
-    let raw: RawTopology = yaml::from_str(&side.text, &side.origin)?;
+    let raw: RawTopology = yaml::from_str(&side_text, &side_origin)?;
     let name = raw.name.clone().unwrap_or_else(|| {
         let dir_name = dir
             .canonicalize()
@@ -157,7 +144,7 @@ pub fn load(dir: &Path) -> Result<Loaded, InputError> {
     if let Some(src) = &files.links {
         links = Some(yaml::from_str(&src.text, &src.origin)?);
     }
-    topology::build(&raw, side.origin.clone(), &side.text, name, |b| {
+    topology::build(&raw, side_origin.clone(), &side_text, name, |b| {
         for src in &files.configs {
             config(b, src);
         }

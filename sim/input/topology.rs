@@ -56,6 +56,29 @@ pub fn load_topology(path: &Path) -> Result<Loaded, InputError> {
     parse_topology(&text, &file)
 }
 
+/// A side file: a topology file next to the device files (a snapshot's `fabsim.yaml`, a
+/// containerlab topology's `LAB.fabsim.yaml`) holding what none of them says — device order
+/// and kinds, kubelet, hostnames, NIC lists, boot and `config_at` times, external networks.
+/// Absent, it is an empty topology. Its text is returned for the builder to borrow.
+pub(crate) fn read_side_file(path: &Path) -> Result<(String, TextOrigin), InputError> {
+    let file = path.display().to_string();
+    let origin = TextOrigin {
+        file: file.clone(),
+        line: 1,
+        col: 1,
+    };
+    if !path.is_file() {
+        return Ok(("{}".to_string(), origin));
+    }
+    let text = super::read_text(path).map_err(|e| {
+        Diagnostic::error(
+            Span::new(&file, e.line, e.col),
+            format!("cannot read file: {}", e.message),
+        )
+    })?;
+    Ok((text, origin))
+}
+
 /// Loads a topology from its text; `file` is the name diagnostics use.
 pub fn parse_topology(text: &str, file: &str) -> Result<Loaded, InputError> {
     let origin = TextOrigin {
@@ -310,6 +333,11 @@ impl<'a> Builder<'a> {
 
     fn error(&mut self, span: Span, msg: impl Into<String>) {
         self.diags.push(Diagnostic::error(span, msg));
+    }
+
+    /// The file being read (a reader's messages name the side file that declared something).
+    pub(crate) fn source_file(&self) -> &str {
+        &self.origin.file
     }
 
     fn finish(mut self, name: String) -> Result<Loaded, InputError> {
@@ -668,13 +696,25 @@ impl<'a> Builder<'a> {
 
     /// Creates the L2 domain even when some endpoints are bad, so later checks still run.
     fn add_l2(&mut self, name: String, span: Span, eps: &[(String, Span)]) -> L2Id {
+        let ends: Vec<(IfId, Span)> = eps
+            .iter()
+            .filter_map(|(ep, at)| self.endpoint(ep, at.clone()).map(|i| (i, at.clone())))
+            .collect();
+        self.join_l2(name, span, ends)
+    }
+
+    /// A point-to-point link between interfaces a reader resolved itself (containerlab's
+    /// endpoints name cEOS ports `ethN`), checked like the others.
+    pub(crate) fn join_link(&mut self, name: String, span: Span, ends: Vec<(IfId, Span)>) {
+        let l2 = self.join_l2(name, span, ends);
+        self.links.push(l2);
+    }
+
+    /// The L2 domain of interfaces already resolved; one already attached elsewhere is an error.
+    pub(crate) fn join_l2(&mut self, name: String, span: Span, ends: Vec<(IfId, Span)>) -> L2Id {
         let id = L2Id(self.net.l2.len() as u32);
         let mut members = Vec::new();
-        for (ep, at) in eps {
-            let Some(iface) = self.endpoint(ep, at.clone()) else {
-                continue;
-            };
-            let at = at.clone();
+        for (iface, at) in ends {
             if let Some(prev) = self.attached.get(&iface) {
                 let msg = format!(
                     "{} is already attached at {prev} (an interface joins one link or segment)",
@@ -937,26 +977,6 @@ pub(crate) fn apply_sysctl(net: &mut Network, id: DeviceId, key: &str, on: bool,
             format!("sysctl `{key}` is not modelled by fabsim; ignored"),
         ))
     }
-}
-
-/// The fabric-wide checks (link ends in one subnet, no duplicate or overlapping addresses) of a
-/// network another input format built (`input::containerlab`), then the result as a topology.
-pub(crate) fn checked(net: Network, diags: Vec<Diagnostic>, file: &str, name: String) -> Result<Loaded, InputError> {
-    let origin = TextOrigin {
-        file: file.to_string(),
-        line: 1,
-        col: 1,
-    };
-    let mut b = Builder::new(origin, "");
-    b.links = (0..net.l2.len())
-        .filter(|i| net.l2[*i].members.len() == 2)
-        .map(|i| L2Id(i as u32))
-        .collect();
-    b.net = net;
-    b.diags = diags;
-    b.check_links();
-    b.check_addresses();
-    b.finish(name)
 }
 
 /// Linux (and external) interfaces are matched exactly: `ens3` and `ENS3` are different NICs.

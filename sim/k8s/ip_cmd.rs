@@ -183,6 +183,34 @@ impl RouteSpec {
     }
 }
 
+/// Whether `ip route add … proto static` (ARGS after `ip`) adds exactly a route the host's
+/// netplan configures (`RouteOrigin::Netplan`, which the kernel shows as proto static): a lab's
+/// container runs no networkd, so an exported lab applies its bound netplan this way
+/// (`input::containerlab`).
+pub(crate) fn repeats_netplan(net: &Network, dev: DeviceId, args: &[&str]) -> bool {
+    let [obj, cmd, rest @ ..] = args else { return false };
+    if !is_object(obj, "route") || !abbreviates(cmd, "add") {
+        return false;
+    }
+    let Some(at) = rest.windows(2).position(|w| w == ["proto", "static"]) else {
+        return false;
+    };
+    let mut spec_args = rest.to_vec();
+    spec_args.drain(at..at + 2);
+    let Ok(spec) = RouteSpec::parse(net, dev, &spec_args) else {
+        return false;
+    };
+    net.device(dev).statics.iter().any(|r| {
+        r.origin == RouteOrigin::Netplan
+            && r.prefix == spec.prefix
+            && r.via == spec.via
+            && r.dev.as_deref() == spec.dev.as_ref().map(|(_, name)| name.as_str())
+            && r.metric == spec.metric.unwrap_or(0)
+            && r.onlink == spec.onlink
+            && r.blackhole == spec.blackhole
+    })
+}
+
 fn iface_of(net: &Network, dev: DeviceId, name: &str) -> Result<IfId, String> {
     net.iface_by_name(dev, name).ok_or_else(|| {
         format!(
