@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use super::{bird, devices, file_name, frr, host_routes, kernel_ifname, runs_bird, Lab, Options};
+use super::{bird, devices, file_name, frr, host_routes, kernel_ifname, l2_domains, runs_bird, Lab, Options};
 use crate::engine::State;
 use crate::model::{DeviceId, DeviceKind, Network};
 
@@ -62,7 +62,10 @@ pub(super) fn write(net: &Network, st: &State, opts: &Options, lab: &mut Lab) {
             write_exec(&mut y, &exec);
         }
     }
-    let segments: Vec<usize> = (0..net.l2.len()).filter(|i| net.l2[*i].members.len() != 2).collect();
+    let segments: Vec<usize> = l2_domains(net)
+        .filter(|(_, l)| l.members.len() != 2)
+        .map(|(i, _)| i)
+        .collect();
     for i in &segments {
         let _ = writeln!(
             y,
@@ -70,7 +73,7 @@ pub(super) fn write(net: &Network, st: &State, opts: &Options, lab: &mut Lab) {
         );
     }
     y.push_str("  links:\n");
-    for (i, l2) in net.l2.iter().enumerate() {
+    for (i, l2) in l2_domains(net) {
         let ends: Vec<String> = l2
             .members
             .iter()
