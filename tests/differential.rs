@@ -540,7 +540,7 @@ fn gen_ebgp_rr() {
     generated("ebgp", "rr");
 }
 
-/// The seed lab at a step (control plane only: its pods talk over IPIP).
+/// The seed lab at a step, built from scratch (control plane only where its pods talk over IPIP).
 fn seed(step: &str) {
     let case = format!("seed-{step}");
     if !can_run(&case) {

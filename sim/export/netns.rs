@@ -3,8 +3,9 @@
 //! model names the ports, a namespace with a bridge per multi-access segment, the addresses
 //! and host routes of the exported moment, the sysctls (ip_forward, rp_filter off, proxy ARP on
 //! Calico's `cali…` veths so a pod's 169.254.1.1 gateway answers), FRR (zebra, staticd, ospfd,
-//! bgpd with `-N NS`: their own pid files and vty sockets under /var/run/frr/NS) on switches
-//! and BIRD (`-s SOCK -P PID`) on hosts.
+//! bgpd with `-N NS`: their own pid files and vty sockets under /var/run/frr/NS) on switches,
+//! BIRD (`-s SOCK -P PID`) on hosts, and felix's natOutgoing MASQUERADE on Calico nodes as an
+//! nftables table (`nat_outgoing`; the lab's machines have no iptables).
 //!
 //! Safety: `up.sh` records everything it creates (namespaces, directories, daemon PIDs with
 //! their command names) in `/run/fabsim/PREFIX/created` as it goes; `down.sh` removes exactly
@@ -55,7 +56,7 @@ pub(super) fn write(net: &Network, st: &State, opts: &Options, lab: &mut Lab) {
     let p = &opts.prefix;
     let mut up = String::new();
     up.push_str("#!/bin/sh\n# Builds the lab fabsim exported in network namespaces (fabsim export --to netns).\n");
-    up.push_str("# Needs root, iproute2, FRR 8.4 (/usr/lib/frr) and BIRD 1.6. Remove it with down.sh.\n");
+    up.push_str("# Needs root, iproute2, nftables, FRR 8.4 (/usr/lib/frr) and BIRD 1.6. Remove it with down.sh.\n");
     for l in &lab.limits {
         let _ = writeln!(up, "# LIMIT: {l}");
     }
