@@ -323,6 +323,19 @@ fn a_gone_pods_veth_is_deleted_and_built_nowhere() {
     assert!(net.iface_by_name(w2, veth).is_some());
     assert!(!common::out_in(&run, "k-w3", "ip link").contains(veth));
     assert!(common::out_in(&run, "k-w2", "ip link").contains(veth));
+    // The kernel never gives a new interface a deleted one's index: k-w2's pods came and went
+    // (s2-pre to s2-broken), and every interface it ever had keeps an index of its own.
+    let mut indexes: Vec<u32> = net
+        .interfaces
+        .iter()
+        .filter(|i| i.device == w2)
+        .map(|i| i.ifindex)
+        .collect();
+    let ever = indexes.len();
+    indexes.sort_unstable();
+    indexes.dedup();
+    assert_eq!(indexes.len(), ever, "k-w2 reused an ifindex");
+    assert!(ever > net.device(w2).ifaces.len(), "k-w2 deleted no veth");
     let up = export::export(net, st, Target::Netns, &opts())
         .files
         .into_iter()
