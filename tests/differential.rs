@@ -38,8 +38,8 @@ fn missing_prerequisite() -> Option<String> {
     }
     if !Command::new("ip")
         .args(["netns", "list"])
-        .status()
-        .is_ok_and(|s| s.success())
+        .output()
+        .is_ok_and(|o| o.status.success())
     {
         return Some("no `ip netns`".into());
     }
