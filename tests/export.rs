@@ -252,3 +252,105 @@ fn a_daemon_gets_the_exit_lines_of_its_own_blocks_only() {
         "frr version 8.4\ninterface eth1\n ip address 10.0.0.1/31\nexit\n"
     );
 }
+
+/// felix's natOutgoing in the netns lab: each Calico node's namespace gets the model's
+/// MASQUERADE (`model::Masquerade`) as an nftables table, loaded by `up.sh`; at s6 the pool's
+/// natOutgoing is off and no node gets one.
+#[test]
+fn netns_lab_masquerades_where_felix_does() {
+    let run = common::run_to("s4");
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let lab = export::export(net, st, Target::Netns, &opts());
+    let up = file(&lab, "up.sh");
+    let dir = std::env::temp_dir().join(format!("fabsim-export-nft-{}", std::process::id()));
+    lab.write(&dir).unwrap();
+    let nft = Command::new("sh")
+        .args(["-c", "command -v nft"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut nodes = 0;
+    for d in net.devices.iter() {
+        let Some(m) = &d.masquerade else { continue };
+        nodes += 1;
+        let path = format!("{}/nat-outgoing.nft", export::file_name(&d.name));
+        let text = file(&lab, &path);
+        assert!(
+            up.contains(&format!("ip netns exec fstest-{} nft -f \"$LAB/{path}\"", d.name)),
+            "{up}"
+        );
+        let pools = |nets: &[ipnet::Ipv4Net]| nets.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+        assert!(text.contains(&format!("elements = {{ {} }}", pools(&m.src))), "{text}");
+        assert!(
+            text.contains(&format!("elements = {{ {} }}", pools(&m.not_dst))),
+            "{text}"
+        );
+        assert!(
+            text.contains("ip saddr @cali40masq-ipam-pools ip daddr != @cali40all-ipam-pools masquerade"),
+            "{text}"
+        );
+        assert!(text.contains("type nat hook postrouting priority srcnat"), "{text}");
+        if nft {
+            // `-c`: parse and check against the kernel without loading anything.
+            let out = Command::new("nft")
+                .arg("-c")
+                .arg("-f")
+                .arg(dir.join(&path))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{path}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    assert_eq!(nodes, 4, "every Calico node masquerades at s4");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let run = common::run_to("s6");
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let lab = export::export(net, st, Target::Netns, &opts());
+    assert!(!lab.files.iter().any(|f| f.path.ends_with("nat-outgoing.nft")));
+    assert!(!file(&lab, "up.sh").contains(" nft "));
+}
+
+/// A pod that is deleted or runs elsewhere loses its veth (the CNI's DEL): at s4 test-pod
+/// runs on k-w2 (s2) after its s1 run on k-w3, so k-w3 no longer lists its `cali7fba7a35b74`,
+/// and the lab builds the pod's eth0 once, towards k-w2.
+#[test]
+fn a_gone_pods_veth_is_deleted_and_built_nowhere() {
+    let run = common::run_to("s4");
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let veth = "cali7fba7a35b74";
+    let w3 = net.device_by_name("k-w3").unwrap();
+    let w2 = net.device_by_name("k-w2").unwrap();
+    assert_eq!(net.iface_by_name(w3, veth), None);
+    assert!(net.iface_by_name(w2, veth).is_some());
+    assert!(!common::out_in(&run, "k-w3", "ip link").contains(veth));
+    assert!(common::out_in(&run, "k-w2", "ip link").contains(veth));
+    // The kernel never gives a new interface a deleted one's index: k-w2's pods came and went
+    // (s2-pre to s2-broken), and every interface it ever had keeps an index of its own.
+    let mut indexes: Vec<u32> = net
+        .interfaces
+        .iter()
+        .filter(|i| i.device == w2)
+        .map(|i| i.ifindex)
+        .collect();
+    let ever = indexes.len();
+    indexes.sort_unstable();
+    indexes.dedup();
+    assert_eq!(indexes.len(), ever, "k-w2 reused an ifindex");
+    assert!(ever > net.device(w2).ifaces.len(), "k-w2 deleted no veth");
+    let up = export::export(net, st, Target::Netns, &opts())
+        .files
+        .into_iter()
+        .find(|f| f.path == Path::new("up.sh"))
+        .unwrap()
+        .text;
+    let test_pod = up
+        .lines()
+        .filter(|l| l.starts_with("ip -n fstest-test-pod link add eth0 "))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        test_pod,
+        [format!(
+            "ip -n fstest-test-pod link add eth0 type veth peer name {veth} netns fstest-k-w2"
+        )]
+    );
+}

@@ -17,7 +17,8 @@
 use std::fmt::Write;
 
 use super::{
-    bird, devices, eos, file_name, frr, host_routes, kernel_ifname, runs_bird, snapshot, Lab, Options, Switches,
+    bird, devices, eos, file_name, frr, host_routes, kernel_ifname, l2_domains, runs_bird, snapshot, Lab, Options,
+    Switches,
 };
 use crate::engine::State;
 use crate::model::{DeviceId, DeviceKind, IfId, Network};
@@ -90,7 +91,7 @@ pub(super) fn write(net: &Network, st: &State, opts: &Options, lab: &mut Lab) {
         };
         format!("{}:{port}", file_name(&dev.name))
     };
-    for (i, l2) in net.l2.iter().enumerate() {
+    for (i, l2) in l2_domains(net) {
         match bridges.iter().find(|(b, _)| *b == i) {
             None => {
                 let ends: Vec<String> = l2.members.iter().map(|m| end(*m)).collect();
@@ -154,10 +155,9 @@ fn host(net: &Network, st: &State, id: DeviceId, y: &mut String, lab: &mut Lab) 
 /// are valid Linux interface names (the bridge and its ports live on the lab's host), else
 /// `brN` by the segment's index.
 fn bridge_names(net: &Network) -> Vec<(usize, String)> {
-    (0..net.l2.len())
-        .filter(|i| net.l2[*i].members.len() != 2)
-        .map(|i| {
-            let l2 = &net.l2[i];
+    l2_domains(net)
+        .filter(|(_, l2)| l2.members.len() != 2)
+        .map(|(i, l2)| {
             let named = format!("br-{}", file_name(&l2.name));
             let longest_port = named.len() + 1 + l2.members.len().saturating_sub(1).to_string().len();
             let clash = net.device_by_name(&named).is_some();

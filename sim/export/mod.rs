@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::fmt::Write;
 
 use crate::engine::{Proto, Route, State};
-use crate::model::{DeviceId, DeviceKind, IfId, Network, Tunnel};
+use crate::model::{DeviceId, DeviceKind, IfId, L2Domain, Network, Tunnel};
 
 /// Where an exported lab runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,6 +210,12 @@ pub fn netns_name(prefix: &str, net: &Network, dev: DeviceId) -> String {
 /// Devices in model order with their ids.
 fn devices(net: &Network) -> impl Iterator<Item = (DeviceId, &crate::model::Device)> {
     net.devices.iter().enumerate().map(|(i, d)| (DeviceId(i as u32), d))
+}
+
+/// The L2 domains a lab cables, with their index: a deleted veth leaves its domain empty
+/// (`k8s::realize`), and an empty domain is nothing to build.
+fn l2_domains(net: &Network) -> impl Iterator<Item = (usize, &L2Domain)> {
+    net.l2.iter().enumerate().filter(|(_, l)| !l.members.is_empty())
 }
 
 /// The interfaces a lab builds for `dev`: cabled (in an L2 domain) and not tunnels. EOS

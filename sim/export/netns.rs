@@ -3,8 +3,9 @@
 //! model names the ports, a namespace with a bridge per multi-access segment, the addresses
 //! and host routes of the exported moment, the sysctls (ip_forward, rp_filter off, proxy ARP on
 //! Calico's `cali…` veths so a pod's 169.254.1.1 gateway answers), FRR (zebra, staticd, ospfd,
-//! bgpd with `-N NS`: their own pid files and vty sockets under /var/run/frr/NS) on switches
-//! and BIRD (`-s SOCK -P PID`) on hosts.
+//! bgpd with `-N NS`: their own pid files and vty sockets under /var/run/frr/NS) on switches,
+//! BIRD (`-s SOCK -P PID`) on hosts, and felix's natOutgoing MASQUERADE on Calico nodes as an
+//! nftables table (`nat_outgoing`; the lab's machines have no iptables).
 //!
 //! Safety: `up.sh` records everything it creates (namespaces, directories, daemon PIDs with
 //! their command names) in `/run/fabsim/PREFIX/created` as it goes; `down.sh` removes exactly
@@ -14,10 +15,12 @@
 use std::fmt::Write;
 
 use super::{
-    bird, cabled_ifaces, devices, file_name, frr, host_routes, kernel_ifname, netns_name, runs_bird, Lab, Options,
+    bird, cabled_ifaces, devices, file_name, frr, host_routes, kernel_ifname, l2_domains, netns_name, runs_bird, Lab,
+    Options,
 };
 use crate::engine::State;
-use crate::model::{DeviceId, DeviceKind, Network};
+use crate::model::{DeviceId, DeviceKind, Masquerade, Network};
+use ipnet::Ipv4Net;
 
 /// Where the running lab keeps its record, sockets and logs.
 pub fn run_dir(prefix: &str) -> String {
@@ -53,7 +56,7 @@ pub(super) fn write(net: &Network, st: &State, opts: &Options, lab: &mut Lab) {
     let p = &opts.prefix;
     let mut up = String::new();
     up.push_str("#!/bin/sh\n# Builds the lab fabsim exported in network namespaces (fabsim export --to netns).\n");
-    up.push_str("# Needs root, iproute2, FRR 8.4 (/usr/lib/frr) and BIRD 1.6. Remove it with down.sh.\n");
+    up.push_str("# Needs root, iproute2, nftables, FRR 8.4 (/usr/lib/frr) and BIRD 1.6. Remove it with down.sh.\n");
     for l in &lab.limits {
         let _ = writeln!(up, "# LIMIT: {l}");
     }
@@ -86,6 +89,19 @@ pub(super) fn write(net: &Network, st: &State, opts: &Options, lab: &mut Lab) {
             }
         }
     }
+    up.push_str("\n# felix's natOutgoing (nftables; the namespace takes it with it)\n");
+    for (id, dev) in devices(net) {
+        let Some(masq) = dev.masquerade.as_ref().filter(|_| st.devices[id.idx()].powered) else {
+            continue;
+        };
+        let dir = file_name(&dev.name);
+        let _ = writeln!(
+            up,
+            "ip netns exec {} nft -f \"$LAB/{dir}/nat-outgoing.nft\"",
+            netns_name(p, net, id)
+        );
+        lab.add(format!("{dir}/nat-outgoing.nft"), nat_outgoing(masq));
+    }
     up.push_str("\n# Routing daemons\n");
     for (id, dev) in devices(net) {
         if !st.devices[id.idx()].powered {
@@ -113,11 +129,41 @@ pub(super) fn write(net: &Network, st: &State, opts: &Options, lab: &mut Lab) {
     lab.add_script("down.sh", down(p));
 }
 
+/// felix's natOutgoing as nftables: felix (iptables mode, `felix/rules/nat.go`
+/// `makeNATOutgoingRuleIPTables`, `static.go` `StaticNATPostroutingChains`) hooks
+/// `cali-POSTROUTING` into the nat table's POSTROUTING, jumps to `cali-nat-outgoing` and there
+/// masquerades `-m set --match-set cali40masq-ipam-pools src -m set ! --match-set
+/// cali40all-ipam-pools dst`. Here the same chain and sets in a table of their own, at the
+/// priority of iptables' nat POSTROUTING (srcnat, 100); the sets are the model's
+/// (`model::Masquerade`, from `Calico::nat_outgoing`).
+fn nat_outgoing(m: &Masquerade) -> String {
+    let set = |name: &str, nets: &[Ipv4Net]| {
+        let elements: Vec<String> = nets.iter().map(|n| n.trunc().to_string()).collect();
+        let elements = if elements.is_empty() {
+            String::new()
+        } else {
+            format!("\t\telements = {{ {} }}\n", elements.join(", "))
+        };
+        // auto-merge: overlapping pools are one interval, as hash:net would match them.
+        format!("\tset {name} {{\n\t\ttype ipv4_addr\n\t\tflags interval\n\t\tauto-merge\n{elements}\t}}\n")
+    };
+    format!(
+        "# felix's natOutgoing (fabsim export --to netns; nft -f in the node's namespace)\n\
+         table ip calico {{\n{}{}\tchain cali-nat-outgoing {{\n\
+         \t\tip saddr @cali40masq-ipam-pools ip daddr != @cali40all-ipam-pools masquerade\n\t}}\n\
+         \tchain cali-POSTROUTING {{\n\
+         \t\ttype nat hook postrouting priority srcnat; policy accept;\n\
+         \t\tjump cali-nat-outgoing\n\t}}\n}}\n",
+        set("cali40masq-ipam-pools", &m.src),
+        set("cali40all-ipam-pools", &m.not_dst),
+    )
+}
+
 /// Links become veth pairs created inside the two namespaces; segments a bridge in a
 /// namespace of their own.
 fn cabling(net: &Network, p: &str, up: &mut String) {
     up.push_str("\n# Links (veth pairs) and segments (a bridge namespace each)\n");
-    for (i, l2) in net.l2.iter().enumerate() {
+    for (i, l2) in l2_domains(net) {
         let members: Vec<_> = l2.members.iter().filter(|m| net.iface(**m).tunnel.is_none()).collect();
         if let [a, b] = members.as_slice() {
             let (na, nb) = (

@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use super::{eos, Lab};
+use super::{eos, l2_domains, Lab};
 use crate::model::{AddrConfig, Device, DeviceId, DeviceKind, Network, RouteOrigin};
 
 pub(super) fn write(net: &Network, lab: &mut Lab) {
@@ -224,7 +224,10 @@ fn links(net: &Network) -> String {
     for l2 in net.l2.iter().filter(|l| l.members.len() == 2) {
         let _ = writeln!(o, "  - [{}, {}]", end(&l2.members[0]), end(&l2.members[1]));
     }
-    let segments: Vec<_> = net.l2.iter().filter(|l| l.members.len() != 2).collect();
+    let segments: Vec<_> = l2_domains(net)
+        .map(|(_, l)| l)
+        .filter(|l| l.members.len() != 2)
+        .collect();
     if !segments.is_empty() {
         o.push_str("segments:\n");
         for s in segments {

@@ -3,7 +3,8 @@
 //! - a started pod is a network namespace (a device named like the pod) with `eth0` holding
 //!   its /32, `169.254.1.1 dev eth0 scope link` and `default via 169.254.1.1 dev eth0`; the
 //!   host side is a `cali…` veth with proxy ARP and felix's `<pod ip> dev cali… scope link`
-//!   (calico-reference.md §5);
+//!   (calico-reference.md §5); when the pod is deleted or runs on another node, the CNI's DEL
+//!   deletes the veth (`delete_veth`);
 //! - a node with an IPIP pool gets `tunl0` (MTU 1480 on a 1500 host) holding its tunnel
 //!   address as a /32;
 //! - a node with a VXLAN pool and a VTEP gets `vxlan.calico` (MTU 1450) holding its VXLAN
@@ -102,15 +103,6 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
             felix_vxlan_routes(net, calico, *dev, node, parent);
         }
     }
-    // Host sides of pods that are gone: the CNI deleted the veth.
-    for (_, netns) in cluster.netns.iter() {
-        let eth0 = netns.eth0;
-        net.interfaces[eth0.idx()].admin_up = false;
-        net.interfaces[eth0.idx()].addr = AddrConfig::None;
-        if let Some(host) = netns.host {
-            net.interfaces[host.idx()].admin_up = false;
-        }
-    }
     let running: Vec<(String, String, String, Ipv4Addr, String)> = cluster
         .pods
         .iter()
@@ -125,6 +117,22 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
             ))
         })
         .collect();
+    // Pods that are gone, or now run on another node: the CNI's DEL deleted their veth.
+    for (key, netns) in cluster.netns.iter_mut() {
+        let live_on = running
+            .iter()
+            .find(|(ns, name, ..)| (ns, name) == (&key.0, &key.1))
+            .and_then(|(_, _, node, ..)| cluster.nodes.iter().find(|n| &n.name == node))
+            .map(|n| n.device);
+        if let Some(host) = netns.host.filter(|h| Some(net.iface(*h).device) != live_on) {
+            delete_veth(net, netns.eth0, host);
+            netns.host = None;
+        }
+        if live_on.is_none() {
+            net.interfaces[netns.eth0.idx()].admin_up = false;
+            net.interfaces[netns.eth0.idx()].addr = AddrConfig::None;
+        }
+    }
     for (ns, name, node, ip, image) in running {
         let Some(host_dev) = cluster.node(&node).map(|n| n.device) else {
             continue;
@@ -374,11 +382,13 @@ fn ensure_iface(net: &mut Network, dev: DeviceId, name: &str) -> IfId {
     if let Some(i) = net.iface_by_name(dev, name) {
         return i;
     }
+    // The kernel does not reuse a deleted interface's index (`delete_veth` keeps the
+    // interface, owned by `dev`, for this count).
     let ifindex = net
-        .device(dev)
-        .ifaces
+        .interfaces
         .iter()
-        .map(|i| net.iface(*i).ifindex)
+        .filter(|i| i.device == dev)
+        .map(|i| i.ifindex)
         .max()
         .unwrap_or(0)
         + 1;
@@ -386,6 +396,24 @@ fn ensure_iface(net: &mut Network, dev: DeviceId, name: &str) -> IfId {
     let id = net.add_interface(dev, name, true, span);
     net.interfaces[id.idx()].ifindex = ifindex;
     id
+}
+
+/// Delete the veth pair `eth0`–`host` as the CNI's DEL does (`ip link del` of the host side
+/// takes the peer with it): the host side leaves its node (`ip link` no longer lists it; a
+/// later pod gets a new one with the next ifindex, as test-pod1's `eth0@if15` then `@if16`
+/// on k-w1 show, seed-lab.md s3b) and the link is uncabled. Ids are dense, so the interface
+/// stays in `net.interfaces`, owned by no device's list, and its L2 domain stays, empty.
+fn delete_veth(net: &mut Network, eth0: IfId, host: IfId) {
+    let dev = net.iface(host).device;
+    net.devices[dev.idx()].ifaces.retain(|i| *i != host);
+    for end in [eth0, host] {
+        let ifc = &mut net.interfaces[end.idx()];
+        if let Some(l2) = ifc.l2.take() {
+            net.l2[l2.idx()].members.retain(|m| *m != end);
+        }
+        ifc.admin_up = false;
+        ifc.addr = AddrConfig::None;
+    }
 }
 
 /// Cable `a` to `b` (a veth pair), unless they already are.
