@@ -26,6 +26,16 @@ use fabsim::scenario::{self, endpoints};
 /// BGP connect retry 1 s, BIRD connect delay 2 s / retry 5 s from Calico's template).
 const CONVERGE: Duration = Duration::from_secs(60);
 
+/// How every lab here is exported: FRR containers for the switches, the short timers both sides
+/// share so that a lab converges in seconds.
+fn lab_options(prefix: &str) -> Options {
+    Options {
+        prefix: prefix.to_string(),
+        fast_timers: true,
+        switches: Switches::Frr,
+    }
+}
+
 /// One lab at a time: a lab is 25 namespaces and some 30 daemons, and the machines this runs
 /// on have 2 cores.
 static ONE_LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -95,11 +105,7 @@ fn build(case: &str, net: &Network, st: &State) -> Lab {
     let prefix = format!("fsd{}{}", std::process::id() % 100_000, case_tag(case));
     let dir = std::env::temp_dir().join(format!("fabsim-differential-{prefix}"));
     let _ = std::fs::remove_dir_all(&dir);
-    let opts = Options {
-        prefix: prefix.clone(),
-        fast_timers: true,
-        switches: Switches::Frr,
-    };
+    let opts = lab_options(&prefix);
     export::export(net, st, Target::Netns, &opts)
         .write(&dir)
         .expect("write the lab");
@@ -436,10 +442,7 @@ fn seed_reached_from(from: &str, to: &str) {
     );
     let lab = build(&case, net0, st0);
     agree(&format!("{case} (at {from})"), net0, st0, &lab, data_plane);
-    let opts = Options {
-        prefix: lab.prefix.clone(),
-        fast_timers: true,
-    };
+    let opts = lab_options(&lab.prefix);
     let old = export::export(net0, st0, Target::Netns, &opts);
     let new = export::export(net, st, Target::Netns, &opts);
     let text = |l: &export::Lab, p: &Path| l.files.iter().find(|f| f.path == p).map(|f| f.text.clone());
@@ -587,11 +590,7 @@ fn build_with_host_frr(case: &str, net: &Network, st: &State, confs: &[(&str, Pa
     let prefix = format!("fsd{}{}", std::process::id() % 100_000, case_tag(case));
     let dir = std::env::temp_dir().join(format!("fabsim-differential-{prefix}"));
     let _ = std::fs::remove_dir_all(&dir);
-    let opts = Options {
-        prefix: prefix.clone(),
-        fast_timers: true,
-        switches: Switches::Frr,
-    };
+    let opts = lab_options(&prefix);
     let mut lab_files = export::export(net, st, Target::Netns, &opts);
     let mut starts = String::new();
     for (name, path) in confs {

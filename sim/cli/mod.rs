@@ -564,9 +564,11 @@ fn pcap_points(net: &Network, args: &[String]) -> Result<Vec<(IfId, PathBuf)>, F
 /// Write each `--pcap` file with the frames `frames` gives for its interface.
 fn write_pcaps(points: &[(IfId, PathBuf)], frames: impl Fn(IfId) -> Vec<Frame>) -> Result<(), Failure> {
     for (iface, file) in points {
-        let out = std::fs::File::create(file).map_err(|e| Failure::Usage(format!("--pcap {}: {e}", file.display())))?;
-        wire::pcap::write(std::io::BufWriter::new(out), &frames(*iface))
-            .map_err(|e| Failure::Usage(format!("--pcap {}: {e}", file.display())))?;
+        let frames = frames(*iface);
+        crate::output::write_with(file, crate::output::FILE_MODE, |w| {
+            wire::pcap::write(w, &frames).map_err(std::io::Error::other)
+        })
+        .map_err(|e| Failure::Usage(format!("--pcap {}: {e}", file.display())))?;
     }
     Ok(())
 }
@@ -782,11 +784,11 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             };
             let report = RunReport::new(scn, &opened.topology_name, &run, seed, until.as_deref());
             if let Some(file) = &junit {
-                std::fs::write(file, junit_xml(&report))
+                crate::output::write(file, junit_xml(&report))
                     .map_err(|e| Failure::Usage(format!("--junit {}: {e}", file.display())))?;
             }
             if let Some(file) = &html {
-                std::fs::write(file, scenario::html::page(&report))
+                crate::output::write(file, scenario::html::page(&report))
                     .map_err(|e| Failure::Usage(format!("--html {}: {e}", file.display())))?;
             }
             match format {
@@ -896,7 +898,7 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             plan.check().map_err(Failure::Usage)?;
             let text = plan.generate();
             match file {
-                Some(path) => std::fs::write(&path, text)
+                Some(path) => crate::output::write(&path, text)
                     .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))?,
                 None => out.push_str(&text),
             }

@@ -577,14 +577,7 @@ impl Packet {
 
 /// 64-bit FNV-1a over the words' big-endian bytes.
 fn fnv(words: &[u32]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for word in words {
-        for b in word.to_be_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
+    crate::hash::fnv1a(words.iter().flat_map(|w| w.to_be_bytes()))
 }
 
 enum End {

@@ -93,18 +93,20 @@ impl Lab {
         });
     }
 
-    /// Write every file under `dir` (created if needed).
+    /// Write every file under `dir` (created if needed), each whole or not at all
+    /// (`output`); files already there that the lab does not name are left alone.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
         for f in &self.files {
             let path = dir.join(&f.path);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            std::fs::write(&path, &f.text)?;
-            if f.executable {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
-            }
+            let mode = if f.executable {
+                crate::output::SCRIPT_MODE
+            } else {
+                crate::output::FILE_MODE
+            };
+            crate::output::write_with(&path, mode, |w| w.write_all(f.text.as_bytes()))?;
         }
         Ok(())
     }

@@ -42,4 +42,4 @@ pub use realize::{realize, Netns};
 pub use rollout::{
     in_progress as rollout_in_progress, next_due, run_due, status_lines, stuck as rollout_stuck, StatusUpdate,
 };
-pub use services::{AllocError, Endpoint, Service, ServicePort, ServiceType};
+pub use services::{AllocError, Service, ServicePort, ServiceType};

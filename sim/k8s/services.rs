@@ -69,15 +69,6 @@ pub struct Service {
     pub created_ms: u64,
 }
 
-/// One ready endpoint address and where it runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Endpoint {
-    pub ip: Ipv4Addr,
-    /// The pod (`None` for an address the apiserver maintains).
-    pub pod: Option<String>,
-    pub node: Option<String>,
-}
-
 /// Why the apiserver refuses a requested ClusterIP (`ipallocator.ErrNotInRange`,
 /// `ErrAllocated`) or cannot give one (`ErrFull`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,13 +104,6 @@ pub fn indexed_ip(cidr: Ipv4Net, n: u32) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(cidr.network()).wrapping_add(n))
 }
 
-/// 64-bit FNV-1a: fabsim's stand-in for the apiserver's random draw.
-fn draw(seed: &str) -> u64 {
-    seed.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 impl Cluster {
     pub fn service(&self, namespace: &str, name: &str) -> Option<&Service> {
         self.services
@@ -150,7 +134,7 @@ impl Cluster {
         let cidr = self.service_cidr;
         let (max, offset) = geometry(cidr);
         let used = self.allocated();
-        let r = draw(&format!("{namespace}/{name}"));
+        let r = crate::hash::fnv1a(format!("{namespace}/{name}").bytes());
         let scan = |lo: u64, len: u64| -> Option<u64> {
             if len == 0 {
                 return None;
@@ -164,32 +148,18 @@ impl Cluster {
             .ok_or(AllocError::Full)
     }
 
-    /// The Service's ready endpoints, sorted by address.
-    pub fn endpoints(&self, svc: &Service) -> Vec<Endpoint> {
-        let mut eps: Vec<Endpoint> = svc
-            .fixed_endpoints
-            .iter()
-            .map(|ip| Endpoint {
-                ip: *ip,
-                pod: None,
-                node: None,
-            })
-            .collect();
+    /// The Service's ready endpoint addresses, sorted.
+    pub fn endpoints(&self, svc: &Service) -> Vec<Ipv4Addr> {
+        let mut eps = svc.fixed_endpoints.clone();
         if !svc.selector.is_empty() {
             eps.extend(
                 self.pods
                     .iter()
                     .filter(|p| p.namespace == svc.namespace && selects(&svc.selector, p))
-                    .filter_map(|p| {
-                        Some(Endpoint {
-                            ip: self.ready_address(p)?,
-                            pod: Some(p.name.clone()),
-                            node: p.node.clone(),
-                        })
-                    }),
+                    .filter_map(|p| self.ready_address(p)),
             );
         }
-        eps.sort_by_key(|e| e.ip);
+        eps.sort();
         eps
     }
 
@@ -286,7 +256,7 @@ pub(super) fn program_kube_proxy(net: &mut Network, cluster: &Cluster) {
                 cluster_ip: ip,
                 port: p.port,
                 protocol: p.protocol,
-                endpoints: eps.iter().map(|e| (e.ip, p.target_port)).collect(),
+                endpoints: eps.iter().map(|ip| (*ip, p.target_port)).collect(),
             });
         }
     }

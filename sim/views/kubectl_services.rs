@@ -104,7 +104,7 @@ pub(crate) fn get_endpoints(cluster: &Cluster, now: u64, ns: Option<&str>, only:
         let all: Vec<String> = s
             .ports
             .iter()
-            .flat_map(|p| addresses.iter().map(move |a| format!("{}:{}", a.ip, p.target_port)))
+            .flat_map(|p| addresses.iter().map(move |a| format!("{a}:{}", p.target_port)))
             .collect();
         let shown = match all.len() {
             0 => "<none>".to_string(),

@@ -68,19 +68,12 @@ struct Connection {
     next: [u32; 2],
 }
 
-/// 64-bit FNV-1a: the deterministic stand-in for the kernel's keyed hashes.
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 impl Connection {
     fn new(conn: u64, active: Ipv4Addr, passive: Ipv4Addr) -> Self {
         let mut key = conn.to_be_bytes().to_vec();
         key.extend_from_slice(&active.octets());
         key.extend_from_slice(&passive.octets());
-        let h = fnv(&key);
+        let h = crate::hash::fnv1a(key.iter().copied());
         let (lo, hi) = EPHEMERAL;
         let port = lo + (h % u64::from(hi - lo + 1)) as u32;
         Connection {

@@ -68,12 +68,7 @@ fn mac(dev: DeviceId, ifindex: u32) -> [u8; 6] {
 /// The kernel gives a veth a random locally administered unicast MAC (the lab's pod had
 /// `02:0a:bb:9f:e4:55`); fabsim derives it from the pod device's name so it is stable.
 fn random_mac(seed: &str) -> [u8; 6] {
-    let h = seed
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-        })
-        .to_be_bytes();
+    let h = crate::hash::fnv1a(seed.bytes()).to_be_bytes();
     [(h[0] & 0xfe) | 0x02, h[1], h[2], h[3], h[4], h[5]]
 }
 
