@@ -650,15 +650,7 @@ fn pod_manifest(text: &str) -> Option<Result<PodSpec, String>> {
             crate::catalogue::names().join(", ")
         )));
     }
-    let node_selector = doc
-        .pointer("/spec/nodeSelector")
-        .and_then(|v| v.as_object())
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let node_selector = string_map(&doc, "/spec/nodeSelector");
     let tolerates_control_plane = doc
         .pointer("/spec/tolerations")
         .and_then(|v| v.as_array())
@@ -880,4 +872,17 @@ pub fn bare_pod(namespace: &str, name: &str, node: Option<String>, image: &str) 
         tolerates_control_plane: false,
         node_selector: Default::default(),
     }
+}
+
+/// A manifest's map of strings at `pointer` (`spec.nodeSelector`, a Service's `spec.selector`);
+/// empty when absent.
+pub(super) fn string_map(doc: &serde_json::Value, pointer: &str) -> BTreeMap<String, String> {
+    doc.pointer(pointer)
+        .and_then(|v| v.as_object())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
 }

@@ -104,15 +104,7 @@ fn parse(doc: &serde_json::Value) -> Result<ServiceSpec, String> {
             protocol,
         });
     }
-    let selector = doc
-        .pointer("/spec/selector")
-        .and_then(|v| v.as_object())
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let selector = super::command::string_map(doc, "/spec/selector");
     Ok(ServiceSpec {
         namespace: str_at("/metadata/namespace"),
         name,
