@@ -57,21 +57,27 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// `fabsim peer` on Leaf-1 at step s5, for the real speaker of AS `as_peer`.
+fn peer_command(as_peer: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fabsim"));
+    cmd.args([
+        "peer",
+        SCENARIO,
+        "--step",
+        "s5",
+        "--device",
+        "Leaf-1",
+        "--as-peer",
+        as_peer,
+    ]);
+    cmd
+}
+
 /// Start `fabsim peer` for Leaf-1's session with k-master (AS 65000) at step s5, where Leaf-1
 /// also peers with k-w1 and so has routes of its own to advertise. Its stdout lines are
 /// collected as they come.
 fn start_fabsim(port: u16, duration_s: u64, guard: &mut Guard) -> Arc<Mutex<Vec<String>>> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabsim"))
-        .args([
-            "peer",
-            SCENARIO,
-            "--step",
-            "s5",
-            "--device",
-            "Leaf-1",
-            "--as-peer",
-            "65000",
-        ])
+    let mut child = peer_command("65000")
         .args([
             "--listen",
             &format!("127.0.0.1:{port}"),
@@ -302,17 +308,7 @@ fn a_wrong_peer_as_is_refused_with_bad_peer_as() {
 
 #[test]
 fn an_unknown_peer_as_is_a_usage_error_listing_the_neighbours() {
-    let out = Command::new(env!("CARGO_BIN_EXE_fabsim"))
-        .args([
-            "peer",
-            SCENARIO,
-            "--step",
-            "s5",
-            "--device",
-            "Leaf-1",
-            "--as-peer",
-            "64999",
-        ])
+    let out = peer_command("64999")
         .args(["--listen", "127.0.0.1:0", "--duration", "1"])
         .output()
         .unwrap();

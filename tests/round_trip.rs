@@ -7,6 +7,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+use common::scratch;
+
 fn fabsim(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_fabsim"))
         .args(args)
@@ -20,13 +23,6 @@ fn fabsim(args: &[&str]) -> (i32, String, String) {
 }
 
 /// A fresh directory under the target directory (kept for inspection after a failure).
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
 /// `fabsim export topologies/seed-lab.yaml --to TO [OPTIONS…] --out DIR`.
 fn export(to: &[&str], dir: &Path) {
     let d = dir.to_str().expect("utf-8 path");

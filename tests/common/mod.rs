@@ -102,3 +102,11 @@ pub fn capture_in(run: &Run, from: &str, to: &str, device: &str, iface: &str) ->
         .on(net, dev, ifc)
         .unwrap_or_else(|e| panic!("{device}: tcpdump -n -i {iface}: {}", e.message))
 }
+
+/// An empty directory for one test's files under cargo's per-target temporary directory.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
