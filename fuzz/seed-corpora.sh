@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 mkdir -p corpus/topology corpus/eos corpus/bird corpus/scenario corpus/runbook corpus/frr \
-  corpus/containerlab corpus/pod_facts corpus/plan corpus/bgp_message
+  corpus/containerlab corpus/pod_facts corpus/plan corpus/bgp_message corpus/lab
 cp ../topologies/*.yaml ../tests/bad/*.yaml corpus/topology/
 # The bundled scenarios cover every step kind (run: with stdin:, lease:, reboot:, inject:,
 # top-level pinned:); the test scenarios add the kubeadm runbook and the refused ones.
@@ -92,3 +92,4 @@ PY
 printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\000\023\004' > corpus/bgp_message/keepalive
 printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\000\053\001\004\375\350\000\360\177\000\000\002\016\002\014\101\004\000\000\375\350\105\004\000\001\001\003' > corpus/bgp_message/open
 printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\000\063\002\000\000\000\024\100\001\001\000\100\002\006\002\001\000\000\375\350\100\003\004\012\000\013\001\000\000\000\001\030\012\102\157' > corpus/bgp_message/update
+# lab: structure-aware, it needs no seeds: any bytes choose a lab and its runbook.

@@ -186,9 +186,11 @@ impl LeafSpine {
                 "{l} leaves: leaf ASNs 64512+l must stay below the spines' {SPINE_ASN}"
             ));
         }
-        if !(10..=32).contains(&self.block_size) {
+        // Calico's IPPool validation, not the pool's size, is the bound: a /10 pool could hold
+        // /10 to /32 blocks, but calico-node refuses a blockSize under 20 (calico/datastore.rs).
+        if !(20..=32).contains(&self.block_size) {
             return Err(format!(
-                "--block-size {}: a block of the /10 pool is 10 to 32 bits long",
+                "--block-size {}: Calico refuses it (IPv4 block size must be between 20 and 32)",
                 self.block_size
             ));
         }

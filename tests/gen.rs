@@ -128,6 +128,32 @@ fn the_largest_plan_fits() {
     );
 }
 
+/// A block size Calico refuses is refused by the generator too, so that everything it writes
+/// loads (found by the `lab` fuzz target: `--block-size 10` wrote a pool calico-node rejects).
+#[test]
+fn block_sizes_calico_refuses_are_refused() {
+    for (size, ok) in [(19, false), (20, true), (32, true), (33, false), (10, false)] {
+        let plan = LeafSpine {
+            block_size: size,
+            pods_per_node: 1,
+            ..LeafSpine::new(1, 1, 1)
+        };
+        match plan.check() {
+            Ok(()) => {
+                assert!(ok, "--block-size {size} accepted");
+                load(&plan);
+            }
+            Err(e) => {
+                assert!(!ok, "--block-size {size}: {e}");
+                assert_eq!(
+                    e,
+                    format!("--block-size {size}: Calico refuses it (IPv4 block size must be between 20 and 32)")
+                );
+            }
+        }
+    }
+}
+
 /// The committed example is the generator's output for its command line.
 #[test]
 fn committed_example_is_current() {

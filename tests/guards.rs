@@ -95,7 +95,8 @@ fn the_memory_guard_stops_a_run_with_a_finding() {
 }
 
 /// `--max-memory` on the command line: a generated 4×16×4 eBGP fabric needs more than 1 MiB of
-/// tables (2,048 entries), and the run says so and stops instead of growing on.
+/// tables (2,048 entries), and the run says so and stops instead of growing on. A scenario's
+/// `limits: events` bounds its runs the same way, with the event-budget finding.
 #[test]
 fn max_memory_on_the_command_line_is_a_finding() {
     let dir = std::env::temp_dir().join(format!("fabsim-guards-cli-{}", std::process::id()));
@@ -112,9 +113,23 @@ fn max_memory_on_the_command_line_is_a_finding() {
         "topology: fabric.yaml\nsteps:\n  - id: s\n    wait: 1s\n",
     )
     .expect("write");
+    // The same scenario with its own event budget (`limits: events`).
+    std::fs::write(
+        dir.join("budget.yaml"),
+        "topology: fabric.yaml\nlimits: {events: 500}\nsteps:\n  - id: s\n    wait: 1s\n",
+    )
+    .expect("write");
     let free = fabsim(&["run", "s.yaml"]);
     let limited = fabsim(&["run", "s.yaml", "--max-memory", "1"]);
+    let budget = fabsim(&["run", "budget.yaml"]);
     let _ = std::fs::remove_dir_all(&dir);
+    let budget = String::from_utf8_lossy(&budget.stdout).into_owned();
+    assert!(
+        budget.contains("FINDING event budget: the run used its 500 protocol events without settling"),
+        "{budget}"
+    );
+    assert!(!free.stdout.is_empty());
+    assert!(!String::from_utf8_lossy(&free.stdout).contains("event budget"));
     let (free, limited) = (
         String::from_utf8_lossy(&free.stdout).into_owned(),
         String::from_utf8_lossy(&limited.stdout).into_owned(),

@@ -69,6 +69,9 @@ struct RawLimits {
     paths_per_prefix: Option<usize>,
     /// Most hosts and pods the per-step reachability matrix pings between (n² echoes a step).
     reach_endpoints: Option<usize>,
+    /// Most protocol events one convergence run processes before the event-budget finding
+    /// (a CI job bounds its wall time with it).
+    events: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -455,6 +458,8 @@ pub struct Scenario {
     pub path_limit: Option<usize>,
     /// `limits.reach_endpoints` (`impact::DEFAULT_REACH_ENDPOINTS` when absent).
     pub reach_limit: Option<usize>,
+    /// `limits.events` (`engine::DEFAULT_EVENT_BUDGET` when absent).
+    pub event_budget: Option<u64>,
     /// The directory the scenario's relative file names (`kubectl apply -f FILE`) start from.
     pub base: PathBuf,
     pub pinned_pods: Vec<crate::k8s::Pin>,
@@ -585,6 +590,7 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
         topology_span: span_of(file, &raw.topology),
         path_limit: raw.limits.paths_per_prefix,
         reach_limit: raw.limits.reach_endpoints,
+        event_budget: raw.limits.events,
         base: base.to_path_buf(),
         pinned_pods,
         timing,

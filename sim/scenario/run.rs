@@ -202,6 +202,9 @@ fn run_with(
     if let Some(limit) = opened.scenario.as_ref().and_then(|s| s.path_limit) {
         engine.set_path_limit(limit);
     }
+    if let Some(events) = opened.scenario.as_ref().and_then(|s| s.event_budget) {
+        engine.set_event_budget(events);
+    }
     let c = engine.run_until_quiet();
     let fabric = Fabric::of(engine.network());
     // A plain topology (a query, not a rehearsal) needs no matrix.
