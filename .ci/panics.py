@@ -9,17 +9,39 @@ Test code is skipped: files that are test modules (`tests.rs`, `tests_*.rs`, dec
 matched). Comments and string literals are blanked first, so prose about `unwrap()` does not
 count.
 
+Indexing and slicing (`v[i]`, `s[a..b]`) are checked the same way in the modules that read
+what the user gives (`INPUT_BOUNDARY`: the parsers of every input kind, the BGP wire reader,
+the runbook commands, the pipes of typed commands). Two forms are exempt because they cannot
+panic on input: a full range `[..]`, and an index by a model id (`[x.idx()]`: ids are created
+with the vectors they index — ARCHITECTURE.md "Panics"). Elsewhere (engine, views of the model)
+indices are the model's own dense ids; the fuzz targets check them.
+
 Allow-list format, one entry a line (`#` starts a comment line):
     FILE | TEXT | WHY
 TEXT is a fragment of the occurrence's source line (trimmed); an entry covers every
 occurrence in FILE whose line contains TEXT.
 """
+import glob
 import os
 import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 PATTERN = re.compile(r"\.unwrap\(\)|\.expect\(|\bpanic!\(|\bunreachable!\(|\btodo!\(|\bunimplemented!\(")
+INPUT_BOUNDARY = [
+    "sim/input/**/*.rs",
+    "sim/wire/bgp_read.rs",
+    "sim/scenario/file.rs",
+    "sim/calico/datastore.rs",
+    "sim/calico/datastore/*.rs",
+    "sim/plan/*.rs",
+    "sim/k8s/command.rs",
+    "sim/k8s/*_cmd.rs",
+    "sim/k8s/node_ops.rs",
+    "sim/k8s/pod_facts.rs",
+    "sim/views/pipe.rs",
+    "sim/views/mod.rs",
+]
 
 
 def blank_comments_and_strings(src):
@@ -94,8 +116,27 @@ def test_module_files():
     return found
 
 
+def index_expressions(line):
+    """The bracketed part of each index or slice expression on a (blanked) line: a `[` right
+    after an identifier, `)` or `]`, up to its matching `]`. Array types and literals (`[u8; 4]`,
+    `vec![…]`, `&[…]`) follow other characters and are not matched."""
+    for m in re.finditer(r"[A-Za-z0-9_)\]]\[", line):
+        depth, j = 1, m.end()
+        while j < len(line) and depth:
+            depth += {"[": 1, "]": -1}.get(line[j], 0)
+            j += 1
+        inner = line[m.end():j - 1].strip()
+        if inner != ".." and not inner.endswith(".idx()"):
+            yield inner
+
+
+def boundary_files():
+    return {os.path.normpath(f) for g in INPUT_BOUNDARY for f in glob.glob(os.path.join(ROOT, g), recursive=True)}
+
+
 def occurrences():
     skip = test_module_files()
+    boundary = boundary_files()
     for dirpath, _, files in sorted(os.walk(os.path.join(ROOT, "sim"))):
         for f in sorted(files):
             path = os.path.normpath(os.path.join(dirpath, f))
@@ -105,7 +146,10 @@ def occurrences():
             code = strip_test_items(blank_comments_and_strings(raw))
             raw_lines = raw.split("\n")
             for no, line in enumerate(code.split("\n"), 1):
-                for _ in PATTERN.finditer(line):
+                found = len(PATTERN.findall(line))
+                if path in boundary:
+                    found += sum(1 for _ in index_expressions(line))
+                for _ in range(found):
                     yield os.path.relpath(path, ROOT), no, raw_lines[no - 1].strip()
 
 
@@ -128,7 +172,7 @@ def main():
             bad.append(f"{file}:{no}: {text}")
     stale = [f".ci/panics-allowed.txt:{a[4]}: no `{a[1]}` in {a[0]} any more" for a in allowed if a[3] == 0]
     for b in bad:
-        print(f"{b}\n  a panic reachable from input? return an error, or list it in .ci/panics-allowed.txt with why it cannot fire")
+        print(f"{b}\n  a panic reachable from input (unwrap/expect/panic!, or an index/slice in an input module)? return an error or use `get`, or list it in .ci/panics-allowed.txt with why it cannot fire")
     for s in stale:
         print(s)
     if bad or stale:
