@@ -142,3 +142,55 @@ fn max_memory_on_the_command_line_is_a_finding() {
         "{limited}"
     );
 }
+
+/// A `wait:` over a network that oscillates ends with the oscillation finding in that step, in
+/// bounded work: once a bound stops the run, the rest of the wait is not simulated event by
+/// event (found by the `lab` fuzz target: two 599 s waits on a fabric whose leaves take turns
+/// redistributing the service range ran for minutes, each wait's flaps costing more than the
+/// last, and the steps reported no finding).
+#[test]
+fn a_wait_over_an_oscillating_fabric_is_bounded_and_says_why() {
+    let dir = std::env::temp_dir().join(format!("fabsim-guards-wait-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let fabsim = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fabsim"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("run fabsim")
+    };
+    let gen = fabsim(&[
+        "gen",
+        "leaf-spine",
+        "--spines",
+        "1",
+        "--leaves",
+        "2",
+        "--nodes-per-leaf",
+        "1",
+        "--advertise-services",
+        "--out",
+        "fabric.yaml",
+    ]);
+    assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
+    std::fs::write(
+        dir.join("wait.yaml"),
+        "topology: fabric.yaml\nsteps:\n  - id: w1\n    wait: 10m\n  - id: w2\n    wait: 10m\n",
+    )
+    .expect("write");
+    let run = fabsim(&["run", "wait.yaml"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = String::from_utf8_lossy(&run.stdout).into_owned();
+    for step in ["[w1]", "[w2]"] {
+        let section = out.split(step).nth(1).expect("the step is reported");
+        let section = section.split("\n[").next().unwrap_or_default();
+        assert!(section.contains("NOT quiet"), "{step}: {section}");
+        assert!(
+            section.contains(
+                "FINDING oscillation: the OSPF external route for 10.96.0.0/12 changed 20 times without settling; \
+                 routers redistributing it in turn: leaf-1, leaf-2"
+            ),
+            "{step}: {section}"
+        );
+    }
+}

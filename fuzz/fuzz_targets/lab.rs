@@ -30,6 +30,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(steps) = runbook(&mut u, &lab) else { return };
     let topology = lab.plan.generate();
     let scenario = scenario_text(&steps);
+    // Triage: `FABSIM_LAB_PRINT=1 …/lab ARTIFACT` shows the lab an input stands for.
+    if std::env::var_os("FABSIM_LAB_PRINT").is_some() {
+        eprintln!("{}\n---\n{scenario}", topology.lines().next().unwrap_or_default());
+    }
     let first = replay(&topology, &scenario);
     if let Some(first) = first {
         let again = replay(&topology, &scenario).expect("the same lab replays again");

@@ -186,13 +186,15 @@ pub(super) enum Until<'a> {
 }
 
 /// Let virtual time run until `until`, doing the controllers' work and the watched pings'
-/// probes when they are due. Returns the convergence when running until quiet.
+/// probes when they are due. Returns the convergence when running until quiet, and otherwise
+/// the run a bound stopped (its findings: an oscillation, the event budget), if one did.
 pub(super) fn pass_time(
     engine: &mut Engine,
     watch: &mut Watch,
     until: Until<'_>,
     span: &Span,
 ) -> Result<Option<Convergence>, InputError> {
+    let mut stopped: Option<Convergence> = None;
     loop {
         let now = engine.now_ms();
         watch.sample(engine);
@@ -215,16 +217,16 @@ pub(super) fn pass_time(
             }
             return Ok(match until {
                 Until::Quiet => engine.run_until_quiet_or(u64::MAX),
-                _ => None,
+                _ => stopped,
             });
         }
         let deadline = match until {
             Until::Quiet => None,
-            Until::Time(t) if now >= t => return Ok(None),
+            Until::Time(t) if now >= t => return Ok(stopped),
             Until::Time(t) => Some(t),
             Until::RolloutDone { namespace, daemonset } => {
                 if !k8s::rollout_in_progress(engine.network(), namespace, daemonset) {
-                    return Ok(None);
+                    return Ok(stopped);
                 }
                 None
             }
@@ -234,16 +236,25 @@ pub(super) fn pass_time(
             // Nothing is due and nothing is watched: converge (or, waiting for a rollout that
             // has nothing left to do, return).
             let c = engine.run_until_quiet_or(u64::MAX);
-            return Ok(if matches!(until, Until::Quiet) { c } else { None });
+            return Ok(if matches!(until, Until::Quiet) { c } else { stopped });
         };
         if let Some(c) = engine.run_until_quiet_or(stop) {
             if matches!(until, Until::Quiet) && due.is_none() {
                 return Ok(Some(c));
             }
-            // Quiet before `stop`: nothing changes until then.
             let now = engine.now_ms();
-            if stop > now {
+            if stop > now && c.quiet {
+                // Quiet before `stop`: only timers (keepalives, hellos) run until then.
                 engine.advance(stop - now);
+            } else if stop > now {
+                // The run ended on a bound (oscillation, event budget, memory, its deadline)
+                // with a finding that says where it stopped. The rest of the interval is not
+                // simulated event by event — what is queued runs late, when the next run
+                // begins — so waiting on a flapping network costs no more than the bound.
+                engine.skip_to(stop);
+            }
+            if !c.quiet {
+                stopped = Some(c);
             }
         }
     }
