@@ -3,8 +3,9 @@
 //! best-path selection per flavour (`decision`), recursive next hops through the IGP tables,
 //! ADD-PATH, and the routes each speaker hands to forwarding.
 //!
-//! Module map: `attrs` (the shared attribute sets), `session` (connect, OPEN checks, hold timer), `table` (local routes, next-hop
-//! resolution, selection, what goes to the FIB), `hostentry` (BIRD's recursive next-hop
+//! Module map: `attrs` (the shared attribute sets), `session` (connect, OPEN checks, hold
+//! timer), `table` (local routes, next-hop resolution, selection, what goes to the FIB),
+//! `hostentry` (BIRD's recursive next-hop
 //! lookup in its own table), `live` (a real speaker in place of one session's peer,
 //! `fabsim peer`), `export` (Adj-RIB-Out per session and the
 //! UPDATEs that change it, and the policy step), `route_map` (FRR route-maps and
