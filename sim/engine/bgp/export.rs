@@ -142,18 +142,26 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
     prefixes.extend(s.adj_out.keys().copied());
     prefixes.sort();
     prefixes.dedup();
-    let mut updates = Vec::new();
+    let mut changed = Vec::new();
     for prefix in prefixes {
         let want = advertise(bgp, net, st, sp, sid, prefix);
-        let had = bgp.sessions[sid.idx()].adj_out.get(&prefix);
-        if had.map_or(want.is_empty(), |h| *h == want) {
+        let had = bgp.sessions[sid.idx()].adj_out.get(&prefix).map(Vec::as_slice);
+        if same_paths(had.unwrap_or_default(), &want) {
             continue;
         }
-        updates.push((prefix, want));
+        changed.push((prefix, want));
     }
-    if updates.is_empty() {
+    if changed.is_empty() {
         return;
     }
+    // Only what changed is allocated, once per distinct attribute set (`attrs`).
+    let updates: Vec<(Ipv4Net, Paths)> = changed
+        .into_iter()
+        .map(|(prefix, want)| {
+            let paths = want.into_iter().map(|(id, a)| (id, bgp.attrs.intern(a))).collect();
+            (prefix, paths)
+        })
+        .collect();
     if bgp.wire.is_some() || peer.is_none() {
         let msg = update_message(&bgp.sessions[sid.idx()], &updates);
         if peer.is_none() {
@@ -201,6 +209,11 @@ fn set_adj_out(s: &mut Session, prefix: Ipv4Net, want: Paths) {
 /// The paths advertised for one prefix: (path id, attributes).
 type Paths = Vec<(u32, Arc<PathAttrs>)>;
 
+/// Does an Adj-RIB-Out slot already say `want`?
+fn same_paths(had: &[(u32, Arc<PathAttrs>)], want: &[(u32, PathAttrs)]) -> bool {
+    had.len() == want.len() && had.iter().zip(want).all(|((h, ha), (w, wa))| h == w && **ha == *wa)
+}
+
 /// The UPDATE that takes session `s` from what it advertised to `updates`: with ADD-PATH the
 /// path ids no longer sent are withdrawn and new or changed paths announced (RFC 7911 §3: a
 /// path id is replaced by announcing it again); without, one path per prefix or a withdrawal.
@@ -227,7 +240,8 @@ fn update_message(s: &Session, updates: &[(Ipv4Net, Paths)]) -> BgpMessage {
     }
 }
 
-/// The paths session `sid` should be advertising for `prefix` now.
+/// The paths session `sid` should be advertising for `prefix` now (not yet shared: most are
+/// what the session already advertises).
 fn advertise(
     bgp: &Bgp,
     net: &Network,
@@ -235,7 +249,7 @@ fn advertise(
     sp: &Speaker,
     sid: SessionId,
     prefix: Ipv4Net,
-) -> Vec<(u32, Arc<PathAttrs>)> {
+) -> Vec<(u32, PathAttrs)> {
     let s = &bgp.sessions[sid.idx()];
     let Some(entries) = sp.table.get(&prefix) else {
         return Vec::new();
@@ -287,7 +301,7 @@ fn advertise(
             continue;
         };
         let id = if all_paths { e.src_id } else { 0 };
-        out.push((id, Arc::new(attrs)));
+        out.push((id, attrs));
     }
     out.sort_by_key(|(id, _)| *id);
     out

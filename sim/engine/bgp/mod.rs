@@ -3,13 +3,15 @@
 //! best-path selection per flavour (`decision`), recursive next hops through the IGP tables,
 //! ADD-PATH, and the routes each speaker hands to forwarding.
 //!
-//! Module map: `session` (connect, OPEN checks, hold timer), `table` (local routes, next-hop
-//! resolution, selection, what goes to the FIB), `hostentry` (BIRD's recursive next-hop
+//! Module map: `attrs` (the shared attribute sets), `session` (connect, OPEN checks, hold
+//! timer), `table` (local routes, next-hop resolution, selection, what goes to the FIB),
+//! `hostentry` (BIRD's recursive next-hop
 //! lookup in its own table), `live` (a real speaker in place of one session's peer,
 //! `fabsim peer`), `export` (Adj-RIB-Out per session and the
 //! UPDATEs that change it, and the policy step), `route_map` (FRR route-maps and
 //! prefix-lists), `jitter` (the seeded timer randomisation and message delays).
 
+mod attrs;
 pub mod decision;
 mod export;
 pub mod filter;
@@ -81,6 +83,8 @@ pub(crate) struct Bgp {
     pub(crate) wire: Option<WireLog>,
     /// UPDATEs for the real speaker of a `fabsim peer` session, until it takes them.
     pub(crate) live_out: Vec<super::bgp_state::BgpMessage>,
+    /// Every attribute set held, once (`attrs`).
+    attrs: attrs::AttrTable,
 }
 
 /// The BGP messages a run sent, in order, with a number per TCP connection.
@@ -121,10 +125,7 @@ pub(crate) const DEFAULT_PATH_LIMIT: usize = 10_000;
 impl Bgp {
     /// Paths held by every speaker, all prefixes (for the engine's memory guard).
     pub(crate) fn entry_count(&self) -> usize {
-        self.speakers
-            .values()
-            .map(|s| s.table.values().map(Vec::len).sum::<usize>())
-            .sum()
+        self.speakers.values().map(|s| s.paths).sum()
     }
 }
 
@@ -141,6 +142,7 @@ impl Default for Bgp {
             jitter: Jitter::new(DEFAULT_SEED),
             wire: None,
             live_out: Vec::new(),
+            attrs: attrs::AttrTable::default(),
         }
     }
 }

@@ -90,8 +90,10 @@ pub(crate) struct Session {
     /// A `HoldExpire` is pending for the current silence.
     pub hold_armed: bool,
     pub peer_rid: Option<Ipv4Addr>,
-    /// Paths received and kept (loops dropped), with whether import policy accepted them.
-    pub adj_in: BTreeMap<Ipv4Net, Vec<(u32, Arc<PathAttrs>, bool)>>,
+    /// Per prefix, the paths received and kept (loops dropped) and how many of them import
+    /// policy accepted: the session's counters. The paths themselves are the speaker's table
+    /// entries; a copy here was a second Adj-RIB-In.
+    pub adj_in: BTreeMap<Ipv4Net, (u32, u32)>,
     /// What this session has advertised.
     pub adj_out: BTreeMap<Ipv4Net, Vec<(u32, Arc<PathAttrs>)>>,
     /// The configuration removed this session.
@@ -154,7 +156,6 @@ impl Session {
     }
 
     pub(crate) fn view(&self) -> BgpSessionView {
-        let accepted = |v: &Vec<(u32, Arc<PathAttrs>, bool)>| v.iter().filter(|p| p.2).count() as u32;
         BgpSessionView {
             name: self.cfg.name.clone(),
             neighbor: self.neighbor,
@@ -164,8 +165,8 @@ impl Session {
             since_ms: self.since,
             msgs_rcvd: self.msgs_rcvd,
             msgs_sent: self.msgs_sent,
-            pfx_rcvd: self.adj_in.values().map(|v| v.len() as u32).sum(),
-            pfx_acc: self.adj_in.values().map(accepted).sum(),
+            pfx_rcvd: self.adj_in.values().map(|c| c.0).sum(),
+            pfx_acc: self.adj_in.values().map(|c| c.1).sum(),
             exported: self.adj_out.values().map(|v| v.len() as u32).sum(),
             preferred: 0,
             last_error: self.last_error.clone(),

@@ -71,6 +71,10 @@ pub(crate) struct Speaker {
     pub router_id: Ipv4Addr,
     pub sessions: Vec<SessionId>,
     pub table: BTreeMap<Ipv4Net, Vec<Entry>>,
+    /// Entries in `table`, kept by every function that changes it: the engine's memory guard
+    /// reads it every few hundred events, and summing the tables there was most of a large
+    /// fabric's run time.
+    pub paths: usize,
 }
 
 impl Speaker {
@@ -82,6 +86,7 @@ impl Speaker {
             router_id,
             sessions: Vec::new(),
             table: BTreeMap::new(),
+            paths: 0,
         }
     }
 
@@ -91,10 +96,15 @@ impl Speaker {
             entries.retain(|e| !matches!(e.origin, Origin::Peer(s, _) if s == sid));
         }
         self.table.retain(|_, v| !v.is_empty());
+        self.count_paths();
+    }
+
+    fn count_paths(&mut self) {
+        self.paths = self.table.values().map(Vec::len).sum();
     }
 
     pub(crate) fn table_view(&self, bgp: &Bgp) -> Vec<TableRoute> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.paths);
         for (prefix, entries) in &self.table {
             let mut order: Vec<&Entry> = entries.iter().collect();
             order.sort_by_key(|e| (!e.best, e.arrival));
@@ -162,13 +172,13 @@ pub(super) fn receive(
             let a = if internal || a.local_pref.is_some() {
                 a
             } else {
-                Arc::new(PathAttrs {
+                bgp.attrs.intern(PathAttrs {
                     local_pref: Some(100),
                     ..(*a).clone()
                 })
             };
             let (a, ok) = super::export::import_policy(device, &import, internal, prefix, a, &format!("{to:?}"));
-            (id, a, ok)
+            (id, bgp.attrs.share(a), ok)
         })
         .collect();
     let kept = guard_paths(bgp, net, dev, to, prefix, kept);
@@ -177,7 +187,8 @@ pub(super) fn receive(
     if kept.is_empty() {
         s.adj_in.remove(&prefix);
     } else {
-        s.adj_in.insert(prefix, kept.clone());
+        let accepted = kept.iter().filter(|k| k.2).count();
+        s.adj_in.insert(prefix, (kept.len() as u32, accepted as u32));
     }
     let mut fresh = Vec::new();
     let mut changed = false;
@@ -187,6 +198,7 @@ pub(super) fn receive(
         };
         let entries = sp.table.entry(prefix).or_default();
         let before = entries.len();
+        sp.paths -= before;
         entries.retain(|e| match &e.origin {
             Origin::Peer(x, id) if *x == to => kept.iter().any(|(k, _, _)| k == id),
             _ => true,
@@ -204,12 +216,16 @@ pub(super) fn receive(
                     changed = true;
                 }
                 None => {
+                    // Exactly as many as held: a prefix usually has one path (a node) or one per
+                    // spine (a leaf), and `push`'s minimum of four would be most of the table.
+                    entries.reserve_exact(1);
                     entries.push(new_entry(0, Origin::Peer(to, id), attrs, ok, PREF_BGP, 0, now));
                     fresh.push((prefix, to, id));
                     changed = true;
                 }
             }
         }
+        sp.paths += entries.len();
         if entries.is_empty() {
             sp.table.remove(&prefix);
         }
@@ -437,7 +453,7 @@ fn refresh_local(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, now: u
     }
     sp.table.retain(|_, v| !v.is_empty());
     for (prefix, protocol, dest, pref, origin) in news {
-        let attrs = Arc::new(PathAttrs {
+        let attrs = bgp.attrs.intern(PathAttrs {
             as_path: Vec::new(),
             next_hop: None,
             origin,
@@ -447,8 +463,13 @@ fn refresh_local(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, now: u
         let (src, t) = (bgp.new_src(), bgp.tick());
         if let Some(sp) = bgp.speakers.get_mut(&dev) {
             let e = new_entry(src, Origin::Local { protocol, dest }, attrs, true, pref, t, now);
-            sp.table.entry(prefix).or_default().push(e);
+            let entries = sp.table.entry(prefix).or_default();
+            entries.reserve_exact(1);
+            entries.push(e);
         }
+    }
+    if let Some(sp) = bgp.speakers.get_mut(&dev) {
+        sp.count_paths();
     }
 }
 
