@@ -680,6 +680,20 @@ fn run_pcap_has_ospf_hellos_ls_updates_and_the_checks_pings() {
         last_row,
         format!("0xc0\t255.255.255.254\t10\t40\t10.33.99.1\t{spine_rid}")
     );
+    // Wireshark 4.0 has no OSPF checksum preference: its detail view checks the header
+    // checksum of every packet and says `[correct]` or `[incorrect, should be …]`.
+    let detail = tshark(&uplink, &["-Y", "ospf", "-V"]).unwrap_or_default();
+    let packets = detail.matches("Open Shortest Path First").count();
+    let correct = detail
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Checksum: 0x") && l.ends_with("[correct]"))
+        .count();
+    assert_eq!(
+        (correct, packets),
+        (ospf.len(), ospf.len()),
+        "every OSPF checksum [correct]"
+    );
+    assert!(!detail.contains("incorrect"));
     let types = tshark(&uplink, &["-Y", "ospf.msg.lsupdate", "-T", "fields", "-e", "ospf.lsa"]).unwrap_or_default();
     assert!(types.contains('1') && types.contains('2'), "{types}");
 }
