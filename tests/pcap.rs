@@ -431,3 +431,269 @@ fn tshark_reads_the_same_fields_and_no_malformed_packet() {
     assert_eq!(announced, 32, "{ids}");
     assert!(ids.contains("65000,65003,65002,65001"), "{ids}");
 }
+
+/// One OSPF packet of a capture, its IP, MAC and OSPF header checked: to AllSPFRouters or
+/// AllDRouters with the group's MAC, TTL 1, ToS 0xc0, version 2, the length, the checksum
+/// (RFC 2328 D.4), null authentication.
+struct Ospf {
+    at_us: u128,
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    kind: u8,
+    router_id: Ipv4Addr,
+    body: Vec<u8>,
+}
+
+fn ospf_packets(frames: &[Captured]) -> Vec<Ospf> {
+    let mut out = Vec::new();
+    for f in frames {
+        let ip = ipv4_of(&f.data);
+        if ip.get_next_level_protocol() != IpNextHeaderProtocols::OspfigP {
+            continue;
+        }
+        let dst = ip.get_destination();
+        assert!(dst == Ipv4Addr::new(224, 0, 0, 5) || dst == Ipv4Addr::new(224, 0, 0, 6));
+        assert_eq!(&f.data[..6], &[1, 0, 0x5e, 0, 0, dst.octets()[3]], "multicast MAC");
+        assert_eq!(ip.get_ttl(), 1);
+        assert_eq!((ip.get_dscp() << 2) | ip.get_ecn(), 0xc0, "ToS internetwork control");
+        let o = ip.payload();
+        assert_eq!(o[0], 2, "OSPFv2");
+        assert_eq!(usize::from(u16::from_be_bytes([o[2], o[3]])), o.len());
+        assert_eq!(
+            pnet_packet::util::checksum(o, 6),
+            u16::from_be_bytes([o[12], o[13]]),
+            "OSPF checksum"
+        );
+        assert_eq!(&o[14..24], &[0; 10], "null authentication");
+        out.push(Ospf {
+            at_us: f.at_us,
+            src: ip.get_source(),
+            dst,
+            kind: o[1],
+            router_id: Ipv4Addr::new(o[4], o[5], o[6], o[7]),
+            body: o[24..].to_vec(),
+        });
+    }
+    out
+}
+
+fn addr_at(b: &[u8], at: usize) -> Ipv4Addr {
+    Ipv4Addr::new(b[at], b[at + 1], b[at + 2], b[at + 3])
+}
+
+/// A hello's fields (RFC 2328 A.3.2).
+#[derive(Debug)]
+struct Hello {
+    mask: Ipv4Addr,
+    hello_s: u16,
+    options: u8,
+    priority: u8,
+    dead_s: u32,
+    dr: Ipv4Addr,
+    neighbors: Vec<Ipv4Addr>,
+}
+
+fn hello(p: &Ospf) -> Hello {
+    let b = &p.body;
+    Hello {
+        mask: addr_at(b, 0),
+        hello_s: u16::from_be_bytes([b[4], b[5]]),
+        options: b[6],
+        priority: b[7],
+        dead_s: u32::from_be_bytes([b[8], b[9], b[10], b[11]]),
+        dr: addr_at(b, 12),
+        neighbors: (20..b.len()).step_by(4).map(|at| addr_at(b, at)).collect(),
+    }
+}
+
+/// The LSAs of an LS Update as (type, LS ID, advertising router, sequence number, age), each
+/// LSA's Fletcher checksum verified (RFC 2328 §12.1.7: both sums over the LSA but its age are
+/// zero modulo 255).
+fn lsas(p: &Ospf) -> Vec<(u8, Ipv4Addr, Ipv4Addr, u32, u16)> {
+    let b = &p.body;
+    let count = u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    let mut at = 4;
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let len = usize::from(u16::from_be_bytes([b[at + 18], b[at + 19]]));
+        let lsa = &b[at..at + len];
+        let (mut c0, mut c1) = (0u32, 0u32);
+        for &x in &lsa[2..] {
+            c0 = (c0 + u32::from(x)) % 255;
+            c1 = (c1 + c0) % 255;
+        }
+        assert_eq!((c0, c1), (0, 0), "LSA Fletcher checksum");
+        assert_eq!(lsa[2], 0x02, "options: E");
+        let seq = u32::from_be_bytes([lsa[12], lsa[13], lsa[14], lsa[15]]);
+        out.push((
+            lsa[3],
+            addr_at(lsa, 4),
+            addr_at(lsa, 8),
+            seq,
+            u16::from_be_bytes([lsa[0], lsa[1]]),
+        ));
+        at += len;
+    }
+    assert_eq!(at, b.len(), "the LSAs fill the packet");
+    out
+}
+
+/// The s1 run captured on Spine-1 Ethernet3 (Leaf-3's uplink) and on k-w3 ens5.
+fn s1_run_capture() -> (PathBuf, PathBuf) {
+    let (uplink, ens5) = (tmp("s1-run-uplink.pcap"), tmp("s1-run-ens5.pcap"));
+    let a = format!("Spine-1:Ethernet3={}", uplink.display());
+    let b = format!("k-w3:ens5={}", ens5.display());
+    let out = fabsim(&[
+        "run",
+        "scenarios/seed-lab.yaml",
+        "--until",
+        "s1",
+        "--pcap",
+        &a,
+        "--pcap",
+        &b,
+    ]);
+    assert!(out.status.code() == Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    (uplink, ens5)
+}
+
+#[test]
+fn run_pcap_has_ospf_hellos_ls_updates_and_the_checks_pings() {
+    let (uplink, ens5) = s1_run_capture();
+    let frames = read_pcap(&uplink);
+    assert!(frames.windows(2).all(|w| w[0].at_us <= w[1].at_us), "time order");
+    let ospf = ospf_packets(&frames);
+    let (spine, leaf3) = (Ipv4Addr::new(10, 33, 99, 0), Ipv4Addr::new(10, 33, 99, 1));
+    // Hellos both ways every 10 s: seed-lab.md s0's FULL/DR, Leaf-3 (router id 10.33.99.1) the
+    // DR; each lists the other once it has heard it.
+    let hellos = |from: Ipv4Addr| -> Vec<(u128, Hello, Ipv4Addr)> {
+        ospf.iter()
+            .filter(|p| p.kind == 1 && p.src == from)
+            .map(|p| {
+                assert_eq!(p.dst, Ipv4Addr::new(224, 0, 0, 5), "hellos go to AllSPFRouters");
+                (p.at_us, hello(p), p.router_id)
+            })
+            .collect()
+    };
+    let (from_leaf, from_spine) = (hellos(leaf3), hellos(spine));
+    assert!(from_leaf.len() > 100 && from_spine.len() > 100);
+    assert!(
+        from_leaf.windows(2).all(|w| w[1].0 - w[0].0 == 10_000_000),
+        "HelloInterval"
+    );
+    let (_, last, rid) = from_leaf.last().unwrap();
+    assert_eq!(*rid, leaf3);
+    assert_eq!(
+        (last.mask, last.hello_s, last.options, last.priority, last.dead_s),
+        (Ipv4Addr::new(255, 255, 255, 254), 10, 0x02, 1, 40)
+    );
+    assert_eq!(last.dr, leaf3, "Leaf-3 is the DR");
+    let spine_rid = from_spine.last().unwrap().2;
+    assert_eq!(last.neighbors, [spine_rid]);
+    assert_eq!(from_spine.last().unwrap().1.neighbors, [leaf3]);
+    assert!(from_leaf[0].1.neighbors.is_empty(), "the first hello has heard no one");
+
+    // The flooding: router- and network-LSAs cross the link, each instance once per direction
+    // at most, sequence numbers from 0x80000001 up, one per new instance.
+    let updates: Vec<&Ospf> = ospf.iter().filter(|p| p.kind == 4).collect();
+    assert!(!updates.is_empty(), "LS Updates");
+    assert!(
+        ospf.iter().all(|p| p.kind == 1 || p.kind == 4),
+        "hellos and LS Updates only"
+    );
+    let mut seen: BTreeMap<(u8, Ipv4Addr, Ipv4Addr), Vec<u32>> = BTreeMap::new();
+    for u in &updates {
+        for (ty, id, adv, seq, age) in lsas(u) {
+            assert!((1..=3600).contains(&age), "{age}");
+            seen.entry((ty, id, adv)).or_default().push(seq);
+        }
+    }
+    assert!(seen.contains_key(&(1, leaf3, leaf3)), "Leaf-3's router-LSA: {seen:?}");
+    assert!(
+        seen.contains_key(&(2, leaf3, leaf3)),
+        "the link's network-LSA from its DR"
+    );
+    for seqs in seen.values() {
+        // Signed numbers from InitialSequenceNumber 0x80000001 (RFC 2328 §12.1.6).
+        let signed: Vec<i32> = seqs.iter().map(|s| *s as i32).collect();
+        assert!(signed.iter().all(|s| *s > i32::MIN), "{seqs:x?}");
+        assert!(signed.windows(2).all(|w| w[0] <= w[1]), "{seqs:x?}");
+        assert!(signed[0] < i32::MIN + 100, "a young LSA: {seqs:x?}");
+    }
+
+    // k-w3's ens5 (the NAT cloud segment): Spine-1's hellos on its DHCP-addressed Ethernet4
+    // (eos-linux-formats.md §1: OSPF runs on it, no neighbour), and s1's C27 ping from the
+    // test pod, IPIP between the nodes, when the check ran.
+    let frames = read_pcap(&ens5);
+    let on_ens5 = ospf_packets(&frames);
+    let cloud: Vec<Hello> = on_ens5.iter().filter(|p| p.kind == 1).map(hello).collect();
+    assert!(!cloud.is_empty());
+    assert!(cloud
+        .iter()
+        .all(|h| h.mask == Ipv4Addr::new(255, 255, 255, 0) && h.neighbors.is_empty()));
+    let echoes: Vec<Echo> = frames
+        .iter()
+        .filter(|f| ipv4_of(&f.data).get_next_level_protocol() == IpNextHeaderProtocols::Ipv4)
+        .map(|f| ipip_echo(&f.data))
+        .collect();
+    let (node_w3, node_w1) = (Ipv4Addr::new(10, 0, 137, 142), Ipv4Addr::new(10, 0, 137, 15));
+    let (pod, controller) = (Ipv4Addr::new(10, 66, 122, 194), Ipv4Addr::new(10, 66, 207, 66));
+    assert!(
+        echoes.contains(&Echo {
+            outer: (node_w3, node_w1, 64),
+            inner: (pod, controller, 63),
+            icmp_type: 8,
+            seq: 1,
+        }),
+        "{echoes:?}"
+    );
+    assert!(echoes.iter().any(|e| e.icmp_type == 0 && e.inner.0 == controller));
+
+    // tshark decodes the same hellos and LSAs, with no malformed packet.
+    let Some(fields) = tshark(
+        &uplink,
+        &[
+            "-Y",
+            "ospf.msg.hello && ip.src == 10.33.99.1",
+            "-T",
+            "fields",
+            "-e",
+            "ip.dsfield",
+            "-e",
+            "ospf.hello.network_mask",
+            "-e",
+            "ospf.hello.hello_interval",
+            "-e",
+            "ospf.hello.router_dead_interval",
+            "-e",
+            "ospf.hello.designated_router",
+            "-e",
+            "ospf.hello.active_neighbor",
+        ],
+    ) else {
+        return;
+    };
+    assert_clean(&uplink);
+    assert_clean(&ens5);
+    let last_row = fields.lines().last().unwrap_or_default();
+    assert_eq!(
+        last_row,
+        format!("0xc0\t255.255.255.254\t10\t40\t10.33.99.1\t{spine_rid}")
+    );
+    // Wireshark 4.0 has no OSPF checksum preference: its detail view checks the header
+    // checksum of every packet and says `[correct]` or `[incorrect, should be …]`.
+    let detail = tshark(&uplink, &["-Y", "ospf", "-V"]).unwrap_or_default();
+    let packets = detail.matches("Open Shortest Path First").count();
+    let correct = detail
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Checksum: 0x") && l.ends_with("[correct]"))
+        .count();
+    assert_eq!(
+        (correct, packets),
+        (ospf.len(), ospf.len()),
+        "every OSPF checksum [correct]"
+    );
+    assert!(!detail.contains("incorrect"));
+    let types = tshark(&uplink, &["-Y", "ospf.msg.lsupdate", "-T", "fields", "-e", "ospf.lsa"]).unwrap_or_default();
+    assert!(types.contains('1') && types.contains('2'), "{types}");
+}

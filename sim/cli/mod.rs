@@ -773,8 +773,13 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             let run = scenario::run_captured(&opened, until.as_deref(), seed, taps)?;
             print_warnings(&run);
             let net = run.engine.network();
+            // One file per interface: BGP, OSPF and the checks' pings, merged in time order by
+            // `pcap::write` (stable, so frames of one instant keep this order).
             write_pcaps(&points, |iface| {
-                wire::tcp::bgp_frames(net, run.engine.bgp_wire(), iface)
+                let mut frames = wire::tcp::bgp_frames(net, run.engine.bgp_wire(), iface);
+                frames.extend(wire::ospf::ospf_frames(net, run.engine.ospf_wire(), iface));
+                frames.extend_from_slice(run.tap.frames(iface));
+                frames
             })?;
             let Some(scn) = &opened.scenario else {
                 return Err(Failure::Usage(format!(

@@ -11,6 +11,7 @@ pub mod bgp_state;
 mod live;
 pub use bgp::{filter, MessageDelays, DEFAULT_MESSAGE_DELAY_MS, DEFAULT_SEED};
 mod ospf;
+pub use ospf::{LsaBody, OspfDest, OspfHello, OspfLsa, OspfPacket, OspfWireRecord, RouterLink, OPTIONS_E};
 mod rib;
 pub mod state;
 
@@ -246,6 +247,17 @@ impl Engine {
     /// The BGP messages sent since [`Engine::record_bgp_wire`], in order.
     pub fn bgp_wire(&self) -> &[BgpWireRecord] {
         self.bgp.wire.as_ref().map_or(&[], |w| &w.records)
+    }
+
+    /// Keep every OSPF packet a tapped interface sees from now on, for captures: the hellos
+    /// as sent, and the LS Updates of the flooding (`ospf::wire` says what is abstracted).
+    pub fn record_ospf_wire(&mut self, taps: BTreeSet<IfId>) {
+        self.ospf.wire = Some(ospf::WireLog::new(taps));
+    }
+
+    /// The OSPF packets logged since [`Engine::record_ospf_wire`], in order.
+    pub fn ospf_wire(&self) -> &[OspfWireRecord] {
+        self.ospf.wire.as_ref().map_or(&[], |w| &w.records)
     }
 
     /// Walk the segments of the messages logged since the last call through the network as it
@@ -529,7 +541,7 @@ impl Engine {
             }
             Event::Ospf(oev) => {
                 let mut out = Vec::new();
-                let changed = self.ospf.handle(&self.net, self.now, oev, &mut out);
+                let changed = self.ospf.handle(&self.net, &self.state, self.now, oev, &mut out);
                 for (at, e) in out {
                     self.schedule(at, Event::Ospf(e));
                 }
@@ -561,7 +573,7 @@ impl Engine {
     /// after the LSA delay) and send BGP updates for what changed.
     fn recompute(&mut self) {
         let mut tables = rib::local_tables(&self.net, &self.state);
-        let mut ospf_routes = self.ospf.routes(&self.net);
+        let mut ospf_routes = self.ospf.routes(&self.net, &self.state, self.now);
         for (i, t) in tables.iter_mut().enumerate() {
             if let Some(rs) = ospf_routes.remove(&DeviceId(i as u32)) {
                 t.extend(rs);

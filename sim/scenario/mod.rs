@@ -15,6 +15,7 @@ pub mod lint;
 pub mod report;
 mod run;
 pub mod seeds;
+mod tap;
 
 pub use checks::RouteProtocol;
 pub use clock::{describe as describe_outage, FlowReport, Outage};
@@ -27,3 +28,4 @@ pub use impact::{
     endpoints, Endpoint, GridBy, PairChange, PeerChange, ReachDelta, ReachGrid, ReachMatrix, DEFAULT_REACH_ENDPOINTS,
 };
 pub use run::*;
+pub use tap::Tap;

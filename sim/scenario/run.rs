@@ -16,6 +16,7 @@ use super::fabric::{Fabric, FabricState};
 use super::fault;
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
 use super::impact::{peer_changes, PeerChange, ReachDelta, ReachGrid, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
+use super::tap::Tap;
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Engine, Fib, Route, State};
@@ -148,6 +149,8 @@ pub struct Run {
     pub fabric: Fabric,
     pub start: StepReport,
     pub steps: Vec<StepReport>,
+    /// The checks' pings on the interfaces [`run_captured`] tapped.
+    pub tap: Tap,
 }
 
 impl Run {
@@ -182,7 +185,8 @@ pub fn run_watched(
 }
 
 /// [`run_seeded`], keeping every BGP message the run sends, with the network path of those
-/// that cross `taps` (`Engine::record_bgp_wire`), for captures.
+/// that cross `taps` (`Engine::record_bgp_wire`), the OSPF packets `taps` see
+/// (`Engine::record_ospf_wire`) and the checks' pings on them ([`Run::tap`]), for captures.
 pub fn run_captured(opened: &Opened, until: Option<&str>, seed: u64, taps: BTreeSet<IfId>) -> Result<Run, InputError> {
     run_with(opened, until, seed, Some(taps), &mut |_, _, _| {})
 }
@@ -196,9 +200,14 @@ fn run_with(
 ) -> Result<Run, InputError> {
     let mut engine = Engine::new(opened.net.clone());
     engine.set_seed(seed);
-    if let Some(taps) = taps {
-        engine.record_bgp_wire(taps);
-    }
+    let tap = match taps {
+        Some(taps) => {
+            engine.record_bgp_wire(taps.clone());
+            engine.record_ospf_wire(taps.clone());
+            Tap::new(taps)
+        }
+        None => Tap::default(),
+    };
     if let Some(limit) = opened.scenario.as_ref().and_then(|s| s.path_limit) {
         engine.set_path_limit(limit);
     }
@@ -239,6 +248,7 @@ fn run_with(
         fabric,
         start,
         steps: Vec::new(),
+        tap,
     };
     let Some(scn) = &opened.scenario else {
         return match until {
@@ -259,7 +269,7 @@ fn run_with(
         None => scn.steps.len().saturating_sub(1),
     };
     for step in scn.steps.iter().take(last + 1) {
-        let report = run_step(&mut run.engine, step, scn, &mut seen, &run.fabric)?;
+        let report = run_step(&mut run.engine, step, scn, &mut seen, &run.fabric, &mut run.tap)?;
         after_step(&report, &run.engine, seen.matrix.as_ref());
         run.steps.push(report);
     }
@@ -313,10 +323,11 @@ fn run_step(
     scn: &Scenario,
     seen: &mut Seen,
     fabric: &Fabric,
+    tap: &mut Tap,
 ) -> Result<StepReport, InputError> {
     let mut checks = Vec::new();
     for e in &step.before {
-        checks.push(evaluate(engine, e, When::Before)?);
+        checks.push(evaluate(engine, e, When::Before, tap)?);
     }
     let before = engine.state().clone();
     let start_ms = engine.now_ms();
@@ -351,7 +362,7 @@ fn run_step(
         checks.push(evaluate_during(e, &flows));
     }
     for e in &step.after {
-        checks.push(evaluate(engine, e, When::After)?);
+        checks.push(evaluate(engine, e, When::After, tap)?);
     }
     Ok(StepReport {
         id: step.id.clone(),
@@ -724,7 +735,7 @@ pub(super) fn target_of(net: &Network, st: &State, to: &str, span: &Span) -> Res
     })
 }
 
-fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult, InputError> {
+fn evaluate(engine: &Engine, e: &Expectation, when: When, tap: &mut Tap) -> Result<CheckResult, InputError> {
     let (net, st) = (engine.network(), engine.state());
     let result = |what: String, ok: bool, detail: String| CheckResult {
         when,
@@ -738,6 +749,7 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             let src = device_of(net, from, &e.span)?;
             let dst = target_of(net, st, to, &e.span)?;
             let p = probe(net, st, src, dst, net.device(src).profile.ttl, ProbeKind::Echo, 1);
+            tap.ping(net, || views::tcpdump::PingCapture::new(net, st, src, dst, 1));
             // What happened, then why: the hop-by-hop decisions of the walk.
             let why = explain_probe(net, st, &p, dst);
             let seen = format!("got: {}\n{}", why.result, why.hops.join("\n"));
@@ -822,9 +834,11 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When) -> Result<CheckResult,
             let iface = net
                 .iface_by_name(dev, interface)
                 .ok_or_else(|| Diagnostic::error(e.span.clone(), format!("{on} has no interface '{interface}'")))?;
-            let out = views::tcpdump::PingCapture::new(net, st, src, dst, *count)
+            let ping = views::tcpdump::PingCapture::new(net, st, src, dst, *count);
+            let out = ping
                 .on(net, dev, iface)
                 .map_err(|err| Diagnostic::error(e.span.clone(), err.message))?;
+            tap.ping(net, || ping);
             let (ok, detail) = checks::match_output(&out, contains, absent, &[], &[]);
             Ok(result(
                 format!("{on}# tcpdump -n -i {interface} during ping {from} -> {to}"),

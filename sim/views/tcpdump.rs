@@ -182,7 +182,7 @@ fn packet_text(ip: &Ipv4Repr) -> Option<String> {
             ),
             UdpBody::Data(len) => format!("IP {src}.{} > {dst}.{}: UDP, length {len}", u.src_port, u.dst_port),
         },
-        IpBody::Tcp(_) => return None,
+        IpBody::Tcp(_) | IpBody::Ospf(_) => return None,
     })
 }
 

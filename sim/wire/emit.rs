@@ -46,12 +46,20 @@ pub fn ipv4_bytes(ip: &Ipv4Repr) -> Vec<u8> {
         IpBody::Ipip(inner) => (IpNextHeaderProtocols::Ipv4, ipv4_bytes(inner)),
         IpBody::Udp(u) => (IpNextHeaderProtocols::Udp, udp_bytes(ip, u)),
         IpBody::Tcp(t) => (IpNextHeaderProtocols::Tcp, tcp_bytes(ip, t)),
+        IpBody::Ospf(o) => (IpNextHeaderProtocols::OspfigP, super::ospf::ospf_bytes(o)),
+    };
+    // Routing protocols mark their packets; the probes fabsim renders leave the ToS at 0.
+    let tos = match &ip.body {
+        IpBody::Ospf(_) => super::ospf::IP_TOS,
+        _ => 0,
     };
     let total = IPV4_HEADER + payload.len();
     let mut buf = vec![0u8; total];
     if let Some(mut p) = MutableIpv4Packet::new(&mut buf) {
         p.set_version(4);
         p.set_header_length((IPV4_HEADER / 4) as u8);
+        p.set_dscp(tos >> 2);
+        p.set_ecn(tos & 0x03);
         p.set_total_length(u16::try_from(total).unwrap_or(u16::MAX));
         p.set_ttl(ip.ttl);
         p.set_next_level_protocol(proto);

@@ -1,18 +1,21 @@
 //! Packets on the wire. Every capture fabsim shows — the tcpdump text view and the pcap files
 //! — renders one record type, [`Frame`]: value representations of the headers (smoltcp-style
 //! `Repr`s), built from what the simulation did (the data-plane walk's hops, the BGP engine's
-//! messages) and turned into bytes only by [`emit`]. Must not decide anything about routing.
+//! messages, the OSPF engine's packets) and turned into bytes only by [`emit`]. Must not
+//! decide anything about routing.
 //!
 //! Module map: `emit` (bytes, with `pnet_packet`), `frames` (the walk's hops on one interface
 //! as frames; MAC addresses), `bgp` (BGP messages, RFC 4271/6793/7911), `bgp_read` (the
 //! same messages from a real speaker's bytes, errors as NOTIFICATION codes), `tcp` (a BGP session's
-//! TCP connection: handshake, sequence and acknowledgement numbers, segments), `pcap` (the
-//! file, with `pcap-file`).
+//! TCP connection: handshake, sequence and acknowledgement numbers, segments), `ospf` (OSPFv2
+//! hellos and LS Updates, RFC 2328: headers, LSAs, both checksums), `pcap` (the file, with
+//! `pcap-file`).
 
 pub mod bgp;
 pub mod bgp_read;
 mod emit;
 pub mod frames;
+pub mod ospf;
 pub mod pcap;
 pub mod tcp;
 
@@ -46,6 +49,8 @@ pub enum IpBody {
     Ipip(Box<Ipv4Repr>),
     Udp(UdpRepr),
     Tcp(TcpRepr),
+    /// OSPFv2 (protocol 89).
+    Ospf(Box<ospf::OspfRepr>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

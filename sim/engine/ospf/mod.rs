@@ -16,6 +16,10 @@ use ipnet::Ipv4Net;
 use super::state::{NbrRole, NbrState, NextHop, OspfNeighbor, OspfView, Proto, Route, State};
 use crate::model::{DeviceId, IfId, Network, RedistSource};
 
+mod wire;
+pub(crate) use wire::WireLog;
+pub use wire::{LsaBody, OspfDest, OspfHello, OspfLsa, OspfPacket, OspfWireRecord, RouterLink, OPTIONS_E};
+
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Event {
     /// Send a hello on this interface (periodic).
@@ -117,6 +121,9 @@ pub(crate) struct Ospf {
     /// most on. Forgotten on a configuration change ([`Ospf::forget_spf`]), since costs, ECMP
     /// limits and distances come from the config.
     last_spf: Option<SpfRun>,
+    /// The packets tapped interfaces see, for captures (`Engine::record_ospf_wire`); None:
+    /// not kept.
+    pub(crate) wire: Option<WireLog>,
 }
 
 #[derive(Clone, Debug)]
@@ -139,6 +146,7 @@ impl Ospf {
             externals: BTreeMap::new(),
             ever: BTreeSet::new(),
             last_spf: None,
+            wire: None,
         }
     }
 
@@ -272,9 +280,9 @@ impl Ospf {
     }
 
     /// Handle one OSPF event. Returns true if routing-relevant state changed.
-    pub(crate) fn handle(&mut self, net: &Network, now: u64, ev: Event, out: &mut Out) -> bool {
+    pub(crate) fn handle(&mut self, net: &Network, st: &State, now: u64, ev: Event, out: &mut Out) -> bool {
         match ev {
-            Event::Hello(i) => self.send_hello(net, now, i, out),
+            Event::Hello(i) => self.send_hello(net, st, now, i, out),
             Event::Wait { iface, gen } => {
                 let o = &self.ifs[iface.idx()];
                 if o.gen != gen || o.state != IfSm::Waiting {
@@ -302,7 +310,7 @@ impl Ospf {
         }
     }
 
-    fn send_hello(&mut self, net: &Network, now: u64, from: IfId, out: &mut Out) -> bool {
+    fn send_hello(&mut self, net: &Network, st: &State, now: u64, from: IfId, out: &mut Out) -> bool {
         let o = &self.ifs[from.idx()];
         if !o.active || o.passive {
             self.ifs[from.idx()].hello_scheduled = false;
@@ -314,6 +322,7 @@ impl Ospf {
         };
         let hello_ms = net.device(Self::dev_of(net, from)).profile.ospf_hello_ms;
         out.push((now + hello_ms, Event::Hello(from)));
+        self.log_hello(net, st, now, from, sender.rid);
         let mut changed = false;
         let peers: Vec<IfId> = net.l2_peers(from).collect();
         for to in peers {
@@ -555,10 +564,11 @@ impl Ospf {
         })
     }
 
-    /// Compute every OSPF router's routes from the shared LSDB. `local` holds each device's
-    /// connected and static routes (the sources of redistribution).
-    pub(crate) fn routes(&mut self, net: &Network) -> BTreeMap<DeviceId, Vec<Route>> {
+    /// Compute every OSPF router's routes from the shared LSDB (flooding what changed in it to
+    /// the wire log, when one is kept).
+    pub(crate) fn routes(&mut self, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Vec<Route>> {
         let mut lsdb = self.build_lsdb(net);
+        self.log_flooding(net, st, now, &lsdb);
         let externals = std::mem::take(&mut lsdb.externals);
         let fresh = self
             .last_spf
@@ -655,6 +665,7 @@ impl Ospf {
                         NetworkLsa {
                             net: addr.trunc(),
                             attached,
+                            origin: r.rid,
                         },
                     );
                 }
@@ -753,6 +764,8 @@ struct RouterLsa {
 struct NetworkLsa {
     net: Ipv4Net,
     attached: Vec<Ipv4Addr>,
+    /// The DR's router id (the advertising router).
+    origin: Ipv4Addr,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
