@@ -138,6 +138,29 @@ fn anchor_bomb() -> Vec<u8> {
     np.into_bytes()
 }
 
+/// `fabsim routes s` on a snapshot directory `s` with one Linux host `h1` and a switch, plus
+/// one dump file at `s/PATH`.
+fn snapshot_case(name: &'static str, path: &str, dump: &str, message: &'static str) -> Case {
+    let leak = |p: String| -> &'static str { Box::leak(p.into_boxed_str()) };
+    let files = vec![
+        (
+            "s/configs/sw1.cfg",
+            b"interface Ethernet1\n   no switchport\n   ip address 10.0.0.0/31\n".to_vec(),
+        ),
+        (
+            "s/hosts/h1.yaml",
+            b"network:\n  version: 2\n  ethernets:\n    ens3:\n      addresses: [10.0.0.1/31]\n".to_vec(),
+        ),
+        (leak(format!("s/{path}")), dump.as_bytes().to_vec()),
+    ];
+    Case {
+        name,
+        files,
+        args: &["routes", "s"],
+        message,
+    }
+}
+
 fn cases() -> Vec<Case> {
     let host = "devices:\n  h1:\n    kind: linux\n    interfaces: [ens3]\n";
     vec![
@@ -241,6 +264,31 @@ fn cases() -> Vec<Case> {
             args: &["routes", "d"],
             message: "d:1:1: error: a directory is read as a snapshot, which needs a configs/ directory (configs/NAME.cfg)",
         },
+        // --- snapshot cluster dumps (calico/, k8s/) ---------------------------------------------
+        snapshot_case(
+            "snapshot-dump-unknown-kind",
+            "k8s/x.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n---\napiVersion: v1\nkind: Deploymnet\nmetadata: {name: d}\n",
+            "s/k8s/x.yaml:7:7: error: unexpected kind `Deploymnet` in this dump: expected Node, Pod (or a List of them)",
+        ),
+        snapshot_case(
+            "snapshot-dump-node-not-a-host",
+            "k8s/x.yaml",
+            "apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: h9}\n  status:\n    addresses: [{address: 10.9.9.9, type: InternalIP}]\nkind: List\n",
+            "s/k8s/x.yaml:4:9: error: node `h9` is not a host of the snapshot (no Linux device named or InternalIP 10.9.9.9 like it)",
+        ),
+        snapshot_case(
+            "snapshot-dump-malformed-yaml",
+            "calico/x.yaml",
+            "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: p\n",
+            "s/calico/x.yaml:3:11: error: invalid YAML: error: line 3 column 11: unclosed bracket '{'  --> <input>:3:11   | 1 | apiVersion: projectcalico.org/v3 2 | kind: IPPool 3 | metadata: {name: p   |           ^ unclosed bracket '{'",
+        ),
+        snapshot_case(
+            "snapshot-dump-pod-on-unknown-node",
+            "k8s/x.yaml",
+            "apiVersion: v1\nkind: Node\nmetadata: {name: h1}\nstatus: {addresses: [{address: 10.0.0.1, type: InternalIP}], nodeInfo: {kubeletVersion: v1.28.15}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n  nodeName: h9\n  containers: [{image: alpine}]\n",
+            "s/k8s/x.yaml:10:13: error: pod default/p runs on node `h9`, which is not a node of the dumps",
+        ),
         // --- containerlab ------------------------------------------------------------------------
         Case {
             name: "clab-unknown-node",

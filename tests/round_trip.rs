@@ -158,3 +158,52 @@ fn seed_lab_scenario_runs_the_same_on_its_containerlab_export() {
     let again = run_report(&scenario_on(&clab, &dir));
     assert_same("run report (seed-lab vs on its containerlab export)", &original, &again);
 }
+
+/// A declared cluster (tests/data/cluster-lab) exported as a snapshot travels as its
+/// `k8s/cluster.yaml`, `calico/resources.yaml` and `calico/ipam.yaml` dumps, not the side
+/// file: read back, the pods' namespaces, veths, tunnel devices, felix's routes and each
+/// node's BIRD are the same. kube-proxy's rules are the one difference: they come from the
+/// Services and kubeadm's pod CIDR, which `kubectl get nodes,pods` does not show (FIDELITY.md).
+#[test]
+fn a_cluster_round_trips_through_its_snapshot_dumps() {
+    let dir = scratch("round-trip-cluster");
+    let snap = dir.join("snap");
+    let s = snap.to_str().expect("utf-8");
+    let (code, _, err) = fabsim(&[
+        "export",
+        "tests/data/cluster-lab/lab.yaml",
+        "--to",
+        "snapshot",
+        "--out",
+        s,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let side = std::fs::read_to_string(snap.join("fabsim.yaml")).expect("side file");
+    assert!(
+        !side.contains("cluster:"),
+        "the cluster is not in the side file:\n{side}"
+    );
+    assert!(!side.contains("node-a-pod-1"), "nor are its pods:\n{side}");
+    let (code, out, err) = fabsim(&["lint", s]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("no warnings"),
+        "the dumps read back without a warning:\n{out}"
+    );
+    let without_kube_proxy = |mut v: Value| {
+        for d in v["devices"].as_array_mut().expect("devices") {
+            d.as_object_mut().expect("device").remove("kube_proxy");
+        }
+        v
+    };
+    let original = dump("tests/data/cluster-lab/lab.yaml");
+    assert!(
+        original["devices"].as_array().is_some_and(|d| d.len() == 10),
+        "a switch, two nodes, coredns ×2, calico-kube-controllers and four workload pods"
+    );
+    assert_same(
+        "dump (cluster-lab vs its snapshot)",
+        &without_kube_proxy(original),
+        &without_kube_proxy(dump(s)),
+    );
+}

@@ -133,3 +133,57 @@ fn vendor_lines_that_disagree_are_an_error_naming_both() {
         "{err}"
     );
 }
+
+/// A snapshot with `kubectl get nodes,pods` and `calicoctl get …`/`kubectl get blockaffinities`
+/// dumps (tests/data/snapshot/cluster): the nodes are its hosts, pods keep their observed
+/// addresses, Calico's pools and BGP peers come from the dump, and the leaf learns each
+/// node's block over the dumped peerings — node-a's observed block, not the one fabsim's
+/// allocator would have claimed first.
+#[test]
+fn cluster_dumps_make_the_observed_cluster() {
+    let dir = "tests/data/snapshot/cluster";
+    let (code, out, err) = fabsim(&["lint", dir]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("no warnings"), "{out}");
+    let show = |dev: &str, cmd: &str| {
+        let (code, out, err) = fabsim(&["show", dir, dev, cmd]);
+        assert_eq!(code, 0, "{cmd}: {err}");
+        out
+    };
+    let nodes = show("node-a", "kubectl get nodes -o wide");
+    assert!(nodes.contains("node-a   Ready    control-plane"), "{nodes}");
+    assert!(nodes.contains("10.0.2.1"), "node-b's InternalIP: {nodes}");
+    let pods = show("node-a", "kubectl get pods -A -o wide");
+    for row in [
+        "web-a               1/1     Running   0          ",
+        "10.244.5.3    node-a",
+    ] {
+        assert!(pods.contains(row), "{row:?} in\n{pods}");
+    }
+    assert!(pods.contains("10.244.9.66   node-b"), "{pods}");
+    let pools = show("node-a", "calicoctl get ippools -o wide");
+    assert!(
+        pools.contains("default-ipv4-ippool   10.244.0.0/16   true   Never"),
+        "{pools}"
+    );
+    let status = show("node-a", "calicoctl node status");
+    assert!(status.contains("| 10.0.1.0     | node specific | up    |"), "{status}");
+    let routes = show("leaf1", "show ip route");
+    assert!(
+        routes.contains(" B E      10.244.5.0/26 [200/0] via 10.0.1.1, Ethernet1"),
+        "{routes}"
+    );
+    assert!(
+        routes.contains(" B E      10.244.9.64/26 [200/0] via 10.0.2.1, Ethernet2"),
+        "{routes}"
+    );
+    let (code, out, err) = fabsim(&["ping", dir, "web-a", "10.244.9.66"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("0% packet loss"), "{out}");
+    // IPAM continues from the observed state: the next address of node-a's block is free.
+    let ipam = show("node-a", "calicoctl ipam show --show-blocks");
+    assert!(
+        ipam.contains("| Block    | 10.244.5.0/26  |        64 | 1 (2%)     |"),
+        "{ipam}"
+    );
+}

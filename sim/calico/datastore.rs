@@ -18,6 +18,7 @@
 //! name are merged (labels united, Calico BGP fields from the v3 object, else from the
 //! `projectcalico.org/*` annotations).
 
+mod kube;
 mod selector;
 mod tree;
 
@@ -27,6 +28,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use ipnet::{IpNet, Ipv4Net};
 use serde_saphyr::Spanned;
 
+pub use self::kube::{KubeNode, KubePod};
 pub use self::selector::Selector;
 use self::tree::{span, Yv};
 use crate::diag::{Diagnostic, InputError, Span};
@@ -147,6 +149,9 @@ pub struct Node {
     pub vxlan_tunnel_mac: Option<[u8; 6]>,
     pub route_reflector_cluster_id: Option<String>,
     pub pod_cidrs: Vec<IpNet>,
+    /// What a Kubernetes Node object (`kubectl get nodes -o yaml`) says beyond Calico's view,
+    /// when one was read (a snapshot's `k8s/` dump, `k8s::observed`).
+    pub kube: Option<KubeNode>,
     pub span: Span,
 }
 
@@ -197,6 +202,12 @@ pub struct Datastore {
     pub ipam_blocks: BTreeMap<String, IpamBlock>,
     /// (namespace, name) → key → value (decoded).
     pub secrets: BTreeMap<(String, String), BTreeMap<String, String>>,
+    /// Pods read from `kubectl get pods -o yaml` dumps, by (namespace, name): in the Kubernetes
+    /// datastore Calico's WorkloadEndpoints are the pods (libcalico-go
+    /// `backend/k8s/conversion` `PodToWorkloadEndpoints`), so they are read here, beside the
+    /// Nodes, and `k8s::observed` makes them the cluster's pods. In file order (the order
+    /// their network namespaces are created in); a pod read again replaces itself in place.
+    pub pods: Vec<KubePod>,
 }
 
 impl Datastore {
@@ -223,6 +234,18 @@ impl Datastore {
     /// like `calicoctl apply -f` / `kubectl apply -f`: a resource replaces one of the same kind
     /// and name. Returns the warnings; on any error nothing is stored.
     pub fn load_yaml(&mut self, text: &str, file: &str) -> Result<Vec<Diagnostic>, InputError> {
+        self.load_yaml_expecting(text, file, None)
+    }
+
+    /// `load_yaml` of a dump that may hold only the kinds `expected` (and their Lists): a
+    /// snapshot's `calico/` and `k8s/` files are what one `calicoctl get`/`kubectl get` printed,
+    /// so any other kind is an error at its line, not a resource to skip.
+    pub fn load_yaml_expecting(
+        &mut self,
+        text: &str,
+        file: &str,
+        expected: Option<&[&str]>,
+    ) -> Result<Vec<Diagnostic>, InputError> {
         // One document per resource: a generated fabric declares a Node and a BGPPeer per
         // host, thousands of documents, where the parser's default guard stops at 1,024.
         let options = serde_saphyr::options! {
@@ -241,6 +264,7 @@ impl Datastore {
         let mut ctx = Ctx {
             file,
             diags: Vec::new(),
+            expected,
         };
         for doc in &docs {
             next.load_doc(doc, &mut ctx);
@@ -269,8 +293,17 @@ impl Datastore {
 
     fn load_doc(&mut self, doc: &Spanned<Yv>, ctx: &mut Ctx) {
         let at = span(ctx.file, &doc.referenced);
-        if matches!(doc.value, Yv::Null) {
-            return;
+        match &doc.value {
+            Yv::Null => return,
+            // `calicoctl get ippools,bgppeers -o yaml` prints the slice of its per-kind Lists
+            // (calicoctl `commands/common/printer.go`: one resource alone, else the slice).
+            Yv::Seq(items) => {
+                for item in items {
+                    self.load_doc(item, ctx);
+                }
+                return;
+            }
+            _ => {}
         }
         let Some(mut top) = Obj::new(doc, "resource", ctx) else {
             return;
@@ -292,7 +325,8 @@ impl Datastore {
                 return;
             }
         };
-        if kind == "List" {
+        // kubectl prints a `List`, calicoctl a `<Kind>List` (IPPoolList, NodeList, …).
+        if kind.ends_with("List") {
             if let Some(items) = top.list("items", ctx) {
                 for item in items {
                     self.load_doc(item, ctx);
@@ -300,13 +334,25 @@ impl Datastore {
             }
             return;
         }
+        if let Some(expected) = ctx.expected.filter(|e| !e.contains(&kind.as_str())) {
+            let msg = format!(
+                "unexpected kind `{kind}` in this dump: expected {} (or a List of them)",
+                expected.join(", ")
+            );
+            ctx.error(kind_at, msg);
+            return;
+        }
         let meta = top.obj("metadata", ctx);
+        let mut owner = None;
         let (name, labels, annotations) = match meta {
             Some(mut m) => {
                 let name = m.string("name", ctx).map(|(s, _)| s).unwrap_or_default();
                 let labels = m.string_map("labels", ctx);
                 let annotations = m.string_map("annotations", ctx);
                 let namespace = m.string("namespace", ctx).map(|(s, _)| s).unwrap_or_default();
+                if kind == "Pod" {
+                    owner = kube::controller(&mut m, ctx);
+                }
                 // Server-set metadata is valid and irrelevant.
                 m.skip(&[
                     "resourceVersion",
@@ -365,7 +411,26 @@ impl Datastore {
                 });
                 // A fresh Kubernetes node already carries its hostname label.
                 node.labels.extend(labels);
-                k8s_node(node, &annotations.0, spec, &top, ctx);
+                let mut k = KubeNode {
+                    span: kind_at.clone(),
+                    ..KubeNode::default()
+                };
+                k8s_node(node, &annotations.0, spec, &mut k, ctx);
+                kube::node_status(&mut k, &mut top, ctx);
+                node.kube = Some(k);
+            }
+            ("Pod", ApiGroup::K8sV1) => {
+                let key = (annotations.1.clone(), name.clone());
+                if let Some(p) = kube::pod(key, labels, owner, spec, &mut top, spec_at, ctx) {
+                    match self
+                        .pods
+                        .iter_mut()
+                        .find(|q| (&q.namespace, &q.name) == (&p.namespace, &p.name))
+                    {
+                        Some(q) => *q = p,
+                        None => self.pods.push(p),
+                    }
+                }
             }
             ("BlockAffinity", ApiGroup::CrdV1 | ApiGroup::V3) => {
                 if let Some(a) = block_affinity(&name, spec, spec_at, ctx) {
@@ -400,6 +465,8 @@ impl Datastore {
 struct Ctx<'f> {
     file: &'f str,
     diags: Vec<Diagnostic>,
+    /// The kinds a dump may hold (`load_yaml_expecting`); None: any.
+    expected: Option<&'f [&'f str]>,
 }
 
 impl Ctx<'_> {
@@ -1174,7 +1241,13 @@ fn calico_node(node: &mut Node, spec: Option<Obj>, ctx: &mut Ctx) {
 }
 
 /// A Kubernetes Node: labels, pod CIDRs and Calico's annotations (KDD node.go).
-fn k8s_node(node: &mut Node, annotations: &BTreeMap<String, String>, spec: Option<Obj>, _top: &Obj, ctx: &mut Ctx) {
+fn k8s_node(
+    node: &mut Node,
+    annotations: &BTreeMap<String, String>,
+    spec: Option<Obj>,
+    kube: &mut KubeNode,
+    ctx: &mut Ctx,
+) {
     let at = node.span.clone();
     for (k, v) in annotations {
         let Some(field) = k.strip_prefix("projectcalico.org/") else {
@@ -1209,7 +1282,9 @@ fn k8s_node(node: &mut Node, annotations: &BTreeMap<String, String>, spec: Optio
             Err(_) => ctx.error(at, format!("Node {:?}: podCIDR {c:?} is not a CIDR", node.name)),
         }
     }
-    s.skip(&["externalID", "providerID", "taints", "unschedulable", "configSource"]);
+    kube.taints = kube::taints(&mut s, ctx);
+    kube.unschedulable = s.bool("unschedulable", ctx).unwrap_or(false);
+    s.skip(&["externalID", "providerID", "configSource"]);
     s.finish(ctx);
 }
 

@@ -257,6 +257,56 @@ impl Calico {
         Ok((warnings, applied))
     }
 
+    /// IPAM as a snapshot's dumps observed it (`k8s::observed`), not as fabsim would have
+    /// allocated it: a real cluster's history cannot be replayed. Blocks are the dumped
+    /// IPAMBlocks (allocations and free list as dumped), then one per dumped BlockAffinity
+    /// without one; an address in use (`in_use`: node, address, handle) that no block holds
+    /// gets its block of its pool, affine to its node (the block Calico must have claimed for
+    /// it). Each address in use is then taken for its handle. An error names the index of the
+    /// address in `in_use` it is about.
+    pub fn adopt_observed(&mut self, in_use: &[(String, Ipv4Addr, String)]) -> Result<(), (usize, String)> {
+        self.rebuild_ipam().map_err(|e| (0, e.to_string()))?;
+        let ds = &self.datastore;
+        let ipam = self.ipam.get_or_insert_with(|| BlockAllocator::new(Vec::new()));
+        let claimed = ipam.claims().len();
+        for b in ds.ipam_blocks.values().filter(|b| !b.deleted) {
+            let node = b.affinity.as_deref().and_then(|a| a.strip_prefix("host:"));
+            let allocations = b.allocations.iter().enumerate().filter_map(|(ordinal, attr)| {
+                let handle = b.attributes.get(usize::try_from((*attr)?).ok()?)?.handle_id.clone();
+                Some((ordinal as u128, handle.unwrap_or_default()))
+            });
+            let unallocated = b.unallocated.iter().map(|o| u128::from(*o));
+            ipam.adopt(ipam::Block::observed(b.cidr, node, allocations, unallocated));
+        }
+        for a in ds.block_affinities.values().filter(|a| !a.deleted) {
+            if ipam.block(a.cidr).is_none() {
+                ipam.adopt(ipam::Block::new(a.cidr, Some(&a.node)));
+            }
+        }
+        for (i, (node, addr, handle)) in in_use.iter().enumerate() {
+            let ip = IpAddr::V4(*addr);
+            let held = ipam.blocks().find(|b| b.cidr().contains(&ip)).map(ipam::Block::cidr);
+            let cidr = match held {
+                Some(c) => c,
+                None => {
+                    let pool = ds
+                        .ip_pools
+                        .values()
+                        .find(|p| p.cidr.contains(&ip))
+                        .ok_or_else(|| (i, format!("{addr} is in no IP pool of the calico/ dump")))?;
+                    let cidr = IpNet::new(ip, pool.block_size).map_err(|e| (i, e.to_string()))?.trunc();
+                    ipam.adopt(ipam::Block::new(cidr, Some(node)));
+                    cidr
+                }
+            };
+            if let Some(b) = ipam.block_mut(cidr) {
+                b.take(ip, handle).map_err(|e| (i, e.to_string()))?;
+            }
+        }
+        self.sync_affinities(claimed, 0);
+        Ok(())
+    }
+
     /// The JSON of a pool as the API group `api` returns it (for a merge patch: kubectl goes
     /// through the CRD, calicoctl through the v3 API).
     pub fn pool_json(&self, name: &str, api: &str) -> Option<serde_json::Value> {

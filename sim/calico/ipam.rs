@@ -63,6 +63,14 @@ pub enum IpamError {
     /// Not a Calico message (Calico's release returns unallocated addresses silently).
     #[error("{0} is not allocated")]
     NotAllocated(IpAddr),
+    /// Not a Calico message: an observed address (a snapshot's dump) already held by another
+    /// handle, or in a block too large to list its free addresses.
+    #[error("{addr} cannot be taken for {handle}: {why}")]
+    CannotTake {
+        addr: IpAddr,
+        handle: String,
+        why: &'static str,
+    },
 }
 
 /// An IP pool as IPAM sees it: the CIDR and the block size. The fields are private so that a
@@ -279,6 +287,55 @@ impl Block {
         Some(self.address(ordinal))
     }
 
+    /// The largest block whose `Unallocated` list `take`/`observed` spell out (a /16 of IPv4;
+    /// Calico's blocks are /20–/32).
+    const MAX_LISTED: u128 = 1 << 16;
+
+    /// A block as an `IPAMBlock` dump shows it: allocated ordinals with their handles and
+    /// `Unallocated` in its list order (kept whole: the next assignment takes its head).
+    pub fn observed(
+        cidr: IpNet,
+        affinity: Option<&str>,
+        allocations: impl IntoIterator<Item = (u128, String)>,
+        unallocated: impl IntoIterator<Item = u128>,
+    ) -> Block {
+        let mut b = Block::new(cidr, affinity);
+        b.next_fresh = b.size;
+        b.released = unallocated.into_iter().filter(|o| *o < b.size).collect();
+        b.allocations = allocations.into_iter().filter(|(o, _)| *o < b.size).collect();
+        b
+    }
+
+    /// Mark `addr` allocated to `handle` whatever its place in `Unallocated`: an address a
+    /// snapshot observed in use (a pod's IP, a tunnel address) whose allocation history is not
+    /// in the dump. The free addresses keep their order; the taken one leaves the list.
+    pub fn take(&mut self, addr: IpAddr, handle: &str) -> Result<(), IpamError> {
+        let refuse = |why| IpamError::CannotTake {
+            addr,
+            handle: handle.to_owned(),
+            why,
+        };
+        let ordinal = self.ordinal(addr).ok_or_else(|| refuse("not in the block"))?;
+        match self.allocations.get(&ordinal) {
+            Some(h) if h == handle => return Ok(()),
+            Some(_) => return Err(refuse("another handle holds it")),
+            None => {}
+        }
+        if ordinal >= self.next_fresh {
+            if self.size > Self::MAX_LISTED {
+                return Err(refuse("the block is too large"));
+            }
+            // Spell the fresh ordinals out so one from the middle can leave the list.
+            let fresh: VecDeque<u128> = (self.next_fresh..self.size).collect();
+            let released = std::mem::replace(&mut self.released, fresh);
+            self.released.extend(released);
+            self.next_fresh = self.size;
+        }
+        self.released.retain(|o| *o != ordinal);
+        self.allocations.insert(ordinal, handle.to_owned());
+        Ok(())
+    }
+
     /// Release `addr`: its ordinal goes to the END of `Unallocated`. Returns the handle it had.
     pub fn release(&mut self, addr: IpAddr) -> Result<String, IpamError> {
         let ordinal = self.ordinal(addr).ok_or(IpamError::NotAllocated(addr))?;
@@ -404,6 +461,22 @@ impl BlockAllocator {
             .collect();
         mine.sort_by_key(|b| affinity_name(node, *b));
         mine
+    }
+
+    /// A block that exists already (a snapshot's dump): affine to `affinity` when given, as a
+    /// claim of that node. An existing block of that CIDR is replaced.
+    pub fn adopt(&mut self, block: Block) {
+        let cidr = block.cidr();
+        if let Some(node) = block.affinity() {
+            self.affinities.insert((node.to_owned(), cidr));
+            self.claims.push((node.to_owned(), cidr));
+        }
+        self.blocks.insert(cidr, block);
+    }
+
+    /// The block with this exact CIDR, to change.
+    pub fn block_mut(&mut self, cidr: IpNet) -> Option<&mut Block> {
+        self.blocks.get_mut(&cidr)
     }
 
     /// Delete one BlockAffinity (`kubectl delete blockaffinity`); false if there is none.

@@ -11,6 +11,7 @@
 //! devices run which daemon, and the lab's limits (IPIP, VXLAN) said once.
 
 pub mod bird;
+mod cluster;
 pub mod containerlab;
 pub mod eos;
 pub mod frr;

@@ -1,18 +1,26 @@
 //! `--to snapshot`: the network as a snapshot directory (`input::snapshot` reads it back):
 //! `configs/NAME.cfg` (EOS running-config, `export::eos`), `hosts/NAME.yaml` (netplan),
-//! `links.yaml` (every link and segment) and `fabsim.yaml` (a topology file holding what no
+//! `links.yaml` (every link and segment), `fabsim.yaml` (a topology file holding what no
 //! device file carries: device order and kinds, kubelet, hostnames, NIC lists, boot and
-//! `config_at` times, external networks). What the model holds that none of these can say yet
-//! (host FRR/BIRD daemons, manual routes, a Kubernetes cluster) is a limit of the export.
+//! `config_at` times, external networks) and the cluster's `k8s/` and `calico/` dumps
+//! (`export::cluster`). What the cluster makes — pods' network namespaces and veths, felix's
+//! routes and NAT, each node's BIRD from confd — is not written: reading the dumps back makes
+//! it again (`k8s::observed`). What the model holds that none of these can say yet (host
+//! FRR/BIRD daemons, manual routes) is a limit of the export.
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::{eos, l2_domains, Lab};
+use super::{cluster, eos, l2_domains, Lab};
 use crate::model::{AddrConfig, Device, DeviceId, DeviceKind, Network, RouteOrigin};
 
 pub(super) fn write(net: &Network, lab: &mut Lab) {
+    let made = cluster_made(net);
     for (i, dev) in net.devices.iter().enumerate() {
         let id = DeviceId(i as u32);
+        if made.pods.contains(&id) {
+            continue;
+        }
         match dev.kind {
             DeviceKind::Eos => {
                 let (text, limits) = eos::running_config(net, id);
@@ -20,7 +28,9 @@ pub(super) fn write(net: &Network, lab: &mut Lab) {
                 lab.limits.extend(limits);
             }
             DeviceKind::Linux => {
-                host_limits(dev, &mut lab.limits);
+                if !made.nodes.contains(&id) {
+                    host_limits(dev, &mut lab.limits);
+                }
                 if let Some(np) = netplan(net, dev) {
                     lab.add(format!("hosts/{}.yaml", dev.name), np);
                 }
@@ -28,27 +38,54 @@ pub(super) fn write(net: &Network, lab: &mut Lab) {
             DeviceKind::External => {}
         }
     }
-    if net.cluster.is_some() {
+    if let Some(c) = net.cluster.as_deref() {
+        for (path, text) in cluster::dumps(c) {
+            lab.add(path, text);
+        }
         lab.limits.push(
-            "the Kubernetes cluster and Calico state are not written as calico/ and k8s/ dumps yet; \
-             its pods are written as plain hosts"
+            "the cluster's Services, Deployment templates, pins, scripted pod facts, kubeadm's pod and service \
+             CIDRs and calico-node's environment have no place in kubectl/calicoctl dumps; left out"
                 .to_string(),
         );
     }
-    lab.add("fabsim.yaml", side_file(net));
-    lab.add("links.yaml", links(net));
+    lab.add("fabsim.yaml", side_file_without(net, &made.pods));
+    lab.add("links.yaml", links(net, &made.pods));
+}
+
+/// What the cluster made: its pods' network-namespace devices, and its nodes' hosts.
+struct ClusterMade {
+    pods: BTreeSet<DeviceId>,
+    nodes: BTreeSet<DeviceId>,
+}
+
+fn cluster_made(net: &Network) -> ClusterMade {
+    let cluster = net.cluster.as_deref();
+    ClusterMade {
+        pods: cluster
+            .iter()
+            .flat_map(|c| c.netns.values().map(|n| n.device))
+            .collect(),
+        nodes: cluster.iter().flat_map(|c| c.nodes.iter().map(|n| n.device)).collect(),
+    }
 }
 
 /// The side file (`fabsim.yaml` of a snapshot, `lab.fabsim.yaml` of a containerlab export): a
 /// topology file declaring every device in model order with what no device file carries.
 pub(super) fn side_file(net: &Network) -> String {
+    side_file_without(net, &BTreeSet::new())
+}
+
+/// The side file without the devices in `skip` (what reading the dumps back makes again).
+fn side_file_without(net: &Network, skip: &BTreeSet<DeviceId>) -> String {
     let mut side = String::from(
         "# fabsim export: what no device configuration file carries.\n\
          # Device order, kinds, kubelet, hostnames, NIC lists, boot/config_at, external networks.\n",
     );
     let _ = writeln!(side, "devices:");
     for (i, dev) in net.devices.iter().enumerate() {
-        sidecar_device(net, DeviceId(i as u32), dev, &mut side);
+        if !skip.contains(&DeviceId(i as u32)) {
+            sidecar_device(net, DeviceId(i as u32), dev, &mut side);
+        }
     }
     side
 }
@@ -214,19 +251,22 @@ pub(super) fn netplan(net: &Network, dev: &Device) -> Option<String> {
     any.then_some(o)
 }
 
-/// `links.yaml`: two-member L2 domains as links, the others as segments under their names.
-fn links(net: &Network) -> String {
+/// `links.yaml`: two-member L2 domains as links, the others as segments under their names;
+/// none with a member on a device in `skip`.
+fn links(net: &Network, skip: &BTreeSet<DeviceId>) -> String {
+    let kept = |l: &&crate::model::L2Domain| l.members.iter().all(|m| !skip.contains(&net.iface(*m).device));
     let end = |i: &crate::model::IfId| {
         let ifc = net.iface(*i);
         quote(&format!("{}:{}", net.device(ifc.device).name, ifc.name))
     };
     let mut o = String::from("links:\n");
-    for l2 in net.l2.iter().filter(|l| l.members.len() == 2) {
+    for l2 in net.l2.iter().filter(|l| l.members.len() == 2).filter(kept) {
         let _ = writeln!(o, "  - [{}, {}]", end(&l2.members[0]), end(&l2.members[1]));
     }
     let segments: Vec<_> = l2_domains(net)
         .map(|(_, l)| l)
         .filter(|l| l.members.len() != 2)
+        .filter(kept)
         .collect();
     if !segments.is_empty() {
         o.push_str("segments:\n");

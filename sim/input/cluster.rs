@@ -18,22 +18,14 @@
 //!   pods: {per_node: 2, image: alpine}   # bare pods NODE-pod-I pinned to each node
 //! ```
 
-use std::net::Ipv4Addr;
-
 use ipnet::Ipv4Net;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::topology::yaml::{self, OrderedMap};
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
-use crate::k8s::{self, CommandOutcome, InitOptions};
+use crate::k8s::{self, CommandOutcome, InitOptions, DEFAULT_SERVICE_CIDR};
 use crate::model::{DeviceId, Network};
-
-/// kubeadm's default `--service-cidr`.
-const DEFAULT_SERVICE_CIDR: Ipv4Net = match Ipv4Net::new(Ipv4Addr::new(10, 96, 0, 0), 12) {
-    Ok(n) => n,
-    Err(_) => panic!("a valid prefix length"),
-};
 
 /// The file name Calico's parser reports `calico_resources` diagnostics under, before they are
 /// moved to the block's place in the topology file.

@@ -6,14 +6,17 @@
 //! DIR/links.yaml         `links: [[A:IF, B:IF], …]` and `segments: {NAME: [A:IF, …]}`
 //! DIR/lldp/NAME.txt      else: EOS `show lldp neighbors` of switch NAME, one link per pair
 //!                        else: links inferred from /31 and /30 subnets with exactly two ends
+//! DIR/calico/*.yaml      optional: `calicoctl get ippools,bgpconfig,bgppeers,nodes -o yaml`,
+//!                        `kubectl get blockaffinities,ipamblocks -o yaml` dumps
+//! DIR/k8s/*.yaml         optional: `kubectl get nodes,pods -o yaml` dumps
 //! DIR/fabsim.yaml        optional: a fabsim topology for what no device file says (device
 //!                        order and kinds, k8s-node/kubelet, hostnames, NIC lists, boot and
 //!                        config_at times, external networks); devices there need no config
 //! ```
 //!
 //! The directory is loaded through the topology builder (`topology::build`), so every check of
-//! a topology file applies and each diagnostic points into the file it is about. `calico/` and
-//! `k8s/` dumps are not read yet: each file is a warning (FIDELITY.md).
+//! a topology file applies and each diagnostic points into the file it is about. The dumps
+//! then make the cluster on the built network (`k8s::adopt_observed`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +29,7 @@ use super::topology::yaml::{self, OrderedMap};
 use super::topology::{self, Builder, Loaded, RawTopology};
 use super::{eos, frr, netplan};
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
+use crate::k8s;
 use crate::model::{AddrConfig, DeviceKind, IfId};
 
 /// A directory with a `configs/` directory is a snapshot.
@@ -83,8 +87,8 @@ struct Files {
     hosts: Vec<Source>,
     links: Option<Source>,
     lldp: Vec<Source>,
-    /// `calico/*.yaml`, `k8s/*.yaml`: not read yet.
-    unread: Vec<String>,
+    calico: Vec<Source>,
+    k8s: Vec<Source>,
 }
 
 /// The files of `dir/sub` whose names end in one of `exts`, in name order.
@@ -123,11 +127,8 @@ pub fn load(dir: &Path) -> Result<Loaded, InputError> {
             None
         },
         lldp: read_all(listed(dir, "lldp", &["txt"]), &mut diags),
-        unread: ["calico", "k8s"]
-            .iter()
-            .flat_map(|sub| listed(dir, sub, &["yaml", "yml"]))
-            .map(|p| p.display().to_string())
-            .collect(),
+        calico: read_all(listed(dir, "calico", &["yaml", "yml"]), &mut diags),
+        k8s: read_all(listed(dir, "k8s", &["yaml", "yml"]), &mut diags),
     };
     if !diags.is_empty() {
         return Err(InputError(diags));
@@ -144,7 +145,7 @@ pub fn load(dir: &Path) -> Result<Loaded, InputError> {
     if let Some(src) = &files.links {
         links = Some(yaml::from_str(&src.text, &src.origin)?);
     }
-    topology::build(&raw, side_origin.clone(), &side_text, name, |b| {
+    let mut loaded = topology::build(&raw, side_origin.clone(), &side_text, name, |b| {
         for src in &files.configs {
             config(b, src);
         }
@@ -168,11 +169,34 @@ pub fn load(dir: &Path) -> Result<Loaded, InputError> {
             }
             _ => infer_links(b),
         }
-        for f in &files.unread {
-            let msg = "calico/ and k8s/ dumps are not read by fabsim yet (FIDELITY.md); ignored";
-            b.diags.push(Diagnostic::warning(Span::new(f, 1, 1), msg));
-        }
-    })
+    })?;
+    cluster(&mut loaded, &files.calico, &files.k8s)?;
+    Ok(loaded)
+}
+
+/// The cluster of the `calico/` and `k8s/` dumps, on the built network. A cluster declared in
+/// `fabsim.yaml` too would be two descriptions of one cluster: an error.
+fn cluster(loaded: &mut Loaded, calico: &[Source], k8s: &[Source]) -> Result<(), InputError> {
+    let Some(first) = calico.first().or(k8s.first()) else {
+        return Ok(());
+    };
+    if loaded.net.cluster.is_some() {
+        let msg =
+            "fabsim.yaml declares a `cluster:` and the snapshot has calico/ or k8s/ dumps of one; keep one of them";
+        return Err(Diagnostic::error(first.span(1, 1), msg).into());
+    }
+    let dumps = |files: &[Source]| -> Vec<k8s::Dump> {
+        files
+            .iter()
+            .map(|s| k8s::Dump {
+                file: s.origin.file.clone(),
+                text: s.text.clone(),
+            })
+            .collect()
+    };
+    let warnings = k8s::adopt_observed(&mut loaded.net, &dumps(calico), &dumps(k8s))?;
+    loaded.warnings.extend(warnings);
+    Ok(())
 }
 
 /// `configs/NAME.cfg`: EOS or FRR, as its content says; the device is created when

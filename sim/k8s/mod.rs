@@ -15,6 +15,7 @@
 //! - `names` generates the names controllers give pods;
 //! - `services` holds Services: ClusterIP allocation (the apiserver's ipallocator), Endpoints
 //!   and kube-proxy's rules on each node;
+//! - `observed` builds a cluster from a snapshot's `kubectl`/`calicoctl` dumps;
 //! - `node_ipam` is kube-controller-manager's range allocator (podCIDRs: bitmap and cursor).
 
 mod calico_datastore;
@@ -24,6 +25,7 @@ pub(crate) mod ip_cmd;
 mod names;
 mod node_ipam;
 mod node_ops;
+mod observed;
 mod pod_facts;
 mod realize;
 mod rollout;
@@ -37,9 +39,10 @@ pub use command::{
     start_calico_nodes, CommandOutcome, Context, Follow, InitOptions,
 };
 pub use names::{netns_name, veth_name};
+pub use observed::{adopt as adopt_observed, Dump, CALICO_KINDS, K8S_KINDS};
 pub use pod_facts::{inject as inject_pod_facts, FactsFor, PodEvent, PodFacts, PodTarget};
 pub use realize::{realize, Netns};
 pub use rollout::{
     in_progress as rollout_in_progress, next_due, run_due, status_lines, stuck as rollout_stuck, StatusUpdate,
 };
-pub use services::{AllocError, Service, ServicePort, ServiceType};
+pub use services::{AllocError, Service, ServicePort, ServiceType, DEFAULT_SERVICE_CIDR};

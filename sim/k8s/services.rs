@@ -24,6 +24,12 @@ use ipnet::Ipv4Net;
 use super::cluster::{Cluster, Owner, Pod, PodPhase};
 use crate::model::{KubeProxy, Network, ServiceRule, L4};
 
+/// kubeadm's default `--service-cidr`.
+pub const DEFAULT_SERVICE_CIDR: Ipv4Net = match Ipv4Net::new(Ipv4Addr::new(10, 96, 0, 0), 12) {
+    Ok(n) => n,
+    Err(_) => panic!("a valid prefix length"),
+};
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServiceType {
     ClusterIP,
