@@ -107,6 +107,9 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
             rest.first().copied(),
             output == "wide",
         )),
+        ["describe", "services" | "service" | "svc", name] => {
+            Ok(super::kubectl_services::describe_service(cluster, ns, name))
+        }
         ["get", "endpoints" | "endpoint" | "ep", rest @ ..] => Ok(super::kubectl_services::get_endpoints(
             cluster,
             now,
@@ -119,7 +122,7 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
             calico_list(cluster, now, "blockaffinities", output)
         }
         _ => Err(CommandError::new(
-            "fabsim's kubectl reads get nodes|pods|services|endpoints|events|ippools|blockaffinities, describe node|pod, logs [-p] and exec, \
+            "fabsim's kubectl reads get nodes|pods|services|endpoints|events|ippools|blockaffinities, describe node|pod|service, logs [-p] and exec, \
              and changes the cluster with apply|create|run|patch|delete, rollout restart|status and set env",
         )),
     }
