@@ -162,6 +162,11 @@ fn named_objects_print_alone_or_as_a_sequence_and_missing_ones_as_calicoctl_erro
         out_in(&run, "k-master", "calicoctl get ippool -n default -o yaml"),
         "null\nIPPool is not namespaced\n"
     );
+    // A kind calicoctl has but fabsim's datastore does not hold is fabsim's limit, said so.
+    let net = run.engine.network();
+    let dev = net.device_by_name("k-master").expect("k-master");
+    let limit = fabsim::views::run_command(net, run.engine.state(), dev, "calicoctl get felixconfig -o yaml");
+    assert!(limit.is_err_and(|e| e.message.contains("fabsim's Calico datastore holds")));
 }
 
 /// seed-lab.md s1 (L593-618): `kubectl get ippools -o yaml`, without the metadata fabsim does

@@ -449,7 +449,11 @@ mod tests {
     fn yaml_v2_key_order_compares_numbers_by_value() {
         let mut keys = vec!["b", "a10", "a2", "A", "_x", "a"];
         keys.sort_by(|a, b| yaml_key_order(a, b));
-        assert_eq!(keys, ["A", "_x", "a", "a2", "a10", "b"]);
+        assert_eq!(
+            keys,
+            ["_x", "A", "a", "a2", "a10", "b"],
+            "a non-letter before any letter"
+        );
     }
 
     #[test]

@@ -91,19 +91,54 @@ impl Kind {
     }
 }
 
-/// kinds `calicoctl get` has that fabsim's datastore does not model.
-const UNMODELLED: [&str; 11] = [
+/// The names of the kinds `calicoctl get` has that fabsim's datastore does not model
+/// (`resourcemgr/*.go`): asking for them is a fabsim limit, not calicoctl's "not supported".
+const UNMODELLED: [&str; 45] = [
     "clusterinformation",
+    "clusterinformations",
+    "clusterinfo",
+    "clusterinfos",
     "felixconfiguration",
+    "felixconfigurations",
+    "felixconfig",
+    "felixconfigs",
     "globalnetworkpolicy",
+    "globalnetworkpolicies",
+    "gnp",
+    "gnps",
     "globalnetworkset",
+    "globalnetworksets",
+    "gnetsets",
     "hostendpoint",
+    "hostendpoints",
+    "hep",
+    "heps",
     "ipreservation",
+    "ipreservations",
+    "reservation",
+    "reservations",
     "kubecontrollersconfiguration",
+    "kubecontrollersconfigurations",
+    "kubecontrollersconfig",
+    "kubecontrollersconfigs",
     "networkpolicy",
+    "networkpolicies",
+    "policy",
+    "np",
+    "policies",
+    "pol",
+    "pols",
     "networkset",
+    "networksets",
+    "netsets",
     "profile",
+    "profiles",
+    "pro",
+    "pros",
     "workloadendpoint",
+    "workloadendpoints",
+    "wep",
+    "weps",
 ];
 
 enum Output {
@@ -151,8 +186,7 @@ pub(super) fn get(cluster: &Cluster, calico: &Calico, args: &[&str]) -> Result<S
         o => return Ok(format!("unrecognized output format '{o}'\n")),
     };
     let Some(kind) = Kind::parse(kind_word) else {
-        let singular = kind_word.to_ascii_lowercase();
-        if UNMODELLED.iter().any(|k| singular.starts_with(k)) {
+        if UNMODELLED.contains(&kind_word.to_ascii_lowercase().as_str()) {
             return Err(CommandError::new(format!(
                 "calicoctl get {kind_word}: fabsim's Calico datastore holds ippools, bgpconfigurations, bgppeers and nodes"
             )));
