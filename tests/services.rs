@@ -264,3 +264,53 @@ fn endpoints_follow_rescheduled_and_deleted_pods() {
         &["curl: (7) ... Connection refused"],
     );
 }
+
+/// `kubectl describe svc` (kubectl v1.28 `describeService`): the fields in kubectl's order,
+/// aligned by describe's tabwriter (a `Port:` line pads its name by itself), the apiserver's
+/// single-stack defaults, each port's endpoints, and kubeadm's labels on `kubernetes`.
+#[test]
+fn kubectl_describe_service() {
+    let run = run_file(SCENARIO, "services");
+    assert_eq!(
+        out_in(&run, "n1", "kubectl describe svc pinned"),
+        "Name:              pinned
+Namespace:         default
+Labels:            <none>
+Annotations:       <none>
+Selector:          run=web
+Type:              ClusterIP
+IP Family Policy:  SingleStack
+IP Families:       IPv4
+IP:                10.96.0.100
+IPs:               10.96.0.100
+Port:              http  8080/TCP
+TargetPort:        80/TCP
+Endpoints:         10.66.217.2:80
+Session Affinity:  None
+Events:            <none>
+"
+    );
+    let kubernetes = out_in(&run, "n1", "kubectl describe service kubernetes");
+    assert!(
+        kubernetes.starts_with("Name:              kubernetes\nNamespace:         default\nLabels:            component=apiserver\n                   provider=kubernetes\n"),
+        "{kubernetes}"
+    );
+    assert!(
+        kubernetes.contains("\nPort:              https  443/TCP\nTargetPort:        6443/TCP\n"),
+        "{kubernetes}"
+    );
+    let dns = out_in(&run, "n1", "kubectl describe svc kube-dns -n kube-system");
+    assert!(
+        dns.contains("Annotations:       prometheus.io/port: 9153\n                   prometheus.io/scrape: true\n"),
+        "{dns}"
+    );
+    let nobody = out_in(&run, "n1", "kubectl describe svc nobody");
+    assert!(
+        nobody.contains("\nPort:              <unset>  80/TCP\nTargetPort:        80/TCP\nEndpoints:         <none>\n"),
+        "{nobody}"
+    );
+    assert_eq!(
+        out_in(&run, "n1", "kubectl describe svc ghost"),
+        "Error from server (NotFound): services \"ghost\" not found\n"
+    );
+}

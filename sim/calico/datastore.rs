@@ -122,7 +122,7 @@ pub struct BgpPeer {
     pub peer_selector: Option<String>,
     pub keep_original_next_hop: bool,
     pub password: Option<SecretKeyRef>,
-    /// UseNodeIP (default) | None.
+    /// UseNodeIP | None as written; empty (not written) means UseNodeIP.
     pub source_address: String,
     /// Seconds.
     pub max_restart_time: Option<u64>,
@@ -1043,7 +1043,7 @@ fn bgp_peer(name: &str, spec: Option<Obj>, spec_at: Span, ctx: &mut Ctx) -> Opti
     let what = format!("BGPPeer {name:?}");
     let mut p = BgpPeer {
         name: name.to_string(),
-        source_address: "UseNodeIP".into(),
+        source_address: String::new(),
         span: spec_at,
         ..Default::default()
     };

@@ -26,11 +26,6 @@ fn node_mask(pod_cidr: Ipv4Net) -> u8 {
     NODE_CIDR_MASK.max(pod_cidr.prefix_len())
 }
 
-/// The taint the node lifecycle controller keeps on a node that is not Ready.
-pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready:NoSchedule";
-/// The taint the node lifecycle controller keeps on a cordoned node (`spec.unschedulable`).
-pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable:NoSchedule";
-
 #[derive(Clone, Debug)]
 pub struct Cluster {
     /// Kubernetes version (`kubeadm init` uses the installed kubeadm's).
@@ -127,6 +122,9 @@ pub struct Pod {
     pub container_id: Option<String>,
     /// Why the pod cannot start (an IPAM error, no node fits), as `kubectl describe` shows it.
     pub waiting: Option<String>,
+    /// The scheduler's FailedScheduling events, oldest first (a new one when the message
+    /// changes).
+    pub failed_scheduling: Vec<SchedulerEvent>,
     /// Where the scenario says the scheduler put it (see `Pin`).
     pub pinned_node: Option<String>,
     /// Labels a node must carry to run the pod (`spec.nodeSelector`).
@@ -168,6 +166,13 @@ impl Pod {
             None => labels.iter().any(|(lk, _)| *lk == term.trim()),
         })
     }
+}
+
+/// A `FailedScheduling` event default-scheduler recorded about a pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerEvent {
+    pub at_ms: u64,
+    pub message: String,
 }
 
 /// What a Deployment's pods are made from: the template's revision (a new ReplicaSet, hence a
@@ -281,12 +286,16 @@ impl Cluster {
     /// The node's taints as `kubectl describe node` lists them: `spec.taints`, then the ones
     /// the node lifecycle controller adds for a cordoned or not-Ready node.
     pub fn taints(&self, node: &KNode) -> Vec<String> {
-        let mut t: Vec<String> = node.taints.iter().map(Taint::to_string).collect();
+        self.node_taints(node).iter().map(Taint::to_string).collect()
+    }
+
+    fn node_taints(&self, node: &KNode) -> Vec<Taint> {
+        let mut t = node.taints.clone();
         if node.unschedulable {
-            t.push(UNSCHEDULABLE_TAINT.into());
+            t.push(Taint::unschedulable());
         }
         if !self.ready(&node.name) {
-            t.push(NOT_READY_TAINT.into());
+            t.push(Taint::not_ready());
         }
         t
     }
@@ -319,6 +328,7 @@ impl Cluster {
             tolerates_control_plane: spec.tolerates_control_plane,
             container_id: None,
             waiting: None,
+            failed_scheduling: Vec::new(),
             pinned_node,
             node_selector: spec.node_selector,
             facts: None,
@@ -529,7 +539,15 @@ impl Cluster {
                 self.pods[i].node = self.pick_node(i);
             }
             let Some(node) = self.pods[i].node.clone() else {
-                self.pods[i].waiting = Some(format!("0/{} nodes are available", self.nodes.len()));
+                let message = self.fit_error(&self.pods[i]);
+                let pod = &mut self.pods[i];
+                if pod.failed_scheduling.last().is_none_or(|e| e.message != message) {
+                    pod.failed_scheduling.push(SchedulerEvent {
+                        at_ms: now,
+                        message: message.clone(),
+                    });
+                }
+                pod.waiting = Some(message);
                 continue;
             };
             if self.pods[i].host_network {
@@ -574,36 +592,96 @@ impl Cluster {
         order
     }
 
-    /// The scheduler's choice for an unpinned pod: among Ready, schedulable (not cordoned)
-    /// nodes whose NoSchedule/NoExecute taints it tolerates and whose labels match its
-    /// nodeSelector, the one with the fewest PreferNoSchedule taints it does not tolerate, then
-    /// the fewest pods, ties by join order. (kube-scheduler's scores differ in detail and it
-    /// breaks ties at random; a scenario pins placement where it matters.)
+    /// The scheduler's choice for an unpinned pod: among the nodes that pass its filters
+    /// (`unfit_reason`), the one with the fewest PreferNoSchedule taints it does not tolerate,
+    /// then the fewest pods, ties by join order. (kube-scheduler's scores differ in detail and
+    /// it breaks ties at random; a scenario pins placement where it matters.)
     fn pick_node(&self, i: usize) -> Option<String> {
         let pod = &self.pods[i];
         if let Some(pinned) = &pod.pinned_node {
             return self.ready(pinned).then(|| pinned.clone());
         }
-        let intolerable = |n: &KNode, effect: fn(Effect) -> bool| {
-            n.taints
-                .iter()
-                .filter(|t| effect(t.effect) && !taints::tolerates(pod, t))
-                .count()
-        };
         self.nodes
             .iter()
-            .filter(|n| self.ready(&n.name) && !n.unschedulable)
-            .filter(|n| intolerable(n, Effect::blocks_scheduling) == 0)
-            .filter(|n| pod.node_selector.iter().all(|(k, v)| n.labels.get(k) == Some(v)))
+            .filter(|n| self.unfit_reason(pod, n).is_none())
             .min_by_key(|n| {
+                let preferred_against = n
+                    .taints
+                    .iter()
+                    .filter(|t| t.effect == Effect::PreferNoSchedule && !taints::tolerates(pod, t))
+                    .count();
                 let pods = self
                     .pods
                     .iter()
                     .filter(|p| p.node.as_deref() == Some(n.name.as_str()) && !p.host_network)
                     .count();
-                (intolerable(n, |e| e == Effect::PreferNoSchedule), pods)
+                (preferred_against, pods)
             })
             .map(|n| n.name.clone())
+    }
+
+    /// Why kube-scheduler (v1.28) rejects `node` for `pod`: its filters that fabsim models run
+    /// in the default profile's order — NodeUnschedulable, TaintToleration, NodeAffinity (the
+    /// nodeSelector) — and a node's status is the first failure's reason
+    /// (`pkg/scheduler/framework/plugins/{nodeunschedulable,tainttoleration,nodeaffinity}`).
+    /// None when the pod fits. A not-Ready node fails by its not-ready taint.
+    fn unfit_reason(&self, pod: &Pod, node: &KNode) -> Option<String> {
+        if node.unschedulable && !taints::tolerates(pod, &Taint::unschedulable()) {
+            return Some("node(s) were unschedulable".into());
+        }
+        let taints = self.node_taints(node);
+        let untolerated = taints
+            .iter()
+            .find(|t| t.effect.blocks_scheduling() && !taints::tolerates(pod, t));
+        if let Some(t) = untolerated {
+            return Some(format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value));
+        }
+        if !pod.node_selector.iter().all(|(k, v)| node.labels.get(k) == Some(v)) {
+            return Some("node(s) didn't match Pod's node affinity/selector".into());
+        }
+        None
+    }
+
+    /// Findings for the pods the scheduler first failed to place at or after `since_ms` and
+    /// that are still Pending: each with its latest FailedScheduling message.
+    pub fn unschedulable_since(&self, since_ms: u64) -> Vec<String> {
+        self.pods
+            .iter()
+            .filter(|p| p.phase == PodPhase::Pending && p.node.is_none())
+            .filter(|p| p.failed_scheduling.first().is_some_and(|e| e.at_ms >= since_ms))
+            .filter_map(|p| {
+                let last = p.failed_scheduling.last()?;
+                Some(format!(
+                    "pod {}/{} is Pending: FailedScheduling: {}",
+                    p.namespace, p.name, last.message
+                ))
+            })
+            .collect()
+    }
+
+    /// The scheduler's message for a pod no node fits (`FitError.Error()` in
+    /// `pkg/scheduler/framework/types.go`, v1.28): the count of each node's reason, the
+    /// `"N reason"` strings sorted as strings and joined by `, `, each part ended by `.`; then
+    /// DefaultPreemption's PostFilter message — every rejection here is
+    /// UnschedulableAndUnresolvable, so preemption cannot help on any node. With no nodes at
+    /// all the scheduler gives up before filtering (`ErrNoNodesAvailable`).
+    pub fn fit_error(&self, pod: &Pod) -> String {
+        let n = self.nodes.len();
+        if n == 0 {
+            return "no nodes available to schedule pods".into();
+        }
+        let mut histogram: BTreeMap<String, usize> = BTreeMap::new();
+        for node in &self.nodes {
+            if let Some(reason) = self.unfit_reason(pod, node) {
+                *histogram.entry(reason).or_default() += 1;
+            }
+        }
+        let mut reasons: Vec<String> = histogram.iter().map(|(r, c)| format!("{c} {r}")).collect();
+        reasons.sort();
+        format!(
+            "0/{n} nodes are available: {}. preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling..",
+            reasons.join(", ")
+        )
     }
 }
 
@@ -700,11 +778,19 @@ mod tests {
         c.create_pod(deployment("web"), 0);
         c.reconcile(0);
         assert_eq!(c.pods[0].phase, PodPhase::Pending);
-        assert_eq!(c.pods[0].waiting.as_deref(), Some("0/2 nodes are available"));
+        let message =
+            "0/2 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, \
+                       1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }. \
+                       preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling..";
+        assert_eq!(c.pods[0].waiting.as_deref(), Some(message));
+        assert_eq!(c.pods[0].failed_scheduling.len(), 1);
+        c.reconcile(5);
+        assert_eq!(c.pods[0].failed_scheduling.len(), 1, "the same message is one event");
+        let not_ready = "node.kubernetes.io/not-ready:NoSchedule";
         assert_eq!(
             c.taints(&c.nodes[0]),
-            ["node-role.kubernetes.io/control-plane:NoSchedule", NOT_READY_TAINT]
+            ["node-role.kubernetes.io/control-plane:NoSchedule", not_ready]
         );
-        assert_eq!(c.taints(&c.nodes[1]), [NOT_READY_TAINT]);
+        assert_eq!(c.taints(&c.nodes[1]), [not_ready]);
     }
 }

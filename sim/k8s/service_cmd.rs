@@ -22,6 +22,8 @@ pub(super) struct ServiceSpec {
     cluster_ip: Requested,
     ports: Vec<ServicePort>,
     selector: BTreeMap<String, String>,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +114,8 @@ fn parse(doc: &serde_json::Value) -> Result<ServiceSpec, String> {
         cluster_ip,
         ports,
         selector,
+        labels: super::command::string_map(doc, "/metadata/labels"),
+        annotations: super::command::string_map(doc, "/metadata/annotations"),
     })
 }
 
@@ -182,6 +186,8 @@ fn apply_one(
             kind: spec.kind,
             ports: spec.ports,
             selector: spec.selector,
+            labels: spec.labels,
+            annotations: spec.annotations,
             ..existing.clone()
         };
         let verdict = if updated == existing { "unchanged" } else { "configured" };
@@ -227,6 +233,8 @@ fn apply_one(
         cluster_ip,
         ports: spec.ports,
         selector: spec.selector,
+        labels: spec.labels,
+        annotations: spec.annotations,
         fixed_endpoints: Vec::new(),
         created_ms: now,
     });

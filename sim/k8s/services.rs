@@ -70,6 +70,9 @@ pub struct Service {
     pub ports: Vec<ServicePort>,
     /// `spec.selector` (empty: the Service's endpoints are not the controller's business).
     pub selector: BTreeMap<String, String>,
+    /// `metadata.labels` and `metadata.annotations`.
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
     /// Endpoint addresses maintained by someone else: the apiserver for `kubernetes`.
     pub fixed_endpoints: Vec<Ipv4Addr>,
     pub created_ms: u64,
@@ -106,6 +109,10 @@ fn addr_at(cidr: Ipv4Net, offset: u64) -> Ipv4Addr {
 }
 
 /// `GetIndexedIP(cidr, n)`: the n-th address of the range (1: `kubernetes`, 10: kubeadm's DNS).
+fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
 pub fn indexed_ip(cidr: Ipv4Net, n: u32) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(cidr.network()).wrapping_add(n))
 }
@@ -188,8 +195,10 @@ impl Cluster {
     }
 
     /// The Services kubeadm's `init` leaves behind: `default/kubernetes` (the range's first
-    /// address, 443 → the apiserver's advertise address :6443, created by the apiserver) and
-    /// CoreDNS's `kube-system/kube-dns` on the range's 10th address (kubeadm `GetDNSIP`).
+    /// address, 443 → the apiserver's advertise address :6443, created by the apiserver with
+    /// its `component`/`provider` labels) and CoreDNS's `kube-system/kube-dns` on the range's
+    /// 10th address (kubeadm `GetDNSIP`; labels and annotations from kubeadm's
+    /// `CoreDNSService` manifest, `cmd/kubeadm/app/phases/addons/dns/manifests.go`).
     pub fn create_default_services(&mut self, advertise: Ipv4Addr, now: u64) {
         let port = |name: &str, port: u16, target_port: u16, protocol: L4| ServicePort {
             name: Some(name.to_string()),
@@ -204,6 +213,8 @@ impl Cluster {
             cluster_ip: Some(indexed_ip(self.service_cidr, 1)),
             ports: vec![port("https", 443, 6443, L4::Tcp)],
             selector: BTreeMap::new(),
+            labels: strings(&[("component", "apiserver"), ("provider", "kubernetes")]),
+            annotations: BTreeMap::new(),
             fixed_endpoints: vec![advertise],
             created_ms: now,
         });
@@ -217,7 +228,13 @@ impl Cluster {
                 port("dns-tcp", 53, 53, L4::Tcp),
                 port("metrics", 9153, 9153, L4::Tcp),
             ],
-            selector: BTreeMap::from([("k8s-app".to_string(), "kube-dns".to_string())]),
+            selector: strings(&[("k8s-app", "kube-dns")]),
+            labels: strings(&[
+                ("k8s-app", "kube-dns"),
+                ("kubernetes.io/cluster-service", "true"),
+                ("kubernetes.io/name", "CoreDNS"),
+            ]),
+            annotations: strings(&[("prometheus.io/port", "9153"), ("prometheus.io/scrape", "true")]),
             fixed_endpoints: Vec::new(),
             created_ms: now,
         });
@@ -309,6 +326,8 @@ mod tests {
                 cluster_ip: Some(ip),
                 ports: Vec::new(),
                 selector: BTreeMap::new(),
+                labels: BTreeMap::new(),
+                annotations: BTreeMap::new(),
                 fixed_endpoints: Vec::new(),
                 created_ms: 0,
             });

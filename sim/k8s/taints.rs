@@ -51,12 +51,26 @@ pub struct Taint {
 }
 
 impl Taint {
-    pub fn control_plane() -> Taint {
+    fn no_schedule(key: &str) -> Taint {
         Taint {
-            key: CONTROL_PLANE_KEY.into(),
+            key: key.into(),
             value: String::new(),
             effect: Effect::NoSchedule,
         }
+    }
+
+    pub fn control_plane() -> Taint {
+        Taint::no_schedule(CONTROL_PLANE_KEY)
+    }
+
+    /// The node lifecycle controller's taint on a node that is not Ready.
+    pub fn not_ready() -> Taint {
+        Taint::no_schedule("node.kubernetes.io/not-ready")
+    }
+
+    /// The node lifecycle controller's taint on a cordoned node (`spec.unschedulable`).
+    pub fn unschedulable() -> Taint {
+        Taint::no_schedule("node.kubernetes.io/unschedulable")
     }
 }
 

@@ -357,6 +357,7 @@ fn run_step(
     let peers = peer_changes(net, &before, st);
     let (reach, dataplane) = seen.observe(net, st, fabric);
     findings.extend(dataplane);
+    findings.extend(net.cluster.iter().flat_map(|c| c.unschedulable_since(start_ms)));
     let flows = watch.reports();
     for e in &step.during {
         checks.push(evaluate_during(e, &flows));

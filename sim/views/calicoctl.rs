@@ -1,14 +1,13 @@
 //! `calicoctl` read commands (v3.25): `node status`, `ipam show [--show-blocks]`,
-//! `ipam check [--show-all-ips]`, `get ippool|bgpconfig|node [-o wide]`. Formats from
-//! calico-reference.md §6 and the seed lab's outputs (seed-lab.md s1).
+//! `ipam check [--show-all-ips]`; `get` is `calicoctl_get`. Formats from calico-reference.md §6
+//! and the seed lab's outputs (seed-lab.md s1).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use super::clock::wall_clock;
-use super::linux::mac_text;
-use super::tables::{tablewriter, tabwriter};
+use super::tables::tablewriter;
 use super::CommandError;
 use crate::calico::install::Calico;
 use crate::calico::ipam::TunnelKind;
@@ -25,21 +24,10 @@ pub(crate) fn calicoctl(net: &Network, st: &State, dev: DeviceId, args: &[String
         return Ok("Failed to create Calico API client: no datastore is reachable (Calico is not installed)\n".into());
     };
     let has = |f: &str| args.contains(&f);
-    let wide = args.windows(2).any(|w| w == ["-o", "wide"]) || has("-owide") || has("--output=wide");
     match args.as_slice() {
         ["ipam", "show", ..] => Ok(ipam_show(calico, has("--show-blocks"))),
         ["ipam", "check", ..] => Ok(ipam_check(cluster, calico, has("--show-all-ips"))),
-        ["get", kind, ..] if ["ippool", "ippools", "ipp", "ipps", "pool", "pools"].contains(kind) => {
-            Ok(get_ippools(calico, wide))
-        }
-        ["get", kind, ..] if ["bgpconfig", "bgpconfigs", "bgpconfiguration", "bgpconfigurations"].contains(kind) => {
-            Ok(get_bgpconfigs(calico))
-        }
-        ["get", kind, name, "-o", "yaml"] if ["node", "nodes"].contains(kind) => Ok(node_yaml(cluster, calico, name)),
-        ["get", kind, ..] if ["node", "nodes"].contains(kind) => Ok(get_nodes(calico, wide)),
-        ["get", kind, ..] if ["bgppeer", "bgppeers", "bgpp", "bgpps", "bp", "bps"].contains(kind) => {
-            Ok(get_bgppeers(calico))
-        }
+        ["get", rest @ ..] => super::calicoctl_get::get(cluster, calico, rest),
         _ => Err(CommandError::new(format!(
             "calicoctl {}: fabsim's calicoctl reads node status, ipam show|check, get ippool|bgpconfig|bgppeer|node",
             args.join(" ")
@@ -234,158 +222,6 @@ fn ipam_check(cluster: &Cluster, calico: &Calico, show_all: bool) -> String {
     out.push_str("Found 0 handles mentioned in blocks with no matching handle resource.\n");
     let _ = writeln!(out, "Check complete; found {} problems.", leaked + outside);
     out
-}
-
-fn get_ippools(calico: &Calico, wide: bool) -> String {
-    let mut rows = vec![if wide {
-        [
-            "NAME",
-            "CIDR",
-            "NAT",
-            "IPIPMODE",
-            "VXLANMODE",
-            "DISABLED",
-            "DISABLEBGPEXPORT",
-            "SELECTOR",
-        ]
-        .map(String::from)
-        .to_vec()
-    } else {
-        ["NAME", "CIDR", "SELECTOR"].map(String::from).to_vec()
-    }];
-    for p in calico.datastore.ip_pools.values() {
-        rows.push(if wide {
-            vec![
-                p.name.clone(),
-                p.cidr.to_string(),
-                p.nat_outgoing.to_string(),
-                p.ipip_mode.as_str().into(),
-                p.vxlan_mode.as_str().into(),
-                p.disabled.to_string(),
-                p.disable_bgp_export.to_string(),
-                p.node_selector.clone(),
-            ]
-        } else {
-            vec![p.name.clone(), p.cidr.to_string(), p.node_selector.clone()]
-        });
-    }
-    calicoctl_table(&rows)
-}
-
-fn get_bgpconfigs(calico: &Calico) -> String {
-    let mut rows = vec![["NAME", "LOGSEVERITY", "MESHENABLED", "ASNUMBER"]
-        .map(String::from)
-        .to_vec()];
-    for c in calico.datastore.bgp_configurations.values() {
-        rows.push(vec![
-            c.name.clone(),
-            c.log_severity_screen.clone().unwrap_or_default(),
-            c.node_to_node_mesh_enabled.map_or("-".into(), |b| b.to_string()),
-            c.as_number.map_or("-".into(), |a| a.to_string()),
-        ]);
-    }
-    calicoctl_table(&rows)
-}
-
-/// `calicoctl get node NAME -o yaml`: the v3 Node as calicoctl shows it in the Kubernetes
-/// datastore (seed-lab.md s3a): the addresses (Calico's, then the Node's InternalIP), the BGP
-/// spec, the VXLAN tunnel address, the orchestrator reference, a pinned VXLAN MAC (felix's
-/// derived one is never written back) and the podCIDRs.
-fn node_yaml(cluster: &Cluster, calico: &Calico, name: &str) -> String {
-    let Some(n) = calico.datastore.nodes.get(name) else {
-        return format!(
-            "Failed to get resources: resource does not exist: Node({name}) with error: nodes \"{name}\" not found\n"
-        );
-    };
-    let k8s = cluster.node(name);
-    let mut out =
-        format!("apiVersion: projectcalico.org/v3\nkind: Node\nmetadata:\n  name: {name}\nspec:\n  addresses:\n");
-    if let Some(a) = n.ipv4_address {
-        out.push_str(&format!("  - address: {a}\n    type: CalicoNodeIP\n"));
-    }
-    if let Some(k) = k8s {
-        out.push_str(&format!("  - address: {}\n    type: InternalIP\n", k.internal_ip));
-    }
-    out.push_str("  bgp:\n");
-    if let Some(asn) = n.as_number {
-        out.push_str(&format!("    asNumber: {asn}\n"));
-    }
-    if let Some(a) = n.ipv4_address {
-        out.push_str(&format!("    ipv4Address: {a}\n"));
-    }
-    if let Some(t) = n.ipv4_ipip_tunnel_addr {
-        out.push_str(&format!("    ipv4IPIPTunnelAddr: {t}\n"));
-    }
-    // calicoctl prints the JSON through YAML, so the spec's keys come in name order.
-    if let Some(t) = n.ipv4_vxlan_tunnel_addr {
-        out.push_str(&format!("  ipv4VXLANTunnelAddr: {t}\n"));
-    }
-    out.push_str(&format!("  orchRefs:\n  - nodeName: {name}\n    orchestrator: k8s\n"));
-    if let Some(m) = n.vxlan_tunnel_mac {
-        out.push_str(&format!("  vxlanTunnelMACAddr: {}\n", mac_text(&m)));
-    }
-    match k8s.and_then(|k| k.pod_cidr) {
-        Some(c) => out.push_str(&format!("status:\n  podCIDRs:\n  - {c}\n")),
-        None => out.push_str("status: {}\n"),
-    }
-    out
-}
-
-/// `NAME PEERIP NODE ASN`: NODE is spec.node, else the node selector, else `(global)`
-/// (calico-reference.md §6.2).
-fn get_bgppeers(calico: &Calico) -> String {
-    let mut rows = vec![["NAME", "PEERIP", "NODE", "ASN"].map(String::from).to_vec()];
-    for p in calico.datastore.bgp_peers.values() {
-        let node = p
-            .node
-            .clone()
-            .or_else(|| p.node_selector.clone())
-            .unwrap_or_else(|| "(global)".into());
-        rows.push(vec![
-            p.name.clone(),
-            p.peer_ip.clone().unwrap_or_default(),
-            node,
-            p.as_number.to_string(),
-        ]);
-    }
-    calicoctl_table(&rows)
-}
-
-fn get_nodes(calico: &Calico, wide: bool) -> String {
-    let global_as = calico
-        .datastore
-        .bgp_configurations
-        .get("default")
-        .and_then(|c| c.as_number)
-        .unwrap_or(64512);
-    let mut rows = vec![if wide {
-        ["NAME", "ASN", "IPV4", "IPV6"].map(String::from).to_vec()
-    } else {
-        vec!["NAME".to_string()]
-    }];
-    for n in calico.datastore.nodes.values() {
-        rows.push(if wide {
-            vec![
-                n.name.clone(),
-                n.as_number.map_or(format!("({global_as})"), |a| a.to_string()),
-                n.ipv4_address.map(|a| a.to_string()).unwrap_or_default(),
-                n.ipv6_address.clone().unwrap_or_default(),
-            ]
-        } else {
-            vec![n.name.clone()]
-        });
-    }
-    calicoctl_table(&rows)
-}
-
-/// calicoctl's `get` printer: tabwriter where every cell, the last included, ends in a tab
-/// (so every column is padded), then a blank line (calico-reference.md §6.2).
-fn calicoctl_table(rows: &[Vec<String>]) -> String {
-    let padded: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| r.iter().cloned().chain([String::new()]).collect())
-        .collect();
-    tabwriter(&padded) + "\n"
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use super::api_doc::{ApiDoc, Fields};
+use super::calicoctl_get::{created_ms, ippool_spec};
 use super::clock::wall_clock;
 use super::tables::{tabwriter, tabwriter_with};
 use super::CommandError;
@@ -48,7 +50,7 @@ fn describe_time(ms: u64) -> String {
 }
 
 /// RFC 3339 seconds, as object timestamps print.
-fn rfc3339(ms: u64) -> String {
+pub(super) fn rfc3339(ms: u64) -> String {
     wall_clock(ms).format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
@@ -105,6 +107,9 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
             rest.first().copied(),
             output == "wide",
         )),
+        ["describe", "services" | "service" | "svc", name] => {
+            Ok(super::kubectl_services::describe_service(cluster, ns, name))
+        }
         ["get", "endpoints" | "endpoint" | "ep", rest @ ..] => Ok(super::kubectl_services::get_endpoints(
             cluster,
             now,
@@ -117,7 +122,7 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
             calico_list(cluster, now, "blockaffinities", output)
         }
         _ => Err(CommandError::new(
-            "fabsim's kubectl reads get nodes|pods|services|endpoints|events|ippools|blockaffinities, describe node|pod, logs [-p] and exec, \
+            "fabsim's kubectl reads get nodes|pods|services|endpoints|events|ippools|blockaffinities, describe node|pod|service, logs [-p] and exec, \
              and changes the cluster with apply|create|run|patch|delete, rollout restart|status and set env",
         )),
     }
@@ -427,11 +432,11 @@ fn describe_pod(cluster: &Cluster, now: u64, p: &Pod) -> String {
             let _ = writeln!(out, "{:width$}{more}", "");
         }
     }
-    let events = p.facts.as_ref().map(|f| (f, &f.events)).filter(|(_, e)| !e.is_empty());
-    let Some((f, events)) = events else {
+    let events = pod_events(p, now);
+    if events.is_empty() {
         out.push_str("Events:                      <none>\n");
         return out;
-    };
+    }
     out.push_str("Events:\n");
     let mut rows = vec![
         ["  Type", "Reason", "Age", "From", "Message"]
@@ -442,16 +447,51 @@ fn describe_pod(cluster: &Cluster, now: u64, p: &Pod) -> String {
             .to_vec(),
     ];
     for e in events {
-        rows.push(vec![
-            format!("  {}", e.kind),
-            e.reason.clone(),
-            event_age(f, e, now),
-            e.from.clone(),
-            e.message.trim().to_string(),
-        ]);
+        rows.push(vec![format!("  {}", e.kind), e.reason, e.age, e.from, e.message]);
     }
     out.push_str(&tabwriter_with(&rows, 0, 2));
     out
+}
+
+/// One event about a pod as kubectl prints it.
+struct EventRow {
+    /// When it was last seen (virtual time), the order `describe` sorts by.
+    last_ms: u64,
+    kind: String,
+    reason: String,
+    age: String,
+    from: String,
+    message: String,
+}
+
+/// A pod's events: default-scheduler's FailedScheduling ones (each seen once) and the ones the
+/// scenario injected, oldest last-seen first (`describe.go` sorts `SortableEvents` by
+/// lastTimestamp).
+fn pod_events(p: &Pod, now: u64) -> Vec<EventRow> {
+    let mut rows: Vec<EventRow> = p
+        .failed_scheduling
+        .iter()
+        .map(|e| EventRow {
+            last_ms: e.at_ms,
+            kind: "Warning".into(),
+            reason: "FailedScheduling".into(),
+            age: human_duration(now.saturating_sub(e.at_ms)),
+            from: "default-scheduler".into(),
+            message: e.message.clone(),
+        })
+        .collect();
+    if let Some(f) = &p.facts {
+        rows.extend(f.events.iter().map(|e| EventRow {
+            last_ms: f.injected_ms.saturating_sub(e.last_seen_ago_ms),
+            kind: e.kind.clone(),
+            reason: e.reason.clone(),
+            age: event_age(f, e, now),
+            from: e.from.clone(),
+            message: e.message.trim().to_string(),
+        }));
+    }
+    rows.sort_by_key(|e| e.last_ms);
+    rows
 }
 
 /// A Deployment pod's ReplicaSet: its name without the pod's random suffix.
@@ -459,7 +499,7 @@ fn replica_set(pod: &str) -> &str {
     pod.rsplit_once('-').map_or(pod, |(rs, _)| rs)
 }
 
-/// `kubectl get events [-n NS | -A]`: the injected events of the pods, per pod in name order.
+/// `kubectl get events [-n NS | -A]`: the pods' events (`pod_events`), per pod in name order.
 fn get_events(cluster: &Cluster, now: u64, ns: Option<&str>) -> String {
     let mut header = vec!["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"];
     if ns.is_none() {
@@ -473,19 +513,12 @@ fn get_events(cluster: &Cluster, now: u64, ns: Option<&str>) -> String {
         .collect();
     pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     for p in pods {
-        let Some(f) = &p.facts else { continue };
-        for e in &f.events {
+        for e in pod_events(p, now) {
             let mut row = Vec::new();
             if ns.is_none() {
                 row.push(p.namespace.clone());
             }
-            row.extend([
-                event_age(f, e, now),
-                e.kind.clone(),
-                e.reason.clone(),
-                format!("pod/{}", p.name),
-                e.message.trim().to_string(),
-            ]);
+            row.extend([e.age, e.kind, e.reason, format!("pod/{}", p.name), e.message]);
             rows.push(row);
         }
     }
@@ -606,133 +639,72 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
     Ok(out)
 }
 
-/// One listed object: its kind, name, and spec fields in key order, each value already in
-/// YAML form.
-type Item = (&'static str, String, Vec<(&'static str, String)>);
-
-/// `kubectl get ippools|blockaffinities` of the crd.projectcalico.org/v1 objects.
+/// `kubectl get ippools|blockaffinities` of the crd.projectcalico.org/v1 objects: the CRD's
+/// spec is the v3 spec as Calico stored it (BlockAffinity's `deleted` a string in v1).
 fn calico_list(cluster: &Cluster, now: u64, kind: &str, output: &str) -> Result<String, CommandError> {
     let Some(calico) = &cluster.calico else {
         return Ok(format!("error: the server doesn't have a resource type \"{kind}\"\n"));
     };
     let ds = &calico.datastore;
-    let created_ms = |k: &str, name: &str| {
-        calico
-            .created
-            .get(&format!("{k}/{name}"))
-            .copied()
-            .unwrap_or(cluster.created_ms)
-    };
-    let items: Vec<Item> = match kind {
+    let items: Vec<(&str, &str, ApiDoc)> = match kind {
         "ippools" => ds
             .ip_pools
             .values()
-            .map(|p| {
-                let mut spec = vec![
-                    ("allowedUses", format!("[{}]", p.allowed_uses.join(","))),
-                    ("blockSize", p.block_size.to_string()),
-                    ("cidr", p.cidr.to_string()),
-                ];
-                if p.disabled {
-                    spec.push(("disabled", "true".into()));
-                }
-                spec.extend([
-                    ("ipipMode", p.ipip_mode.as_str().into()),
-                    ("natOutgoing", p.nat_outgoing.to_string()),
-                    ("nodeSelector", p.node_selector.clone()),
-                    ("vxlanMode", p.vxlan_mode.as_str().into()),
-                ]);
-                ("IPPool", p.name.clone(), spec)
-            })
+            .map(|p| ("IPPool", p.name.as_str(), ippool_spec(p)))
             .collect(),
         _ => ds
             .block_affinities
             .values()
             .map(|a| {
-                let spec = vec![
-                    ("cidr", a.cidr.to_string()),
-                    ("deleted", format!("\"{}\"", a.deleted)),
-                    ("node", a.node.clone()),
-                    ("state", a.state.clone()),
-                ];
-                ("BlockAffinity", a.name.clone(), spec)
+                let spec = Fields::new()
+                    .put("cidr", ApiDoc::str(a.cidr.to_string()))
+                    .put("deleted", ApiDoc::str(a.deleted.to_string()))
+                    .put("node", ApiDoc::str(&a.node))
+                    .put("state", ApiDoc::str(&a.state))
+                    .done();
+                ("BlockAffinity", a.name.as_str(), spec)
             })
             .collect(),
     };
+    let created = |k: &str, name: &str| created_ms(cluster, calico, k, name);
+    let list = || {
+        let objects = items.iter().map(|(k, name, spec)| {
+            let meta = Fields::new()
+                .put("creationTimestamp", ApiDoc::str(rfc3339(created(k, name))))
+                .put("generation", ApiDoc::Int(1))
+                .put("name", ApiDoc::str(*name))
+                .done();
+            Fields::new()
+                .put("apiVersion", ApiDoc::str("crd.projectcalico.org/v1"))
+                .put("kind", ApiDoc::str(*k))
+                .put("metadata", meta)
+                .put("spec", spec.clone())
+                .done()
+        });
+        Fields::new()
+            .put("apiVersion", ApiDoc::str("v1"))
+            .put("items", ApiDoc::Seq(objects.collect()))
+            .put("kind", ApiDoc::str("List"))
+            .put("metadata", Fields::new().put("resourceVersion", ApiDoc::str("")).done())
+            .done()
+    };
     match output {
-        "yaml" => {
-            let mut out = String::from("apiVersion: v1\nitems:\n");
-            for (k, name, spec) in &items {
-                let _ = writeln!(out, "- apiVersion: crd.projectcalico.org/v1\n  kind: {k}\n  metadata:");
-                let created = rfc3339(created_ms(k, name));
-                let _ = writeln!(out, "    creationTimestamp: \"{created}\"\n    generation: 1\n    name: {name}\n  spec:");
-                for (key, v) in spec {
-                    match v.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-                        Some(list) => {
-                            let _ = writeln!(out, "    {key}:");
-                            for item in list.split(',') {
-                                let _ = writeln!(out, "    - {item}");
-                            }
-                        }
-                        None => {
-                            let _ = writeln!(out, "    {key}: {v}");
-                        }
-                    }
-                }
-            }
-            out.push_str("kind: List\nmetadata:\n  resourceVersion: \"\"\n");
-            Ok(out)
-        }
-        "json" => {
-            let list: Vec<serde_json::Value> = items
-                .iter()
-                .map(|(k, name, spec)| {
-                    let spec: serde_json::Map<String, serde_json::Value> = spec
-                        .iter()
-                        .map(|(key, v)| (key.to_string(), json_value(v)))
-                        .collect();
-                    serde_json::json!({
-                        "apiVersion": "crd.projectcalico.org/v1",
-                        "kind": k,
-                        "metadata": {"creationTimestamp": rfc3339(created_ms(k, name)), "generation": 1, "name": name},
-                        "spec": spec,
-                    })
-                })
-                .collect();
-            let doc = serde_json::json!({"apiVersion": "v1", "items": list, "kind": "List", "metadata": {"resourceVersion": ""}});
-            Ok(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
-        }
+        "yaml" => Ok(list().yaml()),
+        // kubectl's JSONPrinter: `json.MarshalIndent(obj, "", "    ")` of untyped maps.
+        "json" => Ok(list().sorted().json("    ")),
         "" | "wide" => {
             // The CRDs define no printer columns: kubectl shows NAME and AGE.
             let mut rows = vec![vec!["NAME".to_string(), "AGE".to_string()]];
             rows.extend(
                 items
                     .iter()
-                    .map(|(k, name, _)| vec![name.clone(), human_duration(now.saturating_sub(created_ms(k, name)))]),
+                    .map(|(k, name, _)| vec![name.to_string(), human_duration(now.saturating_sub(created(k, name)))]),
             );
             Ok(tabwriter(&rows))
         }
         other => Err(CommandError::new(format!(
             "error: unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,wide,yaml"
         ))),
-    }
-}
-
-/// A YAML scalar of `calico_list` back as JSON.
-fn json_value(v: &str) -> serde_json::Value {
-    if let Some(list) = v.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-        return serde_json::Value::Array(list.split(',').map(|s| serde_json::Value::String(s.into())).collect());
-    }
-    if let Some(s) = v.strip_prefix('"').and_then(|l| l.strip_suffix('"')) {
-        return serde_json::Value::String(s.into());
-    }
-    match v {
-        "true" => serde_json::Value::Bool(true),
-        "false" => serde_json::Value::Bool(false),
-        _ => v.parse::<u64>().map_or_else(
-            |_| serde_json::Value::String(v.into()),
-            |n| serde_json::Value::Number(n.into()),
-        ),
     }
 }
 

@@ -65,22 +65,35 @@ pub(crate) fn tabwriter(rows: &[Vec<String>]) -> String {
 }
 
 /// Go's `text/tabwriter` with blanks, `minwidth` and `padding` (`kubectl describe` uses 0 and
-/// 2). A last cell spanning lines (an event message with a newline) goes on below its row from
-/// the line's start, as Go's tabwriter writes it; column widths come from first lines.
+/// 2). A cell belongs to a column only when a tab ends it (the text after a line's last tab
+/// is not padded), and a column's width is set per block of adjacent lines that have it (so a
+/// lone `Port:\thttps\t443/TCP` line pads `https` by itself). A last cell spanning lines (an
+/// event message with a newline) goes on below its row from the line's start, as Go's
+/// tabwriter writes it; column widths come from first lines.
 pub(crate) fn tabwriter_with(rows: &[Vec<String>], minwidth: usize, padding: usize) -> String {
     let first_line = |c: &String| c.lines().next().map_or(0, str::len);
+    let has = |r: &Vec<String>, col: usize| col + 1 < r.len();
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|i| rows.iter().filter_map(|r| r.get(i)).map(first_line).max().unwrap_or(0))
-        .map(|w| (w + padding).max(minwidth))
-        .collect();
+    // widths[row][col]: the width of the block the row's cell is in.
+    let mut widths = vec![vec![0; cols]; rows.len()];
+    for col in 0..cols {
+        let mut start = 0;
+        while start < rows.len() {
+            let end = start + rows[start..].iter().take_while(|r| has(r, col)).count();
+            let w = rows[start..end].iter().map(|r| first_line(&r[col])).max().unwrap_or(0);
+            for row in &mut widths[start..end] {
+                row[col] = (w + padding).max(minwidth);
+            }
+            start = end.max(start + 1);
+        }
+    }
     let mut out = String::new();
-    for r in rows {
+    for (r, w) in rows.iter().zip(&widths) {
         for (i, c) in r.iter().enumerate() {
             if i + 1 == r.len() {
                 out.push_str(c);
             } else {
-                out.push_str(&format!("{c:<w$}", w = widths[i]));
+                out.push_str(&format!("{c:<w$}", w = w[i]));
             }
         }
         out.push('\n');
