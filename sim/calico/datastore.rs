@@ -77,6 +77,11 @@ pub struct IpPool {
     pub node_selector: String,
     pub allowed_uses: Vec<String>,
     pub api: ApiGroup,
+    /// The spec's booleans a `crd.projectcalico.org/v1` write stored as an explicit `false`
+    /// (`natOutgoing`, `disabled`, `disableBGPExport`): kubectl's apply or merge patch keeps a
+    /// custom resource as it was given, so `kubectl get ippools -o yaml` shows them; the v3
+    /// API's Go structs drop a false with `omitempty`.
+    pub written_false: Vec<&'static str>,
     pub span: Span,
 }
 
@@ -692,9 +697,17 @@ fn ippool(
     let block_size = s.number("blockSize", 255, ctx);
     let ipip = encap(s.opt_string("ipipMode", ctx), group, "IPIPMode", &what, ctx);
     let vxlan = encap(s.opt_string("vxlanMode", ctx), group, "VXLANMode", &what, ctx);
-    let nat_outgoing = s.bool("natOutgoing", ctx).unwrap_or(false);
-    let disabled = s.bool("disabled", ctx).unwrap_or(false);
-    let disable_bgp_export = s.bool("disableBGPExport", ctx).unwrap_or(false);
+    let mut written_false = Vec::new();
+    let mut flag = |key: &'static str, s: &mut Obj, ctx: &mut Ctx| {
+        let v = s.bool(key, ctx);
+        if v == Some(false) && group == ApiGroup::CrdV1 {
+            written_false.push(key);
+        }
+        v.unwrap_or(false)
+    };
+    let nat_outgoing = flag("natOutgoing", &mut s, ctx);
+    let disabled = flag("disabled", &mut s, ctx);
+    let disable_bgp_export = flag("disableBGPExport", &mut s, ctx);
     let node_selector = s.opt_string("nodeSelector", ctx);
     let allowed_uses = s.string_list("allowedUses", ctx);
     for legacy in ["ipip", "nat-outgoing"] {
@@ -744,6 +757,7 @@ fn ippool(
             .map_or_else(|| "all()".to_string(), |(s, _)| s.clone()),
         allowed_uses: allowed_uses.unwrap_or_else(|| vec!["Workload".into(), "Tunnel".into()]),
         api: group,
+        written_false,
         span: at.clone(),
     };
     if let Some((sel, sel_at)) = &node_selector {

@@ -193,6 +193,7 @@ impl Calico {
             },
             allowed_uses: vec!["Workload".into(), "Tunnel".into()],
             api: ApiGroup::V3,
+            written_false: Vec::new(),
             span: Span::new("calico-node", 1, 1),
         };
         self.created.insert(format!("IPPool/{}", pool.name), now);
@@ -311,7 +312,7 @@ impl Calico {
     /// through the CRD, calicoctl through the v3 API).
     pub fn pool_json(&self, name: &str, api: &str) -> Option<serde_json::Value> {
         let p = self.datastore.ip_pools.get(name)?;
-        Some(serde_json::json!({
+        let mut doc = serde_json::json!({
             "apiVersion": api,
             "kind": "IPPool",
             "metadata": {"name": p.name},
@@ -319,14 +320,23 @@ impl Calico {
                 "allowedUses": p.allowed_uses,
                 "blockSize": p.block_size,
                 "cidr": p.cidr.to_string(),
-                "disabled": p.disabled,
-                "disableBGPExport": p.disable_bgp_export,
                 "ipipMode": p.ipip_mode.as_str(),
-                "natOutgoing": p.nat_outgoing,
                 "nodeSelector": p.node_selector,
                 "vxlanMode": p.vxlan_mode.as_str(),
             }
-        }))
+        });
+        // The booleans as stored: true, or a false written explicitly (`IpPool::written_false`);
+        // a patch then adds only what it names.
+        for (key, v) in [
+            ("disabled", p.disabled),
+            ("disableBGPExport", p.disable_bgp_export),
+            ("natOutgoing", p.nat_outgoing),
+        ] {
+            if v || p.written_false.contains(&key) {
+                doc["spec"][key] = v.into();
+            }
+        }
+        Some(doc)
     }
 
     /// The JSON of a BGPConfiguration as the v3 API returns it (for `calicoctl patch`): the

@@ -464,12 +464,30 @@ impl Engine {
         })
     }
 
-    /// Move the clock to `t` without processing the events due before it (they run late, at
-    /// the next run): for a run a bound has stopped, whose remaining events would only repeat
-    /// what its finding already reports.
-    pub fn skip_to(&mut self, t: u64) {
-        self.now = self.now.max(t);
+    /// [`Engine::advance`] for a run that ended unquiet (an oscillation, which may yet settle,
+    /// or a bound): the events keep running, each counted against the run's event budget;
+    /// once the budget is spent its finding is recorded and the clock moves on without the
+    /// rest (they run late, at the next run), so time passing over a flapping network costs
+    /// at most the budget. Returns the budget's finding when it was spent.
+    pub fn advance_bounded(&mut self, ms: u64) -> Option<String> {
+        let until = self.now + ms;
+        let mut spent = None;
+        while let Some(Reverse((t, _, _))) = self.queue.peek() {
+            if *t > until {
+                break;
+            }
+            self.step();
+            if let Some(finding) = self.over_budget() {
+                if !self.findings.contains(&finding) {
+                    self.findings.push(finding.clone());
+                }
+                spent = Some(finding);
+                break;
+            }
+        }
+        self.now = self.now.max(until);
         self.refresh_timers_view();
+        spent
     }
 
     /// Advance virtual time by `ms`, processing every event due until then.

@@ -238,7 +238,7 @@ pub(super) fn pass_time(
             let c = engine.run_until_quiet_or(u64::MAX);
             return Ok(if matches!(until, Until::Quiet) { c } else { stopped });
         };
-        if let Some(c) = engine.run_until_quiet_or(stop) {
+        if let Some(mut c) = engine.run_until_quiet_or(stop) {
             if matches!(until, Until::Quiet) && due.is_none() {
                 return Ok(Some(c));
             }
@@ -247,11 +247,15 @@ pub(super) fn pass_time(
                 // Quiet before `stop`: only timers (keepalives, hellos) run until then.
                 engine.advance(stop - now);
             } else if stop > now {
-                // The run ended on a bound (oscillation, event budget, memory, its deadline)
-                // with a finding that says where it stopped. The rest of the interval is not
-                // simulated event by event — what is queued runs late, when the next run
-                // begins — so waiting on a flapping network costs no more than the bound.
-                engine.skip_to(stop);
+                // The run ended unquiet (an oscillation, the event budget, memory, its
+                // deadline) with a finding. The network goes on (a flap may yet settle), but
+                // only within the run's event budget: waiting on a flapping network costs no
+                // more than the bound.
+                if let Some(spent) = engine.advance_bounded(stop - now) {
+                    if !c.findings.contains(&spent) {
+                        c.findings.push(spent);
+                    }
+                }
             }
             if !c.quiet {
                 stopped = Some(c);

@@ -292,7 +292,11 @@ impl Store<'_> {
         let ds = &self.calico.datastore;
         let created = || created_ms(self.cluster, self.calico, kind.name(), name);
         let (meta, spec, status) = match kind {
-            Kind::IpPool => (meta(name, created(), None), ippool_spec(ds.ip_pools.get(name)?), None),
+            Kind::IpPool => (
+                meta(name, created(), None),
+                ippool_spec(ds.ip_pools.get(name)?, &[]),
+                None,
+            ),
             Kind::BgpConfiguration => (
                 meta(name, created(), None),
                 bgpconfig_spec(ds.bgp_configurations.get(name)?),
@@ -481,15 +485,24 @@ fn address(addr: &str, kind: &str) -> ApiDoc {
         .done()
 }
 
-/// `IPPoolSpec` (the Kubernetes datastore stores it as the CRD's spec too).
-pub(super) fn ippool_spec(p: &IpPool) -> ApiDoc {
-    Fields::new()
+/// `IPPoolSpec` (the Kubernetes datastore stores it as the CRD's spec too). `stored_false`: the
+/// booleans the stored object holds as an explicit false (kubectl shows a custom resource as
+/// written, `IpPool::written_false`; the v3 API's omitempty drops them, so calicoctl passes none).
+pub(super) fn ippool_spec(p: &IpPool, stored_false: &[&str]) -> ApiDoc {
+    let flag = |f: Fields, key: &str, v: bool| {
+        if !v && stored_false.contains(&key) {
+            f.put(key, ApiDoc::Bool(false))
+        } else {
+            f.flag(key, v)
+        }
+    };
+    let f = Fields::new()
         .put("cidr", ApiDoc::str(p.cidr.to_string()))
         .string("vxlanMode", p.vxlan_mode.as_str())
-        .string("ipipMode", p.ipip_mode.as_str())
-        .flag("natOutgoing", p.nat_outgoing)
-        .flag("disabled", p.disabled)
-        .flag("disableBGPExport", p.disable_bgp_export)
+        .string("ipipMode", p.ipip_mode.as_str());
+    let f = flag(f, "natOutgoing", p.nat_outgoing);
+    let f = flag(f, "disabled", p.disabled);
+    flag(f, "disableBGPExport", p.disable_bgp_export)
         .put("blockSize", ApiDoc::Int(p.block_size.into()))
         .string("nodeSelector", &p.node_selector)
         .opt("allowedUses", Some(ApiDoc::strs(&p.allowed_uses)))

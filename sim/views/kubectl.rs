@@ -650,7 +650,7 @@ fn calico_list(cluster: &Cluster, now: u64, kind: &str, output: &str) -> Result<
         "ippools" => ds
             .ip_pools
             .values()
-            .map(|p| ("IPPool", p.name.as_str(), ippool_spec(p)))
+            .map(|p| ("IPPool", p.name.as_str(), ippool_spec(p, &p.written_false)))
             .collect(),
         _ => ds
             .block_affinities
