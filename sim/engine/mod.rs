@@ -470,13 +470,27 @@ impl Engine {
     /// rest (they run late, at the next run), so time passing over a flapping network costs
     /// at most the budget. Returns the budget's finding when it was spent.
     pub fn advance_bounded(&mut self, ms: u64) -> Option<String> {
-        let until = self.now + ms;
+        self.advance_to(self.now + ms, true)
+    }
+
+    /// Advance virtual time by `ms`, processing every event due until then.
+    pub fn advance(&mut self, ms: u64) {
+        self.advance_to(self.now + ms, false);
+    }
+
+    /// Process the events due until `until` (with `budgeted`, each counted against the run's
+    /// event budget, stopping at the first bound it meets, whose finding is returned), then
+    /// set the clock to `until`.
+    fn advance_to(&mut self, until: u64, budgeted: bool) -> Option<String> {
         let mut spent = None;
         while let Some(Reverse((t, _, _))) = self.queue.peek() {
             if *t > until {
                 break;
             }
             self.step();
+            if !budgeted {
+                continue;
+            }
             if let Some(finding) = self.over_budget() {
                 if !self.findings.contains(&finding) {
                     self.findings.push(finding.clone());
@@ -488,19 +502,6 @@ impl Engine {
         self.now = self.now.max(until);
         self.refresh_timers_view();
         spent
-    }
-
-    /// Advance virtual time by `ms`, processing every event due until then.
-    pub fn advance(&mut self, ms: u64) {
-        let until = self.now + ms;
-        while let Some(Reverse((t, _, _))) = self.queue.peek() {
-            if *t > until {
-                break;
-            }
-            self.step();
-        }
-        self.now = until;
-        self.refresh_timers_view();
     }
 
     /// A prefix whose AS-external LSAs keep changing: the routers redistributing it take turns

@@ -251,10 +251,8 @@ pub(super) fn pass_time(
                 // deadline) with a finding. The network goes on (a flap may yet settle), but
                 // only within the run's event budget: waiting on a flapping network costs no
                 // more than the bound.
-                if let Some(spent) = engine.advance_bounded(stop - now) {
-                    if !c.findings.contains(&spent) {
-                        c.findings.push(spent);
-                    }
+                if let Some(spent) = engine.advance_bounded(stop - now).filter(|f| !c.findings.contains(f)) {
+                    c.findings.push(spent);
                 }
             }
             if !c.quiet {
