@@ -269,7 +269,7 @@ fn cases() -> Vec<Case> {
             "snapshot-dump-unknown-kind",
             "k8s/x.yaml",
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n---\napiVersion: v1\nkind: Deploymnet\nmetadata: {name: d}\n",
-            "s/k8s/x.yaml:7:7: error: unexpected kind `Deploymnet` in this dump: expected Node, Pod (or a List of them)",
+            "s/k8s/x.yaml:7:7: error: unexpected kind `Deploymnet` in this dump: expected Node, Pod, Service, Endpoints, ConfigMap (or a List of them)",
         ),
         snapshot_case(
             "snapshot-dump-node-not-a-host",
@@ -288,6 +288,18 @@ fn cases() -> Vec<Case> {
             "k8s/x.yaml",
             "apiVersion: v1\nkind: Node\nmetadata: {name: h1}\nstatus: {addresses: [{address: 10.0.0.1, type: InternalIP}], nodeInfo: {kubeletVersion: v1.28.15}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n  nodeName: h9\n  containers: [{image: alpine}]\n",
             "s/k8s/x.yaml:10:13: error: pod default/p runs on node `h9`, which is not a node of the dumps",
+        ),
+        snapshot_case(
+            "snapshot-dump-kubeadm-config-bad-cidr",
+            "k8s/x.yaml",
+            "apiVersion: v1\nkind: Node\nmetadata: {name: h1}\nstatus: {addresses: [{address: 10.0.0.1, type: InternalIP}], nodeInfo: {kubeletVersion: v1.28.15}}\n---\napiVersion: v1\ndata:\n  ClusterConfiguration: |\n    kind: ClusterConfiguration\n    networking:\n      serviceSubnet: 10.96.0.0/33\nkind: ConfigMap\nmetadata: {name: kubeadm-config, namespace: kube-system}\n",
+            "s/k8s/x.yaml:11:22: error: networking.serviceSubnet \"10.96.0.0/33\" is not an IPv4 CIDR",
+        ),
+        snapshot_case(
+            "snapshot-dump-service-bad-type",
+            "k8s/x.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\nspec:\n  type: ClusterIp\n",
+            "s/k8s/x.yaml:5:9: error: Service \"web\": spec.type \"ClusterIp\" is not a Service type (ClusterIP, NodePort, LoadBalancer, ExternalName)",
         ),
         // --- containerlab ------------------------------------------------------------------------
         Case {

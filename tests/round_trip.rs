@@ -160,10 +160,10 @@ fn seed_lab_scenario_runs_the_same_on_its_containerlab_export() {
 }
 
 /// A declared cluster (tests/data/cluster-lab) exported as a snapshot travels as its
-/// `k8s/cluster.yaml`, `calico/resources.yaml` and `calico/ipam.yaml` dumps, not the side
-/// file: read back, the pods' namespaces, veths, tunnel devices, felix's routes and each
-/// node's BIRD are the same. kube-proxy's rules are the one difference: they come from the
-/// Services and kubeadm's pod CIDR, which `kubectl get nodes,pods` does not show (FIDELITY.md).
+/// `k8s/cluster.yaml`, `k8s/services.yaml`, `k8s/kubeadm-config.yaml`, `calico/resources.yaml`
+/// and `calico/ipam.yaml` dumps, not the side file: read back, the pods' namespaces, veths,
+/// tunnel devices, felix's routes, each node's BIRD and kube-proxy's rules (from the Services,
+/// the kubernetes Service's Endpoints and kubeadm's pod network) are the same.
 #[test]
 fn a_cluster_round_trips_through_its_snapshot_dumps() {
     let dir = scratch("round-trip-cluster");
@@ -184,26 +184,43 @@ fn a_cluster_round_trips_through_its_snapshot_dumps() {
         "the cluster is not in the side file:\n{side}"
     );
     assert!(!side.contains("node-a-pod-1"), "nor are its pods:\n{side}");
+    let kubeadm = std::fs::read_to_string(snap.join("k8s/kubeadm-config.yaml")).expect("kubeadm-config");
+    assert!(
+        kubeadm.contains("  ClusterConfiguration: |\n")
+            && kubeadm.contains("      podSubnet: 10.244.0.0/16\n      serviceSubnet: 10.96.0.0/12\n"),
+        "kubeadm's ClusterConfiguration as kubectl prints it:\n{kubeadm}"
+    );
     let (code, out, err) = fabsim(&["lint", s]);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.starts_with("no warnings"),
         "the dumps read back without a warning:\n{out}"
     );
-    let without_kube_proxy = |mut v: Value| {
-        for d in v["devices"].as_array_mut().expect("devices") {
-            d.as_object_mut().expect("device").remove("kube_proxy");
-        }
-        v
-    };
     let original = dump("tests/data/cluster-lab/lab.yaml");
     assert!(
         original["devices"].as_array().is_some_and(|d| d.len() == 10),
         "a switch, two nodes, coredns ×2, calico-kube-controllers and four workload pods"
     );
-    assert_same(
-        "dump (cluster-lab vs its snapshot)",
-        &without_kube_proxy(original),
-        &without_kube_proxy(dump(s)),
+    let node_a = original["devices"]
+        .as_array()
+        .and_then(|d| d.iter().find(|d| d["name"] == "node-a"))
+        .expect("node-a");
+    let rules = node_a["kube_proxy"]["services"].as_array().map_or(0, Vec::len);
+    assert_eq!(
+        (rules, node_a["kube_proxy"]["cluster_cidr"].as_str()),
+        (4, Some("10.244.0.0/16")),
+        "kube-proxy has a rule per Service port (kubernetes:https, kube-dns:dns, dns-tcp, metrics) and the pod network:\n{:#}",
+        node_a["kube_proxy"]
+    );
+    assert_same("dump (cluster-lab vs its snapshot)", &original, &dump(s));
+    let svc = |input: &str| {
+        let (code, out, err) = fabsim(&["show", input, "node-a", "kubectl get endpoints -A"]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    assert_eq!(
+        svc("tests/data/cluster-lab/lab.yaml"),
+        svc(s),
+        "kubectl get endpoints -A"
     );
 }

@@ -19,6 +19,7 @@
 //! `projectcalico.org/*` annotations).
 
 mod kube;
+mod kube_services;
 mod selector;
 mod tree;
 
@@ -29,6 +30,7 @@ use ipnet::{IpNet, Ipv4Net};
 use serde_saphyr::Spanned;
 
 pub use self::kube::{KubeNode, KubePod};
+pub use self::kube_services::KubeadmNetworking;
 pub use self::selector::Selector;
 use self::tree::{span, Yv};
 use crate::diag::{Diagnostic, InputError, Span};
@@ -213,6 +215,14 @@ pub struct Datastore {
     /// Nodes, and `k8s::observed` makes them the cluster's pods. In file order (the order
     /// their network namespaces are created in); a pod read again replaces itself in place.
     pub pods: Vec<KubePod>,
+    /// Services read from `kubectl get services -o yaml` dumps, in file order; one read again
+    /// replaces itself in place (`k8s::observed` makes them the cluster's).
+    pub services: Vec<crate::k8s::Service>,
+    /// The ready addresses of Endpoints objects, by (namespace, name): what a Service without
+    /// a selector forwards to.
+    pub endpoints: BTreeMap<(String, String), Vec<Ipv4Addr>>,
+    /// kubeadm's pod and service ranges (`kube-system/kubeadm-config`).
+    pub kubeadm: Option<KubeadmNetworking>,
 }
 
 impl Datastore {
@@ -268,8 +278,10 @@ impl Datastore {
         let mut next = self.clone();
         let mut ctx = Ctx {
             file,
+            text,
             diags: Vec::new(),
             expected,
+            shift: (0, 0),
         };
         for doc in &docs {
             next.load_doc(doc, &mut ctx);
@@ -297,7 +309,7 @@ impl Datastore {
     }
 
     fn load_doc(&mut self, doc: &Spanned<Yv>, ctx: &mut Ctx) {
-        let at = span(ctx.file, &doc.referenced);
+        let at = ctx.span(doc);
         match &doc.value {
             Yv::Null => return,
             // `calicoctl get ippools,bgppeers -o yaml` prints the slice of its per-kind Lists
@@ -447,6 +459,29 @@ impl Datastore {
                     self.ipam_blocks.insert(name, b);
                 }
             }
+            ("Service", ApiGroup::K8sV1) => {
+                let key = (annotations.1.clone(), name.clone());
+                if let Some(svc) = kube_services::service(key, labels, annotations.0, spec, spec_at, ctx) {
+                    match self
+                        .services
+                        .iter_mut()
+                        .find(|s| (&s.namespace, &s.name) == (&svc.namespace, &svc.name))
+                    {
+                        Some(s) => *s = svc,
+                        None => self.services.push(svc),
+                    }
+                }
+            }
+            ("Endpoints", ApiGroup::K8sV1) => {
+                let addresses = kube_services::endpoint_addresses(&mut top, &name, ctx);
+                self.endpoints.insert((annotations.1, name), addresses);
+            }
+            ("ConfigMap", ApiGroup::K8sV1) if annotations.1 == "kube-system" && name == "kubeadm-config" => {
+                if let Some(s) = spec {
+                    s.consume_all();
+                }
+                self.kubeadm = kube_services::kubeadm_networking(&mut top, kind_at, ctx);
+            }
             ("Secret", ApiGroup::K8sV1) => {
                 let values = secret_values(&top, ctx);
                 self.secrets.insert((annotations.1, name), values);
@@ -469,9 +504,14 @@ impl Datastore {
 /// Diagnostics being collected for one file.
 struct Ctx<'f> {
     file: &'f str,
+    /// The file's text: a YAML document nested in one of its strings is located through it.
+    text: &'f str,
     diags: Vec<Diagnostic>,
     /// The kinds a dump may hold (`load_yaml_expecting`); None: any.
     expected: Option<&'f [&'f str]>,
+    /// (lines, columns) added to positions while a nested document is read (`(0, 0)` for the
+    /// file's own), so its diagnostics name the file's line and column.
+    shift: (u32, u32),
 }
 
 impl Ctx<'_> {
@@ -482,7 +522,38 @@ impl Ctx<'_> {
         self.diags.push(Diagnostic::warning(at, msg));
     }
     fn span(&self, v: &Spanned<Yv>) -> Span {
-        span(self.file, &v.referenced)
+        self.at(&v.referenced)
+    }
+
+    fn at(&self, loc: &serde_saphyr::Location) -> Span {
+        let mut s = span(self.file, loc);
+        s.line += self.shift.0;
+        s.col += self.shift.1;
+        s
+    }
+
+    /// The shift that maps positions in the string at `at` to the file's, when that string is a
+    /// literal block (`key: |` then lines indented alike): the parser places the string either
+    /// at its `|` or at its first line. `(0, 0)` otherwise (positions are then the string's
+    /// own, still better than none).
+    fn block_scalar_shift(&self, at: &Span) -> (u32, u32) {
+        let lines: Vec<&str> = self.text.lines().collect();
+        let line = |n: u32| lines.get((n as usize).checked_sub(1)?).copied();
+        let indent = |l: &str| (l.len() - l.trim_start().len()) as u32;
+        let is_indicator = |l: &str| {
+            let t = l.trim_end();
+            t.ends_with('|') || t.ends_with("|-") || t.ends_with("|+")
+        };
+        match (line(at.line), at.line.checked_sub(1).and_then(line)) {
+            // At the indicator: the string's first line is the next non-empty one.
+            (Some(l), _) if is_indicator(l) => {
+                let first = lines.iter().skip(at.line as usize).find(|l| !l.trim().is_empty());
+                (at.line, first.map_or(0, |l| indent(l)))
+            }
+            // At the first line of the string, right under its indicator.
+            (Some(l), Some(prev)) if is_indicator(prev) => (at.line - 1, indent(l)),
+            _ => (0, 0),
+        }
     }
 }
 
@@ -636,7 +707,7 @@ impl<'a> Obj<'a> {
     fn finish(self, ctx: &mut Ctx) {
         for (i, (k, _)) in self.entries.iter().enumerate() {
             if !self.used[i] {
-                let at = span(ctx.file, &k.referenced);
+                let at = ctx.at(&k.referenced);
                 ctx.warn(at, format!("unknown field `{}` in {}; ignored", k.value, self.what));
             }
         }

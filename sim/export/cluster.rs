@@ -3,6 +3,10 @@
 //! - `k8s/cluster.yaml`: `kubectl get nodes,pods -o yaml` — a `v1` `List` of the Nodes (labels,
 //!   Calico's KDD annotations, podCIDR, taints, InternalIP, kubelet version) and the Pods
 //!   (owner, node, host network, image, node selector, control-plane toleration, phase, IP);
+//! - `k8s/services.yaml`: `kubectl get services,endpoints -A -o yaml` — the Services, and the
+//!   Endpoints of those without a selector (`default/kubernetes`: the apiserver's address);
+//! - `k8s/kubeadm-config.yaml`: the `kube-system/kubeadm-config` ConfigMap — the pod network and
+//!   service range `kubeadm init` was given;
 //! - `calico/resources.yaml`: `calicoctl get ippools,bgpconfig,bgppeers -o yaml` — calicoctl's
 //!   printer (`calicoctl/commands/common/printer.go`) marshals the slice of one `<Kind>List`
 //!   per kind; Calico's per-node fields are already the Nodes' KDD annotations;
@@ -16,11 +20,16 @@
 use serde_json::{json, Map, Value};
 
 use crate::calico::install::Calico;
-use crate::k8s::{Cluster, Owner, PodPhase};
+use crate::k8s::{Cluster, Owner, PodPhase, Service, ServicePort, ServiceType};
+use crate::model::L4;
 
 /// The dump files of `cluster`: (path, text).
 pub(super) fn dumps(cluster: &Cluster) -> Vec<(String, String)> {
-    let mut out = vec![("k8s/cluster.yaml".to_string(), go_yaml(&kubectl_list(cluster)))];
+    let mut out = vec![
+        ("k8s/cluster.yaml".to_string(), go_yaml(&kubectl_list(cluster))),
+        ("k8s/services.yaml".to_string(), go_yaml(&services_list(cluster))),
+        ("k8s/kubeadm-config.yaml".to_string(), go_yaml(&kubeadm_config(cluster))),
+    ];
     if let Some(calico) = &cluster.calico {
         out.push(("calico/resources.yaml".to_string(), go_yaml(&calicoctl_lists(calico))));
         out.push(("calico/ipam.yaml".to_string(), go_yaml(&ipam_list(calico))));
@@ -140,6 +149,121 @@ fn kubectl_list(cluster: &Cluster) -> Value {
         items.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}));
     }
     list("v1", "List", items)
+}
+
+/// `kubectl get services,endpoints -A -o yaml`, the Endpoints only of the Services without a
+/// selector (the others' are the pods they select, which the pod dump has): each Service with
+/// the fields the API server defaults for a single-stack IPv4 cluster.
+fn services_list(cluster: &Cluster) -> Value {
+    let meta = |s: &Service| {
+        let mut m = Map::new();
+        if !s.annotations.is_empty() {
+            m.insert("annotations".into(), json!(s.annotations));
+        }
+        if !s.labels.is_empty() {
+            m.insert("labels".into(), json!(s.labels));
+        }
+        m.insert("name".into(), s.name.clone().into());
+        m.insert("namespace".into(), s.namespace.clone().into());
+        m
+    };
+    let protocol = |p: &ServicePort| match p.protocol {
+        L4::Tcp => "TCP",
+        L4::Udp => "UDP",
+    };
+    let mut items = Vec::new();
+    for s in &cluster.services {
+        let mut spec = Map::new();
+        let ports: Vec<Value> = s
+            .ports
+            .iter()
+            .map(|p| {
+                let mut o = json!({"port": p.port, "protocol": protocol(p), "targetPort": p.target_port});
+                if let Some(n) = &p.name {
+                    o["name"] = n.clone().into();
+                }
+                o
+            })
+            .collect();
+        if let ServiceType::ExternalName(target) = &s.kind {
+            spec.insert("externalName".into(), target.clone().into());
+        } else {
+            let ip = s.cluster_ip.map_or_else(|| "None".to_string(), |ip| ip.to_string());
+            spec.insert("clusterIP".into(), ip.clone().into());
+            spec.insert("clusterIPs".into(), json!([ip]));
+            spec.insert("internalTrafficPolicy".into(), "Cluster".into());
+            spec.insert("ipFamilies".into(), json!(["IPv4"]));
+            spec.insert("ipFamilyPolicy".into(), "SingleStack".into());
+        }
+        if !ports.is_empty() {
+            spec.insert("ports".into(), ports.into());
+        }
+        if !s.selector.is_empty() {
+            spec.insert("selector".into(), json!(s.selector));
+        }
+        spec.insert("sessionAffinity".into(), "None".into());
+        spec.insert("type".into(), s.kind.name().into());
+        items.push(json!({"apiVersion": "v1", "kind": "Service", "metadata": meta(s), "spec": spec, "status": {"loadBalancer": {}}}));
+    }
+    for s in cluster
+        .services
+        .iter()
+        .filter(|s| s.selector.is_empty() && s.cluster_ip.is_some())
+    {
+        let addresses: Vec<Value> = s
+            .fixed_endpoints
+            .iter()
+            .map(|ip| json!({"ip": ip.to_string()}))
+            .collect();
+        let ports: Vec<Value> = s
+            .ports
+            .iter()
+            .map(|p| {
+                let mut o = json!({"port": p.target_port, "protocol": protocol(p)});
+                if let Some(n) = &p.name {
+                    o["name"] = n.clone().into();
+                }
+                o
+            })
+            .collect();
+        let mut item =
+            json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": s.name, "namespace": s.namespace}});
+        if !addresses.is_empty() {
+            item["subsets"] = json!([{"addresses": addresses, "ports": ports}]);
+        }
+        items.push(item);
+    }
+    list("v1", "List", items)
+}
+
+/// `kubectl -n kube-system get cm kubeadm-config -o yaml`: the ClusterConfiguration `kubeadm
+/// init` stored (v1beta3, as kubeadm v1.22–v1.30 write it; `podSubnet` only when
+/// `--pod-network-cidr` was given).
+fn kubeadm_config(cluster: &Cluster) -> Value {
+    let mut networking = json!({"dnsDomain": "cluster.local", "serviceSubnet": cluster.service_cidr.to_string()});
+    if let Some(c) = cluster.pod_cidr {
+        networking["podSubnet"] = c.to_string().into();
+    }
+    let config = json!({
+        "apiServer": {"extraArgs": {"authorization-mode": "Node,RBAC"}, "timeoutForControlPlane": "4m0s"},
+        "apiVersion": "kubeadm.k8s.io/v1beta3",
+        "certificatesDir": "/etc/kubernetes/pki",
+        "clusterName": "kubernetes",
+        "controllerManager": {},
+        "dns": {},
+        "etcd": {"local": {"dataDir": "/var/lib/etcd"}},
+        "imageRepository": "registry.k8s.io",
+        "kind": "ClusterConfiguration",
+        "kubernetesVersion": cluster.version,
+        "networking": networking,
+        "scheduler": {},
+    });
+    json!({
+        "apiVersion": "v1",
+        "data": {"ClusterConfiguration": go_yaml(&config)},
+        "kind": "ConfigMap",
+        "metadata": {"name": "kubeadm-config", "namespace": "kube-system"},
+    })
 }
 
 fn calicoctl_lists(calico: &Calico) -> Value {
@@ -265,6 +389,11 @@ fn lines(v: &Value) -> Vec<String> {
             for (k, val) in entries {
                 let k = scalar(&Value::String(k.clone()));
                 match val {
+                    // yaml.v2 writes a string with a line break as a literal block.
+                    Value::String(text) if text.contains('\n') => {
+                        out.push(format!("{k}: |{}", if text.ends_with('\n') { "" } else { "-" }));
+                        out.extend(text.lines().map(|l| format!("  {l}")));
+                    }
                     Value::Object(o) if !o.is_empty() => {
                         out.push(format!("{k}:"));
                         out.extend(lines(val).into_iter().map(|l| format!("  {l}")));
@@ -324,6 +453,16 @@ fn scalar(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_yaml_writes_a_string_with_line_breaks_as_a_literal_block() {
+        // As kubectl prints kubeadm-config's data.ClusterConfiguration.
+        let v = json!({"data": {"ClusterConfiguration": "dns: {}\nnetworking:\n  podSubnet: 10.244.0.0/16\n"}});
+        assert_eq!(
+            go_yaml(&v),
+            "data:\n  ClusterConfiguration: |\n    dns: {}\n    networking:\n      podSubnet: 10.244.0.0/16\n"
+        );
+    }
 
     #[test]
     fn go_yaml_sorts_keys_and_leaves_sequences_unindented() {

@@ -491,19 +491,26 @@ impl Cluster {
         }
     }
 
-    /// The hosts of `nodes` rebooted: their calico-node must start again, and each of their
-    /// pods gets a new sandbox (old address released, a new one assigned when it starts). A
-    /// control-plane node's reboot restarts kube-controller-manager, whose node IPAM rebuilds
-    /// its bitmap from the nodes' podCIDRs with the cursor back at the start.
-    pub fn reboot_nodes(&mut self, nodes: &[String]) {
-        let control_plane = self.nodes.iter().any(|n| n.control_plane && nodes.contains(&n.name));
-        if let (true, Some(cidr)) = (control_plane, self.pod_cidr) {
+    /// kube-controller-manager's node IPAM as it starts: a bitmap rebuilt from the nodes'
+    /// podCIDRs, the cursor at the range's start (none without a pod network CIDR).
+    pub fn start_node_ipam(&mut self) {
+        if let Some(cidr) = self.pod_cidr {
             let held: Vec<(&str, Ipv4Net)> = self
                 .nodes
                 .iter()
                 .filter_map(|n| n.pod_cidr.map(|c| (n.name.as_str(), c)))
                 .collect();
             self.node_ipam = RangeAllocator::started(cidr, node_mask(cidr), &held).ok();
+        }
+    }
+
+    /// The hosts of `nodes` rebooted: their calico-node must start again, and each of their
+    /// pods gets a new sandbox (old address released, a new one assigned when it starts). A
+    /// control-plane node's reboot restarts kube-controller-manager, whose node IPAM rebuilds
+    /// its bitmap from the nodes' podCIDRs with the cursor back at the start.
+    pub fn reboot_nodes(&mut self, nodes: &[String]) {
+        if self.nodes.iter().any(|n| n.control_plane && nodes.contains(&n.name)) {
+            self.start_node_ipam();
         }
         if let Some(calico) = self.calico.as_mut() {
             for n in nodes {

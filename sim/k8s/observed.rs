@@ -1,18 +1,25 @@
-//! A cluster as a snapshot observed it: `kubectl get nodes,pods -o yaml` dumps (`k8s/*.yaml`)
-//! and `calicoctl get … -o yaml` / `kubectl get blockaffinities,ipamblocks -o yaml` dumps
-//! (`calico/*.yaml`) made into the cluster model, then realized like a declared one.
+//! A cluster as a snapshot observed it: `kubectl get nodes,pods -o yaml`, `kubectl get
+//! services,endpoints -A -o yaml` and `kubectl -n kube-system get cm kubeadm-config -o yaml`
+//! dumps (`k8s/*.yaml`) and `calicoctl get … -o yaml` / `kubectl get blockaffinities,ipamblocks
+//! -o yaml` dumps (`calico/*.yaml`) made into the cluster model, then realized like a declared
+//! one.
 //!
-//! Everything is read by the Calico datastore's loader (`calico::datastore`, Nodes and Pods
-//! included), then: each Node is matched to a host of the snapshot by name, hostname or
-//! InternalIP; it keeps its observed podCIDR, labels and taints; pods keep their observed
+//! Everything is read by the Calico datastore's loader (`calico::datastore`, Nodes, Pods and
+//! Services included), then: each Node is matched to a host of the snapshot by name, hostname
+//! or InternalIP; it keeps its observed podCIDR, labels and taints; pods keep their observed
 //! placement and address; IPAM takes the dumped blocks, affinities and addresses as they are
 //! (`Calico::adopt_observed`), so what fabsim allocates next continues from the real state.
 //! calico-node counts as started on every node whose Calico address is known (confd then
-//! renders its BIRD configuration from the dumped resources).
+//! renders its BIRD configuration from the dumped resources). kubeadm's ClusterConfiguration
+//! gives the pod network (node IPAM for nodes joining later, kube-proxy's cluster CIDR) and the
+//! service range; the Services keep their ClusterIPs, and one without a selector forwards to
+//! its dumped Endpoints (the others' endpoints are the pods they select, as the Endpoints
+//! controller derives them, so their dumped Endpoints are not needed).
 //!
-//! Not in these dumps, so not observed: kubeadm's pod network and service CIDRs (no node IPAM
-//! for nodes joining later; the default service range), Services, and calico-node's
-//! environment (the catalogue manifest's for the Calico version the calico-node pods run).
+//! Not in these dumps, so not observed: calico-node's environment (the catalogue manifest's for
+//! the Calico version the calico-node pods run). Without a kubeadm-config dump the service
+//! range is kubeadm's default and there is no node IPAM; without a Service dump, the Services
+//! are kubeadm init's two (with a warning).
 
 use std::net::Ipv4Addr;
 
@@ -34,8 +41,9 @@ pub const CALICO_KINDS: &[&str] = &[
     "BlockAffinity",
     "IPAMBlock",
 ];
-/// What a `k8s/` dump may hold: `kubectl get nodes,pods`.
-pub const K8S_KINDS: &[&str] = &["Node", "Pod"];
+/// What a `k8s/` dump may hold: `kubectl get nodes,pods`, `kubectl get services,endpoints`,
+/// and the `kube-system/kubeadm-config` ConfigMap.
+pub const K8S_KINDS: &[&str] = &["Node", "Pod", "Service", "Endpoints", "ConfigMap"];
 
 /// One dump file: its name for diagnostics and its text.
 pub struct Dump {
@@ -55,6 +63,8 @@ pub fn adopt(net: &mut Network, calico: &[Dump], k8s: &[Dump]) -> Result<Vec<Dia
     }
     let first = calico.first().or(k8s.first()).map_or("", |d| d.file.as_str());
     let mut cluster = nodes(net, &ds, first)?;
+    let first_k8s = k8s.first().map_or(first, |d| d.file.as_str());
+    services(&mut cluster, &ds, first_k8s, &mut warnings);
     let mut in_use: Vec<(String, Ipv4Addr, String, Span)> = Vec::new();
     for p in &ds.pods {
         let pod = pod(&cluster, &ds, p, &mut warnings)?;
@@ -133,8 +143,12 @@ fn nodes(net: &mut Network, ds: &Datastore, first_file: &str) -> Result<Cluster,
         );
         Diagnostic::error(cp.span.clone(), msg)
     })?;
-    let service_cidr = super::services::DEFAULT_SERVICE_CIDR;
-    let mut cluster = Cluster::new(&cluster_version, None, service_cidr, format!("{cp_ip}:6443"), 0);
+    let kubeadm = ds.kubeadm.as_ref();
+    let service_cidr = kubeadm
+        .and_then(|k| k.service_subnet)
+        .unwrap_or(super::services::DEFAULT_SERVICE_CIDR);
+    let pod_cidr = kubeadm.and_then(|k| k.pod_subnet);
+    let mut cluster = Cluster::new(&cluster_version, pod_cidr, service_cidr, format!("{cp_ip}:6443"), 0);
     for ((dev, n, ip), version) in found.iter().zip(versions) {
         let kubelet = version.unwrap_or_else(|| cluster_version.clone());
         cluster.add_node(&n.name, *dev, *ip, is_control_plane(n), &kubelet, 0);
@@ -152,7 +166,45 @@ fn nodes(net: &mut Network, ds: &Datastore, first_file: &str) -> Result<Cluster,
             observed_node(knode, n, k)?;
         }
     }
+    // Node IPAM continues from the podCIDRs the nodes hold, as kube-controller-manager does
+    // when it starts.
+    cluster.start_node_ipam();
     Ok(cluster)
+}
+
+/// The dumped Services, each without a selector forwarding to its dumped Endpoints. With no
+/// Service dumped, the two `kubeadm init` leaves, said in a warning (the snapshot did not).
+fn services(cluster: &mut Cluster, ds: &Datastore, first_file: &str, warnings: &mut Vec<Diagnostic>) {
+    let Some(advertise) = cluster.nodes.first().map(|n| n.internal_ip) else {
+        return;
+    };
+    if ds.services.is_empty() {
+        cluster.create_default_services(advertise, 0);
+        let msg = format!(
+            "the k8s/ dumps hold no Service: assuming the two kubeadm init creates (default/kubernetes on {} to {advertise}:6443, kube-system/kube-dns on {}); dump `kubectl get services,endpoints -A -o yaml` into k8s/ for the real ones",
+            super::services::indexed_ip(cluster.service_cidr, 1),
+            cluster.cluster_dns
+        );
+        warnings.push(Diagnostic::warning(Span::new(first_file, 1, 1), msg));
+        return;
+    }
+    for s in &ds.services {
+        let mut s = s.clone();
+        if s.selector.is_empty() && s.cluster_ip.is_some() {
+            let key = (s.namespace.clone(), s.name.clone());
+            match ds.endpoints.get(&key) {
+                Some(eps) => s.fixed_endpoints = eps.clone(),
+                None => {
+                    let msg = format!(
+                        "Service {}/{} has no selector and the dumps hold no Endpoints of it: kube-proxy has no endpoint to send its traffic to",
+                        s.namespace, s.name
+                    );
+                    warnings.push(Diagnostic::warning(Span::new(first_file, 1, 1), msg));
+                }
+            }
+        }
+        cluster.services.push(s);
+    }
 }
 
 /// What the dump says about a node replaces what `add_node` assumed.
