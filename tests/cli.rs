@@ -173,10 +173,12 @@ fn ping_with_captures_prints_tcpdump_lines() {
         .expect("test-pod capture");
     assert!(ping_end < kw3 && kw3 < pod, "{stdout}");
     assert!(stdout.contains("listening on ens5, link-type EN10MB (Ethernet), snapshot length 262144 bytes"));
+    // The captures show the requests the ping printed: busybox's, numbered from 0 (`seq=0`).
+    assert!(stdout.contains("64 bytes from 10.66.207.66: seq=1 ttl=62"), "{stdout}");
     for line in [
-        "IP 10.0.137.142 > 10.0.137.15: IP 10.66.122.194 > 10.66.207.66: ICMP echo request, id 1, seq 2, length 64",
-        "IP 10.0.137.15 > 10.0.137.142: IP 10.66.207.66 > 10.66.122.194: ICMP echo reply, id 1, seq 2, length 64",
-        "IP 10.66.122.194 > 10.66.207.66: ICMP echo request, id 1, seq 1, length 64",
+        "IP 10.0.137.142 > 10.0.137.15: IP 10.66.122.194 > 10.66.207.66: ICMP echo request, id 1, seq 1, length 64",
+        "IP 10.0.137.15 > 10.0.137.142: IP 10.66.207.66 > 10.66.122.194: ICMP echo reply, id 1, seq 1, length 64",
+        "IP 10.66.122.194 > 10.66.207.66: ICMP echo request, id 1, seq 0, length 64",
     ] {
         assert!(
             stdout.lines().any(|l| l.ends_with(line)),

@@ -1,7 +1,8 @@
 //! `--pcap DEVICE:IF=FILE`: the files decode back (pcap-file, pnet_packet, bgp-rs) to what the
 //! seed lab shows — s1's IPIP pod-to-pod ping on k-w3 ens5 (seed-lab.md s1 "IPIP on the wire",
 //! C27), s4's BGP session Leaf-1 ↔ k-master with its 32 ADD-PATH paths (seed-lab.md s4, C-checks
-//! on `show ip bgp`) — and tshark reads them with no malformed packet.
+//! on `show ip bgp`), a runbook's pings and traceroute as printed, s6's watched ping through
+//! its outage (C71) — and tshark reads them with no malformed packet.
 
 mod common;
 
@@ -111,7 +112,9 @@ fn s1_ipip_ping_on_k_w3_ens5() {
     let (node_w3, node_w1) = ("10.0.137.142".parse().unwrap(), "10.0.137.15".parse().unwrap());
     let (pod, controller) = ("10.66.122.194".parse().unwrap(), "10.66.207.66".parse().unwrap());
     let mut want = Vec::new();
-    for seq in 1..=3 {
+    // The test pod runs busybox, which numbers its requests from 0, as its `seq=` lines show.
+    assert!(text.contains("64 bytes from 10.66.207.66: seq=0 ttl=62"), "{text}");
+    for seq in 0..=2 {
         // Outer ens5 to ens5 with the node's TTL 64; inner TTL 63: the sending node forwarded
         // it once (the pod receives the reply with 62 after k-w3 forwards it: seed s1b).
         want.push(Echo {
@@ -648,6 +651,16 @@ fn run_pcap_has_ospf_hellos_ls_updates_and_the_checks_pings() {
         "{echoes:?}"
     );
     assert!(echoes.iter().any(|e| e.icmp_type == 0 && e.inner.0 == controller));
+    // C34's `ping -c 1` typed on the test pod: busybox's request, numbered 0 as it printed `seq=0`.
+    assert!(
+        echoes.contains(&Echo {
+            outer: (node_w3, node_w1, 64),
+            inner: (pod, controller, 63),
+            icmp_type: 8,
+            seq: 0,
+        }),
+        "{echoes:?}"
+    );
 
     // tshark decodes the same hellos and LSAs, with no malformed packet.
     let Some(fields) = tshark(
@@ -696,4 +709,248 @@ fn run_pcap_has_ospf_hellos_ls_updates_and_the_checks_pings() {
     assert!(!detail.contains("incorrect"));
     let types = tshark(&uplink, &["-Y", "ospf.msg.lsupdate", "-T", "fields", "-e", "ospf.lsa"]).unwrap_or_default();
     assert!(types.contains('1') && types.contains('2'), "{types}");
+}
+
+/// The pcap timestamp (µs since the Unix epoch) of virtual time `ms`: fabsim's virtual time 0
+/// is 2025-08-01 00:00:00 UTC (`views::clock::EPOCH_DATE`).
+fn wall_us(ms: u64) -> u128 {
+    (1_754_006_400_000 + u128::from(ms)) * 1000
+}
+
+/// One ICMP message of a capture, not tunnelled: when, IP (src, dst, ttl), ICMP type and code,
+/// and the echo's (id, seq) — for an error, those of the echo request it quotes, or the
+/// quoted UDP probe's (source, destination) ports.
+#[derive(Debug, PartialEq, Eq)]
+struct Icmp {
+    at_us: u128,
+    ip: (Ipv4Addr, Ipv4Addr, u8),
+    kind: (u8, u8),
+    about: (u16, u16),
+}
+
+/// The ICMP messages of `frames` (checksums checked), other frames left out.
+fn icmp_messages(frames: &[Captured]) -> Vec<Icmp> {
+    let mut out = Vec::new();
+    for f in frames {
+        let ip = ipv4_of(&f.data);
+        if ip.get_next_level_protocol() != IpNextHeaderProtocols::Icmp {
+            continue;
+        }
+        let m = IcmpPacket::new(ip.payload()).expect("ICMP");
+        assert_eq!(m.get_checksum(), icmp::checksum(&m), "ICMP checksum");
+        let kind = (m.get_icmp_type().0, m.get_icmp_code().0);
+        let words = |b: &[u8]| (u16::from_be_bytes([b[0], b[1]]), u16::from_be_bytes([b[2], b[3]]));
+        let about = match kind.0 {
+            0 | 8 => words(m.payload()),
+            // The unused word, then the quoted datagram: its header and first 8 bytes at least.
+            _ => {
+                let quoted = Ipv4Packet::new(&m.payload()[4..]).expect("quoted IPv4");
+                match quoted.get_next_level_protocol() {
+                    IpNextHeaderProtocols::Icmp => words(&quoted.payload()[4..]),
+                    IpNextHeaderProtocols::Udp => words(quoted.payload()),
+                    other => panic!("quotes {other}"),
+                }
+            }
+        };
+        out.push(Icmp {
+            at_us: f.at_us,
+            ip: (ip.get_source(), ip.get_destination(), ip.get_ttl()),
+            kind,
+            about,
+        });
+    }
+    out
+}
+
+/// `fabsim run FILE --until STEP --pcap DEVICE:IF=…`: the capture and the JSON report.
+fn run_capture(file: &str, until: &str, point: &str, name: &str) -> (PathBuf, serde_json::Value) {
+    let pcap = tmp(name);
+    let tap = format!("{point}={}", pcap.display());
+    let out = fabsim(&["run", file, "--until", until, "--format", "json", "--pcap", &tap]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    (pcap, report)
+}
+
+/// The report's step `id`.
+fn step<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    let steps = report["steps"].as_array().expect("steps");
+    steps
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no step {id}"))
+}
+
+#[test]
+fn run_pcap_has_the_runbook_commands_pings_and_traceroute() {
+    // tests/data/pcap/runbook.yaml: on k-master, `ping -c 3 10.3.33.1` and `traceroute -n
+    // 10.3.33.1` as runbook lines, then an `output:` check's `ping -c 2 10.2.22.1`, all at the
+    // step's start (commands take no virtual time), on k-master's ens3.
+    let (file, report) = run_capture(
+        "tests/data/pcap/runbook.yaml",
+        "commands",
+        "k-master:ens3",
+        "runbook-k-master.pcap",
+    );
+    let commands = step(&report, "commands");
+    let t0 = wall_us(commands["start_ms"].as_u64().expect("start_ms"));
+    let frames = read_pcap(&file);
+    assert!(frames.windows(2).all(|w| w[0].at_us <= w[1].at_us), "time order");
+    let icmp = icmp_messages(&frames);
+    let echoes_with = |peer: Ipv4Addr| -> Vec<&Icmp> {
+        icmp.iter()
+            .filter(|m| matches!(m.kind.0, 0 | 8) && (m.ip.0 == peer || m.ip.1 == peer))
+            .collect()
+    };
+    let k_master = Ipv4Addr::new(10, 0, 11, 1);
+    // What the ping printed (`icmp_seq=N ttl=61 time=4.00 ms`) is what crossed ens3: a request
+    // a second with the host's TTL 64, each reply 4 ms later with the TTL it was printed with.
+    let printed = commands["commands"][0]["output"].as_str().expect("the ping's output");
+    let mut want = Vec::new();
+    for seq in 1..=3u16 {
+        assert!(
+            printed.contains(&format!("64 bytes from 10.3.33.1: icmp_seq={seq} ttl=61 time=4.00 ms")),
+            "{printed}"
+        );
+        let sent = t0 + u128::from(seq - 1) * 1_000_000;
+        let k_w3 = Ipv4Addr::new(10, 3, 33, 1);
+        want.push(Icmp {
+            at_us: sent,
+            ip: (k_master, k_w3, 64),
+            kind: (8, 0),
+            about: (1, seq),
+        });
+        want.push(Icmp {
+            at_us: sent + 4000,
+            ip: (k_w3, k_master, 61),
+            kind: (0, 0),
+            about: (1, seq),
+        });
+    }
+    let got: Vec<&Icmp> = echoes_with(Ipv4Addr::new(10, 3, 33, 1));
+    assert_eq!(got, want.iter().collect::<Vec<_>>());
+    // The `output:` check's ping, at the same instant, to k-w2 (`icmp_seq=2 ttl=61` checked).
+    let check: Vec<(u8, u16, u8)> = echoes_with(Ipv4Addr::new(10, 2, 22, 1))
+        .iter()
+        .map(|m| (m.kind.0, m.about.1, m.ip.2))
+        .collect();
+    assert_eq!(check, [(8, 1, 64), (0, 1, 61), (8, 2, 64), (0, 2, 61)]);
+    assert_eq!(echoes_with(Ipv4Addr::new(10, 2, 22, 1))[0].at_us, t0);
+
+    // The traceroute: 3 UDP probes per TTL to ports 33434 up, each sent when the previous was
+    // answered; the hops that answered are the hops it printed.
+    let printed = commands["commands"][1]["output"]
+        .as_str()
+        .expect("the traceroute's output");
+    let probes: Vec<(u128, u8, u16)> = frames
+        .iter()
+        .filter_map(|f| {
+            let ip = ipv4_of(&f.data);
+            let udp = (ip.get_next_level_protocol() == IpNextHeaderProtocols::Udp)
+                .then(|| UdpPacket::new(ip.payload()))??;
+            Some((f.at_us, ip.get_ttl(), udp.get_destination()))
+        })
+        .collect();
+    let ttls: Vec<u8> = probes.iter().map(|p| p.1).collect();
+    assert_eq!(ttls, [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]);
+    assert!(probes.iter().enumerate().all(|(n, p)| p.2 == 33434 + n as u16));
+    assert_eq!(probes[0].0, t0);
+    let answers: Vec<&Icmp> = icmp.iter().filter(|m| matches!(m.kind.0, 3 | 11)).collect();
+    assert_eq!(answers.len(), 12, "every probe answered");
+    let mut hops: Vec<String> = Vec::new();
+    for (i, a) in answers.iter().enumerate() {
+        // Each answer quotes its probe and comes back before the next probe leaves.
+        assert_eq!(a.about.1, probes[i].2, "{a:?}");
+        assert!(probes[i].0 < a.at_us && probes.get(i + 1).is_none_or(|p| a.at_us <= p.0));
+        let last_hop = i >= 9;
+        assert_eq!(a.kind, if last_hop { (3, 3) } else { (11, 0) }, "{a:?}");
+        if i % 3 == 0 {
+            hops.push(format!("{:2}  {}", i / 3 + 1, a.ip.0));
+        }
+    }
+    for hop in &hops {
+        assert!(printed.contains(hop.as_str()), "{hop} in\n{printed}");
+    }
+    assert_clean(&file);
+}
+
+#[test]
+fn run_pcap_shows_a_watched_pings_outage_as_unanswered_requests() {
+    // seed-lab s6-rollout (C71): the client pings 10.66.111.1 while calico-node restarts node by
+    // node; while k-master's BIRD is down Leaf-3 answers Net Unreachable. On the client's ens3:
+    // a request per `ping_interval` (1 s) from the step's start, icmp_seq 1, 2, …; replies
+    // before and after, Leaf-3's errors (quoting the request) and no reply during the outage.
+    let (file, report) = run_capture(
+        "scenarios/seed-lab.yaml",
+        "s6-rollout",
+        "client:ens3",
+        "s6-rollout-client.pcap",
+    );
+    let rollout = step(&report, "s6-rollout");
+    let start_ms = rollout["start_ms"].as_u64().expect("start_ms");
+    let outage = &rollout["flows"][0]["outages"][0];
+    let (first, last) = (
+        outage["first_seq"].as_u64().unwrap(),
+        outage["last_seq"].as_u64().unwrap(),
+    );
+    assert!(last - first + 1 >= 4, "C71: at least 4 s lost ({outage})");
+    let (client, web, leaf3) = (
+        Ipv4Addr::new(10, 4, 44, 1),
+        Ipv4Addr::new(10, 66, 111, 1),
+        Ipv4Addr::new(10, 4, 44, 0),
+    );
+    let frames = read_pcap(&file);
+    assert!(frames.windows(2).all(|w| w[0].at_us <= w[1].at_us), "time order");
+    let watched: Vec<Icmp> = icmp_messages(&frames)
+        .into_iter()
+        .filter(|m| m.at_us >= wall_us(start_ms))
+        .collect();
+    let requests: Vec<&Icmp> = watched.iter().filter(|m| m.kind == (8, 0)).collect();
+    assert!(requests.len() as u64 > last + 2, "probes after the outage");
+    for (i, r) in requests.iter().enumerate() {
+        let seq = i as u16 + 1;
+        assert_eq!(r.ip, (client, web, 64));
+        assert_eq!(r.about, (1, seq));
+        assert_eq!(r.at_us, wall_us(start_ms + 1000 * u64::from(seq - 1)), "one a second");
+        let answers: Vec<&Icmp> = watched
+            .iter()
+            .filter(|m| m.kind.0 != 8 && m.about == (1, seq))
+            .collect();
+        let lost = (first..=last).contains(&u64::from(seq));
+        if lost {
+            // The outage: no echo reply, only Leaf-3's Net Unreachable for this request.
+            let [error] = answers.as_slice() else {
+                panic!("seq {seq}: one error, got {answers:?}");
+            };
+            assert_eq!((error.ip.0, error.ip.1, error.kind), (leaf3, client, (3, 0)));
+            assert!(error.at_us > r.at_us);
+        } else {
+            let [reply] = answers.as_slice() else {
+                panic!("seq {seq}: one reply, got {answers:?}");
+            };
+            assert_eq!((reply.ip, reply.kind), ((web, client, 60), (0, 0)), "C71's ttl=60");
+            assert!(reply.at_us > r.at_us);
+        }
+    }
+    assert_eq!(
+        outage["from_ms"].as_u64(),
+        Some(start_ms + 1000 * (first - 1)),
+        "the report's outage is the capture's"
+    );
+    // Same input, same bytes.
+    let (again, _) = run_capture(
+        "scenarios/seed-lab.yaml",
+        "s6-rollout",
+        "client:ens3",
+        "s6-rollout-client-again.pcap",
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(&again).unwrap());
+    assert_clean(&file);
+    // Wireshark pairs requests with their replies (two passes): the outage's requests are the
+    // ones it finds no response for.
+    let filter = "icmp.resp_not_found && ip.dst == 10.66.111.1";
+    if let Some(lost) = tshark(&file, &["-2", "-Y", filter, "-T", "fields", "-e", "icmp.seq"]) {
+        let seqs: Vec<u64> = lost.lines().map(|l| l.parse().expect("a seq")).collect();
+        assert_eq!(seqs, (first..=last).collect::<Vec<_>>());
+    }
 }

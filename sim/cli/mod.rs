@@ -18,6 +18,7 @@ use crate::scenario::junit::junit_xml;
 use crate::scenario::report::{RunReport, DEFAULT_SEED};
 use crate::scenario::{self, describe_probe, resolve_target, Opened, Run};
 use crate::views;
+use crate::views::tcpdump::Sent;
 use crate::wire::{self, Frame};
 
 /// Threads `run --seeds` replays on (the machines fabsim is built on have 2 cores; the report
@@ -606,13 +607,15 @@ fn run_seeds(
     Ok(report.exit_code)
 }
 
-fn run_on(run: &Run, dev_name: &str, line: &str, out: &mut String) -> Result<i32, Failure> {
+/// Run `line` on `dev_name`, its output to `out`; returns what it put on the wire.
+fn run_on(run: &Run, dev_name: &str, line: &str, out: &mut String) -> Result<Vec<Sent>, Failure> {
     let (net, st) = (run.engine.network(), run.engine.state());
     let dev = device(net, dev_name)?;
-    match views::run_command(net, st, dev, line) {
+    let mut sent = Vec::new();
+    match views::run_command_sent(net, st, dev, line, &mut sent) {
         Ok(text) => {
             out.push_str(&text);
-            Ok(0)
+            Ok(sent)
         }
         Err(e) => Err(Failure::Usage(format!("{dev_name}: {}", e.message))),
     }
@@ -627,7 +630,8 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             command,
         } => {
             let (_, run) = state_at(&file, step.as_deref())?;
-            run_on(&run, &device, &command, out)
+            run_on(&run, &device, &command, out)?;
+            Ok(0)
         }
         Command::Ping {
             file,
@@ -642,26 +646,31 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             let net = run.engine.network();
             let to = target(&run, &to)?;
             let src = device(net, &from)?;
-            // Captures first: a bad `--capture` fails before anything is printed.
-            let ping = views::tcpdump::PingCapture::new(net, run.engine.state(), src, to, count);
-            write_pcaps(&pcap_points(net, &pcap)?, |iface| ping.frames(net, iface))?;
+            let line = match net.device(src).kind {
+                DeviceKind::Eos => format!("ping repeat {count} {to}"),
+                _ => format!("ping -c {count} {to}"),
+            };
+            // The captures show the very requests the ping's text printed (a busybox ping's
+            // icmp_seq from 0); they are written first, so a bad `--capture` or `--pcap`
+            // fails before anything is printed.
+            let mut text = String::new();
+            let sent = run_on(&run, &from, &line, &mut text)?;
+            let frames = |iface| views::tcpdump::sent_frames(net, &sent, iface);
+            write_pcaps(&pcap_points(net, &pcap)?, frames)?;
             let mut captures = String::new();
             for arg in &capture {
                 let (dev, iface) = capture_point(net, "--capture", arg)?;
-                let text = ping.on(net, dev, iface).map_err(|e| Failure::Usage(e.message))?;
+                let text =
+                    views::tcpdump::tcpdump(net, dev, iface, &frames(iface)).map_err(|e| Failure::Usage(e.message))?;
                 captures.push_str(&format!(
                     "\n# {}: tcpdump -n -i {}\n{text}",
                     net.device(dev).name,
                     net.iface(iface).name
                 ));
             }
-            let line = match net.device(src).kind {
-                DeviceKind::Eos => format!("ping repeat {count} {to}"),
-                _ => format!("ping -c {count} {to}"),
-            };
-            let code = run_on(&run, &from, &line, out)?;
+            out.push_str(&text);
             out.push_str(&captures);
-            Ok(code)
+            Ok(0)
         }
         Command::Traceroute {
             file,
@@ -674,11 +683,10 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             let to = target(&run, &to)?;
             let net = run.engine.network();
             let points = pcap_points(net, &pcap)?;
-            if !points.is_empty() {
-                let trace = views::tcpdump::TraceCapture::new(net, run.engine.state(), device(net, &from)?, to);
-                write_pcaps(&points, |iface| trace.frames(net, iface))?;
-            }
-            run_on(&run, &from, &format!("traceroute -n {to}"), out)
+            // The capture holds the very probes the printed hops came from.
+            let sent = run_on(&run, &from, &format!("traceroute -n {to}"), out)?;
+            write_pcaps(&points, |iface| views::tcpdump::sent_frames(net, &sent, iface))?;
+            Ok(0)
         }
         Command::Peer {
             file,
@@ -773,8 +781,8 @@ fn execute(cmd: Command, out: &mut String) -> Result<i32, Failure> {
             let run = scenario::run_captured(&opened, until.as_deref(), seed, taps)?;
             print_warnings(&run);
             let net = run.engine.network();
-            // One file per interface: BGP, OSPF and the checks' pings, merged in time order by
-            // `pcap::write` (stable, so frames of one instant keep this order).
+            // One file per interface: BGP, OSPF and the run's own pings and traceroutes, merged
+            // in time order by `pcap::write` (stable, so frames of one instant keep this order).
             write_pcaps(&points, |iface| {
                 let mut frames = wire::tcp::bgp_frames(net, run.engine.bgp_wire(), iface);
                 frames.extend(wire::ospf::ospf_frames(net, run.engine.ospf_wire(), iface));

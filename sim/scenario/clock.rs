@@ -10,12 +10,17 @@ use std::net::Ipv4Addr;
 use serde::Serialize;
 
 use super::file::{FlowCheck, FlowExpectation};
+use super::tap::Tap;
 use crate::dataplane::{probe, Probe, ProbeKind, ProbeOutcome};
 use crate::diag::{Diagnostic, InputError, Span};
 use crate::engine::{Convergence, Engine};
 use crate::k8s;
 use crate::model::DeviceId;
 use crate::views::linux::{ping_text, PingStyle};
+use crate::views::tcpdump::PingCapture;
+
+/// ICMP data bytes of a watched ping's requests: a plain `ping TO` on a Linux host.
+const WATCH_DATA_BYTES: u32 = 56;
 
 /// Virtual time a step may take before fabsim stops waiting for a controller (a rollout whose
 /// new pod never becomes Ready would otherwise wait forever, as `kubectl rollout status` does).
@@ -29,6 +34,9 @@ pub(super) struct Watch {
     limit_ms: u64,
     /// What went wrong with time itself (a rollout that never finished).
     pub findings: Vec<String>,
+    /// Each probe as the run's tapped interfaces saw it, rendered when it was sent (through
+    /// the network as it was then); empty without taps.
+    pub tap: Tap,
 }
 
 struct Flow {
@@ -74,8 +82,14 @@ impl Outage {
 }
 
 impl Watch {
-    /// Watch the flows the step's `during:` expectations name (each pair once), from `now`.
-    pub(super) fn new(engine: &Engine, during: &[FlowExpectation], interval_ms: u64) -> Result<Watch, InputError> {
+    /// Watch the flows the step's `during:` expectations name (each pair once), from `now`,
+    /// capturing the probes on `tap`'s interfaces.
+    pub(super) fn new(
+        engine: &Engine,
+        during: &[FlowExpectation],
+        interval_ms: u64,
+        tap: Tap,
+    ) -> Result<Watch, InputError> {
         let (net, st) = (engine.network(), engine.state());
         let mut flows: Vec<Flow> = Vec::new();
         for e in during {
@@ -99,6 +113,7 @@ impl Watch {
             next_ms: now,
             limit_ms: now + MAX_STEP_MS,
             findings: Vec::new(),
+            tap,
         })
     }
 
@@ -124,6 +139,9 @@ impl Watch {
                 ProbeKind::Echo,
                 seq,
             );
+            // One request of a long-running ping: its icmp_seq goes on from the previous one.
+            let sent = || PingCapture::of(WATCH_DATA_BYTES, seq as u16, vec![p.clone()], vec![0], now);
+            self.tap.ping(net, sent);
             f.probes.push((now, p));
         }
         self.next_ms = now + self.interval_ms;
@@ -137,7 +155,7 @@ impl Watch {
                 FlowReport {
                     from: f.from.clone(),
                     to: f.to.clone(),
-                    transcript: ping_text(f.dst, &PingStyle::linux(56), &probes),
+                    transcript: ping_text(f.dst, &PingStyle::linux(WATCH_DATA_BYTES), &probes),
                     outages: outages(&f.probes),
                     interval_ms: self.interval_ms,
                 }

@@ -149,7 +149,8 @@ pub struct Run {
     pub fabric: Fabric,
     pub start: StepReport,
     pub steps: Vec<StepReport>,
-    /// The checks' pings on the interfaces [`run_captured`] tapped.
+    /// The run's own pings and traceroutes (checks, runbook commands, watched pings) on the
+    /// interfaces [`run_captured`] tapped.
     pub tap: Tap,
 }
 
@@ -186,7 +187,8 @@ pub fn run_watched(
 
 /// [`run_seeded`], keeping every BGP message the run sends, with the network path of those
 /// that cross `taps` (`Engine::record_bgp_wire`), the OSPF packets `taps` see
-/// (`Engine::record_ospf_wire`) and the checks' pings on them ([`Run::tap`]), for captures.
+/// (`Engine::record_ospf_wire`) and the run's own pings and traceroutes on them
+/// ([`Run::tap`]), for captures.
 pub fn run_captured(opened: &Opened, until: Option<&str>, seed: u64, taps: BTreeSet<IfId>) -> Result<Run, InputError> {
     run_with(opened, until, seed, Some(taps), &mut |_, _, _| {})
 }
@@ -332,10 +334,10 @@ fn run_step(
     let before = engine.state().clone();
     let start_ms = engine.now_ms();
     engine.begin_run();
-    let mut watch = Watch::new(engine, &step.during, scn.timing.ping_interval_ms)?;
+    let mut watch = Watch::new(engine, &step.during, scn.timing.ping_interval_ms, tap.empty_like())?;
     // The watched pings were already running: their first probe sees the state before the change.
     watch.sample(engine);
-    let (change, warnings, commands) = apply(engine, step, scn, &mut watch)?;
+    let (change, warnings, commands) = apply(engine, step, scn, &mut watch, tap)?;
     let until = match step.action {
         Action::Wait { ms } => Until::Time(start_ms + ms),
         _ => Until::Quiet,
@@ -346,6 +348,7 @@ fn run_step(
         None => (engine.now_ms(), true, Vec::new()),
     };
     findings.append(&mut watch.findings);
+    tap.append(std::mem::take(&mut watch.tap));
     for c in commands.iter().filter(|c| c.status != 0) {
         findings.push(format!(
             "`{}` on {} failed (exit status {})",
@@ -405,6 +408,7 @@ fn run_commands(
     session: &Session<'_>,
     step_span: &Span,
     watch: &mut Watch,
+    tap: &mut Tap,
 ) -> Result<Applied, InputError> {
     let dev = device_of(engine.network(), device, step_span)?;
     if engine.network().device(dev).kind != DeviceKind::Linux {
@@ -453,8 +457,11 @@ fn run_commands(
             }
             (outcome.output, outcome.status)
         } else {
-            let out = views::run_command(engine.network(), engine.state(), dev, line)
+            let (net, st) = (engine.network(), engine.state());
+            let mut sent = Vec::new();
+            let out = views::run_command_sent(net, st, dev, line, &mut sent)
                 .map_err(|e| Diagnostic::error(span.clone(), format!("`{line}`: {}", e.message)))?;
+            tap.sent(net, &sent);
             (out, 0)
         };
         records.push(CommandRecord {
@@ -482,7 +489,13 @@ pub(super) fn device_of(net: &Network, name: &str, span: &Span) -> Result<Device
 /// Apply a step's change to the engine's model. Returns a one-line description and warnings.
 /// Apply a step's change: a one-line description, warnings, and the transcript of its
 /// runbook commands (if it has any).
-fn apply(engine: &mut Engine, step: &Step, scn: &Scenario, watch: &mut Watch) -> Result<Applied, InputError> {
+fn apply(
+    engine: &mut Engine,
+    step: &Step,
+    scn: &Scenario,
+    watch: &mut Watch,
+    tap: &mut Tap,
+) -> Result<Applied, InputError> {
     if let Action::Run {
         device,
         lines,
@@ -497,7 +510,7 @@ fn apply(engine: &mut Engine, step: &Step, scn: &Scenario, watch: &mut Watch) ->
             files,
             base: &scn.base,
         };
-        return run_commands(engine, device, lines, &session, &step.span, watch);
+        return run_commands(engine, device, lines, &session, &step.span, watch, tap);
     }
     // Faults may let time pass (`for:`): the watched pings go on meanwhile.
     let (change, warnings) = match &step.action {
@@ -811,12 +824,14 @@ fn evaluate(engine: &Engine, e: &Expectation, when: When, tap: &mut Tap) -> Resu
             matches,
         } => {
             let dev = device_of(net, on, &e.span)?;
-            let out = views::run_command(net, st, dev, run).map_err(|err| {
+            let mut sent = Vec::new();
+            let out = views::run_command_sent(net, st, dev, run, &mut sent).map_err(|err| {
                 Diagnostic::error(
                     e.span.clone(),
                     format!("command '{run}' on {on} failed: {}", err.message),
                 )
             })?;
+            tap.sent(net, &sent);
             let (ok, detail) = checks::match_output(&out, contains, absent, lines, matches);
             Ok(result(format!("{on}# {run}"), ok, detail))
         }

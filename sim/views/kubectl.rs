@@ -9,6 +9,7 @@ use super::api_doc::{ApiDoc, Fields};
 use super::calicoctl_get::{created_ms, ippool_spec};
 use super::clock::wall_clock;
 use super::tables::{tabwriter, tabwriter_with};
+use super::tcpdump::Sent;
 use super::CommandError;
 use crate::engine::State;
 use crate::k8s::{Cluster, KNode, Owner, Pod, PodPhase};
@@ -54,7 +55,12 @@ pub(super) fn rfc3339(ms: u64) -> String {
     wall_clock(ms).format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<String, CommandError> {
+pub(crate) fn kubectl(
+    net: &Network,
+    st: &State,
+    args: &[String],
+    sent: &mut Vec<Sent>,
+) -> Result<String, CommandError> {
     let Some(cluster) = net.cluster.as_deref() else {
         return Ok(
             "The connection to the server localhost:8080 was refused - did you specify the right host or port?\n"
@@ -78,7 +84,7 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
     let ns = opt(&["-n", "--namespace"]).unwrap_or("default");
     let selector = opt(&["-l", "--selector"]);
     if args.first() == Some(&"exec") {
-        return exec(net, st, cluster, &args[1..], ns);
+        return exec(net, st, cluster, &args[1..], ns, sent);
     }
     let positional: Vec<&str> = positional(&args);
     let now = st.time_ms;
@@ -129,8 +135,16 @@ pub(crate) fn kubectl(net: &Network, st: &State, args: &[String]) -> Result<Stri
 }
 
 /// `kubectl exec [-it] POD [-n NS] [-c CONTAINER] -- COMMAND…`: the command runs in the pod —
-/// in its network namespace, or for a host-network pod (calico-node) on its node.
-fn exec(net: &Network, st: &State, cluster: &Cluster, args: &[&str], ns: &str) -> Result<String, CommandError> {
+/// in its network namespace, or for a host-network pod (calico-node) on its node. What it
+/// sends (a busybox ping from the pod) goes to `sent`.
+fn exec(
+    net: &Network,
+    st: &State,
+    cluster: &Cluster,
+    args: &[&str],
+    ns: &str,
+    sent: &mut Vec<Sent>,
+) -> Result<String, CommandError> {
     let split = args.iter().position(|a| *a == "--");
     let (opts, command) = match split {
         Some(i) => (&args[..i], &args[i + 1..]),
@@ -158,7 +172,7 @@ fn exec(net: &Network, st: &State, cluster: &Cluster, args: &[&str], ns: &str) -
         ));
     };
     let line = command.join(" ");
-    super::linux::run(net, st, target, &line)
+    super::linux::run(net, st, target, &line, sent)
 }
 
 fn is_calico_kind(word: &str, plural: &str) -> bool {

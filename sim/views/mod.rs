@@ -51,6 +51,18 @@ impl std::error::Error for CommandError {}
 /// Run one command line on a device as its CLI/shell would, including pipes. Dispatches on the
 /// device kind. Never panics, whatever the line.
 pub fn run_command(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
+    run_command_sent(net, st, dev, line, &mut Vec::new())
+}
+
+/// [`run_command`], keeping in `sent` what the line put on the wire (its pings' and
+/// traceroutes' probes, the very ones its output was printed from), for captures.
+pub fn run_command_sent(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    line: &str,
+    sent: &mut Vec<tcpdump::Sent>,
+) -> Result<String, CommandError> {
     let device = net
         .devices
         .get(dev.idx())
@@ -70,8 +82,8 @@ pub fn run_command(net: &Network, st: &State, dev: DeviceId, line: &str) -> Resu
         return Ok(String::new());
     };
     let output = match flavor {
-        pipe::Flavor::Eos => eos::run(net, st, dev, command)?,
-        pipe::Flavor::Linux => linux::run(net, st, dev, command)?,
+        pipe::Flavor::Eos => eos::run(net, st, dev, command, sent)?,
+        pipe::Flavor::Linux => linux::run(net, st, dev, command, sent)?,
     };
     pipe::apply_filters(flavor, filters, output)
 }

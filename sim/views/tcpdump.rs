@@ -11,7 +11,7 @@
 use std::net::Ipv4Addr;
 
 use super::clock::wall_clock;
-use super::linux::{ping_send_times, run_pings, traceroute_probe, traceroute_text, PingStyle};
+use super::linux::{ping_send_times, run_pings, PingStyle};
 use super::CommandError;
 use crate::dataplane::{Probe, ProbeOutcome};
 use crate::engine::State;
@@ -23,10 +23,31 @@ use crate::wire::{ipv4_bytes, Frame, IcmpRepr, IpBody, Ipv4Repr, UdpBody};
 /// pid (raw socket, busybox as root): incidental, so fabsim fixes it.
 const PING_ID: u16 = 1;
 
+/// What one command put on the wire: the packets of a ping or a traceroute, kept from the
+/// very probes whose results its text printed, so that a capture and the text never disagree.
+/// A command that sends nothing (a `show`, a `ping` that fails before sending) keeps nothing.
+pub enum Sent {
+    Ping(PingCapture),
+    Trace(TraceCapture),
+}
+
+impl Sent {
+    /// Every frame the command put on `iface`, either way, in time order.
+    pub fn frames(&self, net: &Network, iface: IfId) -> Vec<Frame> {
+        match self {
+            Sent::Ping(p) => p.frames(net, iface),
+            Sent::Trace(t) => t.frames(net, iface),
+        }
+    }
+}
+
 /// One ping's echo requests and their fates, with the times the requests left.
 pub struct PingCapture {
     /// ICMP data bytes per request (`ping -s`).
     data_bytes: u32,
+    /// The first request's icmp_seq: 1 for iputils, 0 for busybox (`ntransmitted` before the
+    /// first send); each later request's is one more.
+    first_seq: u16,
     probes: Vec<Probe>,
     /// When each request left, µs after the first (iputils' schedule).
     sends: Vec<u64>,
@@ -44,48 +65,74 @@ impl PingCapture {
             _ => PingStyle::linux(dev.profile.ping_size),
         };
         let probes = run_pings(net, st, from, dst, count, dev.profile.ttl);
-        let sends = ping_send_times(&style, &probes);
+        PingCapture::iputils(&style, probes, st.time_ms)
+    }
+
+    /// An iputils ping's `probes`, sent from `start_ms` on `style`'s schedule (the one its
+    /// text is printed from).
+    pub(crate) fn iputils(style: &PingStyle, probes: Vec<Probe>, start_ms: u64) -> Self {
+        let sends = ping_send_times(style, &probes);
+        PingCapture::of(style.data_bytes, 1, probes, sends, start_ms)
+    }
+
+    /// `probes` as sent: `data_bytes` of data each, icmp_seq from `first_seq`, leaving at
+    /// `sends` (µs after `start_ms`, one per probe).
+    pub(crate) fn of(data_bytes: u32, first_seq: u16, probes: Vec<Probe>, sends: Vec<u64>, start_ms: u64) -> Self {
         PingCapture {
-            data_bytes: style.data_bytes,
+            data_bytes,
+            first_seq,
             probes,
             sends,
-            start_ms: st.time_ms,
+            start_ms,
         }
     }
 
     /// Every frame of the ping that crossed `iface`, either way, in time order. What both
     /// the text view and a pcap show.
     pub fn frames(&self, net: &Network, iface: IfId) -> Vec<Frame> {
-        let sent = self.probes.iter().enumerate().map(|(i, p)| {
+        let sent = self.probes.iter().zip(&self.sends).enumerate().map(|(i, (p, at))| {
             let data = ProbeData {
                 id: PING_ID,
-                // icmp_seq as ping prints it (`ping_text`: index + 1).
-                seq: u16::try_from(i + 1).unwrap_or(u16::MAX),
+                // icmp_seq as ping prints it; the 16-bit field wraps as the tools' counter does.
+                seq: self.first_seq.wrapping_add(i as u16),
                 data: self.data_bytes as usize,
                 src_port: 0,
             };
-            (data, p, self.start_ms * 1000 + self.sends[i])
+            (data, p, self.start_ms * 1000 + at)
         });
         probe_frames(net, iface, sent)
     }
 
-    /// What `tcpdump -n -i IFACE` on `dev` prints during the ping. Only Linux hosts: a
-    /// switch's tcpdump sees only the packets its CPU handles, which fabsim does not model.
+    /// What `tcpdump -n -i IFACE` on `dev` prints during the ping.
     pub fn on(&self, net: &Network, dev: DeviceId, iface: IfId) -> Result<String, CommandError> {
-        capturable(net, dev, iface)?;
-        let mut out = format!(
-            "tcpdump: verbose output suppressed, use -v[v]... for full protocol decode\n\
-             listening on {}, link-type EN10MB (Ethernet), snapshot length 262144 bytes\n",
-            net.iface(iface).name
-        );
-        for f in self.frames(net, iface) {
-            if let Some(text) = packet_text(&f.ip) {
-                let at = wall_clock(0) + chrono::Duration::microseconds(f.at_us as i64);
-                out.push_str(&format!("{} {text}\n", at.format("%H:%M:%S%.6f")));
-            }
-        }
-        Ok(out)
+        tcpdump(net, dev, iface, &self.frames(net, iface))
     }
+}
+
+/// Every frame that what `sent` holds put on `iface`, in time order.
+pub fn sent_frames(net: &Network, sent: &[Sent], iface: IfId) -> Vec<Frame> {
+    let mut frames: Vec<Frame> = sent.iter().flat_map(|s| s.frames(net, iface)).collect();
+    frames.sort_by_key(|f| f.at_us);
+    frames
+}
+
+/// What `tcpdump -n -i IFACE` on `dev` prints while `frames` (in time order) cross it. Only
+/// Linux hosts: a switch's tcpdump sees only the packets its CPU handles, which fabsim does
+/// not model.
+pub fn tcpdump(net: &Network, dev: DeviceId, iface: IfId, frames: &[Frame]) -> Result<String, CommandError> {
+    capturable(net, dev, iface)?;
+    let mut out = format!(
+        "tcpdump: verbose output suppressed, use -v[v]... for full protocol decode\n\
+         listening on {}, link-type EN10MB (Ethernet), snapshot length 262144 bytes\n",
+        net.iface(iface).name
+    );
+    for f in frames {
+        if let Some(text) = packet_text(&f.ip) {
+            let at = wall_clock(0) + chrono::Duration::microseconds(f.at_us as i64);
+            out.push_str(&format!("{} {text}\n", at.format("%H:%M:%S%.6f")));
+        }
+    }
+    Ok(out)
 }
 
 /// The frames of probes (what each carried, the probe, when it left, µs) on `iface`, in time
@@ -105,35 +152,42 @@ const TRACEROUTE_DATA: usize = 60 - 20 - 8;
 /// How long traceroute waits for a probe's answer (`-w`, default 5 s).
 const TRACEROUTE_WAIT_US: u64 = 5_000_000;
 
-/// The probes of one `traceroute -n` (the same probes `fabsim traceroute` prints), for captures.
-/// Traceroute 2.1 may keep up to 16 probes in flight; fabsim sends each when the previous one
-/// was answered or timed out, so the order on the wire is the order of the text. Each probe's
-/// UDP source port is 32768 + its number (the kernel's ephemeral port, fixed here).
+/// The probes of one traceroute as its view sent them (`traceroute_text` asks for each in
+/// turn), for captures. Traceroute 2.1 may keep up to 16 probes in flight; fabsim sends each
+/// when the previous one was answered or timed out, so the order on the wire is the order of
+/// the text. Each probe's UDP source port is 32768 + its number (the kernel's ephemeral port,
+/// fixed here).
 pub struct TraceCapture {
     probes: Vec<(ProbeData, Probe, u64)>,
+    /// When the next probe leaves, µs of virtual time.
+    next_us: u64,
 }
 
 impl TraceCapture {
-    pub fn new(net: &Network, st: &State, from: DeviceId, dst: Ipv4Addr) -> Self {
-        let mut probes = Vec::new();
-        let mut at = st.time_ms * 1000;
-        traceroute_text(dst, true, |ttl, n| {
-            let p = traceroute_probe(net, st, from, dst, ttl, n);
-            let data = ProbeData {
-                id: 0,
-                seq: 0,
-                data: TRACEROUTE_DATA,
-                src_port: 32768u16.wrapping_add(n as u16),
-            };
-            let waited = match p.outcome {
-                ProbeOutcome::Lost { .. } | ProbeOutcome::LocalNoRoute => TRACEROUTE_WAIT_US,
-                _ => p.rtt_us,
-            };
-            probes.push((data, p.clone(), at));
-            at += waited;
-            p
-        });
-        TraceCapture { probes }
+    /// A traceroute starting at virtual time `start_ms`, nothing sent yet.
+    pub(crate) fn starting(start_ms: u64) -> Self {
+        TraceCapture {
+            probes: Vec::new(),
+            next_us: start_ms * 1000,
+        }
+    }
+
+    /// Keep probe number `n` (from 0) as sent now; the next leaves once it is answered or
+    /// traceroute gave up waiting. Returns the probe, for the text.
+    pub(crate) fn send(&mut self, p: Probe, n: u32) -> Probe {
+        let data = ProbeData {
+            id: 0,
+            seq: 0,
+            data: TRACEROUTE_DATA,
+            src_port: 32768u16.wrapping_add(n as u16),
+        };
+        let waited = match p.outcome {
+            ProbeOutcome::Lost { .. } | ProbeOutcome::LocalNoRoute => TRACEROUTE_WAIT_US,
+            _ => p.rtt_us,
+        };
+        self.probes.push((data, p.clone(), self.next_us));
+        self.next_us += waited;
+        p
     }
 
     pub fn frames(&self, net: &Network, iface: IfId) -> Vec<Frame> {
@@ -248,6 +302,7 @@ mod tests {
         let sends = (0..probes.len() as u64).map(|i| i * 1_000_000).collect();
         PingCapture {
             data_bytes: 56,
+            first_seq: 1,
             probes,
             sends,
             start_ms: (17 * 3600 + 59 * 60 + 59) * 1000 + 484,

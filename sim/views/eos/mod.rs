@@ -10,6 +10,7 @@ mod tools;
 
 pub(crate) use route::route_lines;
 
+use super::tcpdump::Sent;
 use super::CommandError;
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
@@ -91,16 +92,22 @@ fn invalid() -> CommandError {
     CommandError::new("% Invalid input")
 }
 
-/// Run one EOS exec-mode command (no pipes).
-pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
+/// Run one EOS exec-mode command (no pipes); what its `ping` or `traceroute` sends goes to `sent`.
+pub(crate) fn run(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    line: &str,
+    sent: &mut Vec<Sent>,
+) -> Result<String, CommandError> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let Some((first, rest)) = words.split_first() else {
         return Ok(String::new());
     };
     match keyword(first, EXEC)? {
         "show" => show(net, st, dev, rest),
-        "ping" => tools::ping(net, st, dev, rest),
-        "traceroute" => tools::traceroute(net, st, dev, rest),
+        "ping" => tools::ping(net, st, dev, rest, sent),
+        "traceroute" => tools::traceroute(net, st, dev, rest, sent),
         other => Err(unsupported(&[other])),
     }
 }

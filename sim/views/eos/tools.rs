@@ -5,13 +5,20 @@ use super::{incomplete, invalid, keyword, unsupported};
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
 use crate::views::linux::{parse_host, ping_text, run_pings, run_traceroute, PingStyle};
+use crate::views::tcpdump::{PingCapture, Sent};
 use crate::views::CommandError;
 
 const PING_OPTS: &[&str] = &["interval", "repeat", "size", "source", "timeout", "vrf"];
 
 /// `ping [vrf default] ADDR [repeat N] [size N]`: iputils with EOS's defaults
-/// ([`PingStyle::eos`]).
-pub(super) fn ping(net: &Network, st: &State, dev: DeviceId, w: &[&str]) -> Result<String, CommandError> {
+/// ([`PingStyle::eos`]). The requests and what came back go to `sent`.
+pub(super) fn ping(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    w: &[&str],
+    sent: &mut Vec<Sent>,
+) -> Result<String, CommandError> {
     let Some(profile) = net.devices.get(dev.idx()).map(|d| &d.profile) else {
         return Err(invalid());
     };
@@ -38,19 +45,28 @@ pub(super) fn ping(net: &Network, st: &State, dev: DeviceId, w: &[&str]) -> Resu
     }
     let dst = dst.ok_or_else(incomplete)?;
     let probes = run_pings(net, st, dev, dst, count, profile.ttl);
-    Ok(ping_text(dst, &PingStyle::eos(size), &probes))
+    let style = PingStyle::eos(size);
+    let text = ping_text(dst, &style, &probes);
+    sent.push(Sent::Ping(PingCapture::iputils(&style, probes, st.time_ms)));
+    Ok(text)
 }
 
 /// `traceroute [vrf default] ADDR`: Linux traceroute without `-n`, so each hop shows as
-/// `ADDR (ADDR)` (no reverse names).
-pub(super) fn traceroute(net: &Network, st: &State, dev: DeviceId, w: &[&str]) -> Result<String, CommandError> {
+/// `ADDR (ADDR)` (no reverse names). Its probes go to `sent`.
+pub(super) fn traceroute(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    w: &[&str],
+    sent: &mut Vec<Sent>,
+) -> Result<String, CommandError> {
     let dst = match w {
         [addr] => parse_host("traceroute", addr)?,
         [vrf, name, addr] if keyword(vrf, &["vrf"]).is_ok() && *name == "default" => parse_host("traceroute", addr)?,
         [] => return Err(incomplete()),
         _ => return Err(invalid()),
     };
-    Ok(run_traceroute(net, st, dev, dst, false))
+    Ok(run_traceroute(net, st, dev, dst, false, sent))
 }
 
 #[cfg(test)]

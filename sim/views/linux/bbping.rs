@@ -9,6 +9,7 @@ use super::{getopt, parse_host, Arg, OptError};
 use crate::dataplane::{Probe, ProbeOutcome};
 use crate::engine::State;
 use crate::model::{DeviceId, Network, VendorProfile};
+use crate::views::tcpdump::{PingCapture, Sent};
 use crate::views::{ms3, CommandError};
 
 /// busybox sends one request a second (`-i` defaults to 1).
@@ -54,7 +55,14 @@ fn usage() -> CommandError {
 
 /// `ping [-c CNT] [-s SIZE] [-t TTL] [-W SEC] [-w SEC] [-q] HOST` (getopt32 `"qvAc:+s:t:+w:+W:+I:np:i:4"`
 /// with exactly one operand).
-pub(super) fn ping(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
+/// The requests and what came back go to `sent`.
+pub(super) fn ping(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    args: &[String],
+    sent: &mut Vec<Sent>,
+) -> Result<String, CommandError> {
     let profile = net
         .devices
         .get(dev.idx())
@@ -97,7 +105,22 @@ pub(super) fn ping(net: &Network, st: &State, dev: DeviceId, args: &[String]) ->
         return Ok(format!("{}ping: sendto: Message too long\n", header(dst, size)));
     }
     let probes = run_pings(net, st, dev, dst, run.count as u32, ttl);
-    Ok(bbping_text(dst, &run, &probes))
+    let text = bbping_text(dst, &run, &probes);
+    // busybox numbers its requests from 0 (`icmp_seq = ntransmitted`, then `ntransmitted++`).
+    let sends = send_times(probes.len());
+    sent.push(Sent::Ping(PingCapture::of(
+        run.data_bytes as u32,
+        0,
+        probes,
+        sends,
+        st.time_ms,
+    )));
+    Ok(text)
+}
+
+/// When each of `n` requests leaves, µs after the first: one a second, replies or not.
+fn send_times(n: usize) -> Vec<u64> {
+    (0..n as u64).map(|i| i * INTERVAL_US).collect()
 }
 
 /// How many requests go out and when the run ends. `-c 0` (or none) means "until ^C" in
@@ -156,7 +179,7 @@ pub(super) fn bbping_text(dst: Ipv4Addr, run: &BbPing, probes: &[Probe]) -> Stri
         out.push_str("ping: sendto: Network is unreachable\n");
         return out;
     }
-    let sends: Vec<u64> = (0..probes.len() as u64).map(|i| i * INTERVAL_US).collect();
+    let sends = send_times(probes.len());
     let end = end_of_run(run, &sends, probes);
     // Round trips are known only when the send time fits in the data (4 bytes or more).
     let timed = run.data_bytes >= 4;

@@ -15,9 +15,10 @@ use std::net::Ipv4Addr;
 pub(crate) use addr::{iface_mac, mac_text};
 pub(crate) use ping::{ping_send_times, ping_text, run_pings, PingStyle};
 pub(crate) use route::route_line;
-pub(crate) use trace::{run_traceroute, traceroute_probe, traceroute_text};
+pub(crate) use trace::run_traceroute;
 
 use super::pipe::shell_words;
+use super::tcpdump::Sent;
 use super::CommandError;
 use crate::engine::state::{Fib, IfState};
 use crate::engine::State;
@@ -29,14 +30,28 @@ use crate::model::{DeviceId, IfId, Network};
 const LOGIN_UID: u32 = 1000;
 const ROOT_UID: u32 = 0;
 
-/// Run one shell command (no pipes) on a Linux host, in its default shell.
-pub(crate) fn run(net: &Network, st: &State, dev: DeviceId, line: &str) -> Result<String, CommandError> {
+/// Run one shell command (no pipes) on a Linux host, in its default shell; what its pings and
+/// traceroutes send goes to `sent`.
+pub(crate) fn run(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    line: &str,
+    sent: &mut Vec<Sent>,
+) -> Result<String, CommandError> {
     let container = net.devices.get(dev.idx()).is_some_and(|d| d.image.is_some());
-    run_as(net, st, dev, line, if container { ROOT_UID } else { LOGIN_UID })
+    run_as(net, st, dev, line, if container { ROOT_UID } else { LOGIN_UID }, sent)
 }
 
 /// Run one shell command as `uid` (what `ip route get` reports).
-fn run_as(net: &Network, st: &State, dev: DeviceId, line: &str, uid: u32) -> Result<String, CommandError> {
+fn run_as(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    line: &str,
+    uid: u32,
+    sent: &mut Vec<Sent>,
+) -> Result<String, CommandError> {
     let words = shell_words(line)?;
     let Some((cmd, args)) = words.split_first() else {
         return Ok(String::new());
@@ -54,16 +69,16 @@ fn run_as(net: &Network, st: &State, dev: DeviceId, line: &str, uid: u32) -> Res
         "ip" => ip_cmd(net, st, dev, args, uid),
         "curl" => http::curl(net, st, dev, args),
         "wget" => http::wget(net, st, dev, args),
-        "ping" if busybox(net, dev) => bbping::ping(net, st, dev, args),
-        "ping" => ping::ping(net, st, dev, args),
+        "ping" if busybox(net, dev) => bbping::ping(net, st, dev, args, sent),
+        "ping" => ping::ping(net, st, dev, args, sent),
         "tracepath" => trace::tracepath(net, st, dev, args),
-        "traceroute" => trace::traceroute(net, st, dev, args),
+        "traceroute" => trace::traceroute(net, st, dev, args, sent),
         "birdcl" | "birdc" => super::bird::birdcl(net, st, dev, cmd, args),
         "vtysh" => super::frr::vtysh(net, st, dev, args),
         // `sudo` changes only the uid (`ip route get` prints it).
-        "sudo" => run_as(net, st, dev, &args.join(" "), ROOT_UID),
+        "sudo" => run_as(net, st, dev, &args.join(" "), ROOT_UID, sent),
         "calicoctl" => super::calicoctl::calicoctl(net, st, dev, args),
-        "kubectl" => super::kubectl::kubectl(net, st, args),
+        "kubectl" => super::kubectl::kubectl(net, st, args, sent),
         "cat" => cat(net, dev, args),
         _ => Err(CommandError::new(format!(
             "{cmd}: command not found (fabsim's Linux shell runs: ip route|addr|link, \

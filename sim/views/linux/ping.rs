@@ -7,6 +7,7 @@ use super::{getopt, parse_host, Arg, OptError};
 use crate::dataplane::{self, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::engine::State;
 use crate::model::{DeviceId, Network, VendorProfile};
+use crate::views::tcpdump::{PingCapture, Sent};
 use crate::views::{ms3, CommandError};
 
 /// How one build of iputils ping behaves: Linux hosts run it with defaults ([`PingStyle::linux`]),
@@ -288,7 +289,14 @@ fn option_value(tool: &str, v: &str, lo: u64, hi: u64) -> Result<u64, CommandErr
 pub(super) const MAX_PING_COUNT: u64 = 10_000;
 
 /// `ping [-c N] [-s SIZE] [-t TTL] [-n] ADDR`, options before or after the address (getopt).
-pub(super) fn ping(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
+/// The requests and what came back go to `sent`.
+pub(super) fn ping(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    args: &[String],
+    sent: &mut Vec<Sent>,
+) -> Result<String, CommandError> {
     let profile = net
         .devices
         .get(dev.idx())
@@ -318,7 +326,10 @@ pub(super) fn ping(net: &Network, st: &State, dev: DeviceId, args: &[String]) ->
     }
     let dst = dst.ok_or_else(ping_usage)?;
     let probes = run_pings(net, st, dev, dst, count as u32, ttl as u8);
-    Ok(ping_text(dst, &PingStyle::linux(size as u32), &probes))
+    let style = PingStyle::linux(size as u32);
+    let text = ping_text(dst, &style, &probes);
+    sent.push(Sent::Ping(PingCapture::iputils(&style, probes, st.time_ms)));
+    Ok(text)
 }
 
 #[cfg(test)]

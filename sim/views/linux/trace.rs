@@ -7,6 +7,7 @@ use super::{fib, parse_host};
 use crate::dataplane::{self, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
+use crate::views::tcpdump::{Sent, TraceCapture};
 use crate::views::{ms3, CommandError};
 
 /// Hops tracepath and traceroute try before giving up (both tools' default).
@@ -142,18 +143,36 @@ pub(crate) fn tracepath_text(pmtu: u32, mut send: impl FnMut(u8) -> Probe) -> St
     out
 }
 
-pub(super) fn traceroute(net: &Network, st: &State, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
+pub(super) fn traceroute(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    args: &[String],
+    sent: &mut Vec<Sent>,
+) -> Result<String, CommandError> {
     let (dst, numeric) = trace_args("traceroute", args)?;
-    Ok(run_traceroute(net, st, dev, dst, numeric))
+    Ok(run_traceroute(net, st, dev, dst, numeric, sent))
 }
 
-/// Run traceroute's UDP probes through the data plane.
-pub(crate) fn run_traceroute(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, numeric: bool) -> String {
-    traceroute_text(dst, numeric, |ttl, n| traceroute_probe(net, st, dev, dst, ttl, n))
+/// Run traceroute's UDP probes through the data plane; what they put on the wire goes to `sent`.
+pub(crate) fn run_traceroute(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    dst: Ipv4Addr,
+    numeric: bool,
+    sent: &mut Vec<Sent>,
+) -> String {
+    let mut trace = TraceCapture::starting(st.time_ms);
+    let text = traceroute_text(dst, numeric, |ttl, n| {
+        trace.send(traceroute_probe(net, st, dev, dst, ttl, n), n)
+    });
+    sent.push(Sent::Trace(trace));
+    text
 }
 
 /// Traceroute's probe number `n` (from 0) with TTL `ttl`: UDP to port 33434 + n.
-pub(crate) fn traceroute_probe(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, ttl: u8, n: u32) -> Probe {
+fn traceroute_probe(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, ttl: u8, n: u32) -> Probe {
     let kind = ProbeKind::Udp {
         dst_port: 33434u16.wrapping_add(n as u16),
     };
@@ -165,7 +184,7 @@ pub(crate) fn traceroute_probe(net: &Network, st: &State, dev: DeviceId, dst: Ip
 /// (`ADDR (ADDR)` without `-n`, as an address with no reverse name prints); `  %.3f ms`; `!N`/
 /// `!H` after unreachables; ` *` when nothing came back. The run ends after the hop where a
 /// probe reached the destination or got an unreachable (`final`), or after 30 hops.
-pub(crate) fn traceroute_text(dst: Ipv4Addr, numeric: bool, mut send: impl FnMut(u8, u32) -> Probe) -> String {
+fn traceroute_text(dst: Ipv4Addr, numeric: bool, mut send: impl FnMut(u8, u32) -> Probe) -> String {
     let mut out = format!("traceroute to {dst} ({dst}), {MAX_HOPS} hops max, 60 byte packets\n");
     let mut n = 0;
     for ttl in 1..=MAX_HOPS {
