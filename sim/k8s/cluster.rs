@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
+use super::control_plane::ControlPlane;
 use super::names;
 use super::node_ipam::RangeAllocator;
 use super::pod_facts::PodFacts;
@@ -22,7 +23,7 @@ const NODE_CIDR_MASK: u8 = 24;
 
 /// The node mask node IPAM cuts `pod_cidr` into: kubeadm's default, or the whole range when
 /// it is smaller than one node's.
-fn node_mask(pod_cidr: Ipv4Net) -> u8 {
+pub(super) fn node_mask(pod_cidr: Ipv4Net) -> u8 {
     NODE_CIDR_MASK.max(pod_cidr.prefix_len())
 }
 
@@ -30,9 +31,11 @@ fn node_mask(pod_cidr: Ipv4Net) -> u8 {
 pub struct Cluster {
     /// Kubernetes version (`kubeadm init` uses the installed kubeadm's).
     pub version: String,
-    /// `--pod-network-cidr` (kubeadm-config `podSubnet`; node IPAM allocates from it).
+    /// `--pod-network-cidr` (kubeadm-config `podSubnet`; node IPAM allocates from it unless
+    /// kube-controller-manager's manifest says otherwise, `node_ipam_settings`).
     pub pod_cidr: Option<Ipv4Net>,
-    /// `--service-cidr` (default 10.96.0.0/12; its first address is the `kubernetes` Service).
+    /// `--service-cidr` (kubeadm-config `serviceSubnet`, default 10.96.0.0/12; its first address
+    /// is the `kubernetes` Service). The apiserver allocates from `service_range()`.
     pub service_cidr: Ipv4Net,
     /// `--control-plane-endpoint` (host:port).
     pub endpoint: String,
@@ -54,7 +57,7 @@ pub struct Cluster {
     /// Pods each controller has created so far (their name suffixes).
     created: BTreeMap<String, u64>,
     /// kube-controller-manager's node IPAM over `pod_cidr` (none without a pod network CIDR).
-    node_ipam: Option<RangeAllocator>,
+    pub(super) node_ipam: Option<RangeAllocator>,
     sandboxes: u64,
     /// The DaemonSet rolling update in progress, if any.
     pub rollout: Option<Rollout>,
@@ -67,6 +70,9 @@ pub struct Cluster {
     /// kubelet's `clusterDNS`, which kubeadm writes into the kubelet configuration at init: the
     /// service range's 10th address (where it puts the kube-dns Service).
     pub cluster_dns: Ipv4Addr,
+    /// The static-pod manifests kubeadm wrote and the flags the components run with (none for
+    /// a cluster read from a snapshot: its files were not dumped).
+    pub control_plane: Option<ControlPlane>,
 }
 
 #[derive(Clone, Debug)]
@@ -228,6 +234,7 @@ impl Cluster {
             calico_starts: Vec::new(),
             services: Vec::new(),
             cluster_dns: super::services::indexed_ip(service_cidr, 10),
+            control_plane: None,
         }
     }
 
@@ -497,13 +504,8 @@ impl Cluster {
     /// its bitmap from the nodes' podCIDRs with the cursor back at the start.
     pub fn reboot_nodes(&mut self, nodes: &[String]) {
         let control_plane = self.nodes.iter().any(|n| n.control_plane && nodes.contains(&n.name));
-        if let (true, Some(cidr)) = (control_plane, self.pod_cidr) {
-            let held: Vec<(&str, Ipv4Net)> = self
-                .nodes
-                .iter()
-                .filter_map(|n| n.pod_cidr.map(|c| (n.name.as_str(), c)))
-                .collect();
-            self.node_ipam = RangeAllocator::started(cidr, node_mask(cidr), &held).ok();
+        if control_plane {
+            self.start_node_ipam();
         }
         if let Some(calico) = self.calico.as_mut() {
             for n in nodes {

@@ -63,6 +63,11 @@ impl RangeAllocator {
         Ok(a)
     }
 
+    /// Why node IPAM did not start, if it did not.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
     /// The next free block from the cursor on.
     pub fn allocate_next(&mut self) -> Result<Ipv4Net, String> {
         if let Some(f) = &self.failed {
