@@ -24,7 +24,11 @@ fn step<'a>(run: &'a Run, id: &str) -> &'a StepReport {
 
 fn pod_cidr(run: &Run, node: &str) -> String {
     let cluster = run.engine.network().cluster.as_deref().expect("cluster");
-    cluster.node(node).and_then(|n| n.pod_cidr).map(|c| c.to_string()).unwrap_or_default()
+    cluster
+        .node(node)
+        .and_then(|n| n.pod_cidr)
+        .map(|c| c.to_string())
+        .unwrap_or_default()
 }
 
 const APISERVER: &str = "/etc/kubernetes/manifests/kube-apiserver.yaml";
@@ -70,7 +74,8 @@ fn kubeadm_writes_the_manifests_on_the_control_plane_node() {
             "    - --use-service-account-credentials=true",
         ]
     );
-    assert!(on(&run, "n1", "cat /etc/kubernetes/manifests/kube-scheduler.yaml").contains("    - --kubeconfig=/etc/kubernetes/scheduler.conf\n"));
+    assert!(on(&run, "n1", "cat /etc/kubernetes/manifests/kube-scheduler.yaml")
+        .contains("    - --kubeconfig=/etc/kubernetes/scheduler.conf\n"));
     // A worker has no manifests.
     assert_eq!(
         on(&run, "n2", &format!("cat {APISERVER}")),
@@ -139,7 +144,11 @@ fn the_service_range_edit_restarts_the_apiserver_and_moves_allocation() {
         assert!(has_line(services, line), "{line} in\n{services}");
     }
     let cluster = run.engine.network().cluster.as_deref().expect("cluster");
-    assert_eq!(cluster.service_cidr.to_string(), "10.96.0.0/12", "kubeadm-config unchanged");
+    assert_eq!(
+        cluster.service_cidr.to_string(),
+        "10.96.0.0/12",
+        "kubeadm-config unchanged"
+    );
 }
 
 #[test]
@@ -147,7 +156,10 @@ fn a_flag_that_is_not_a_cidr_crash_loops_the_controller_manager() {
     let run = run_to("kcm-replaced");
     let typo = step(&run, "kcm-typo");
     assert!(
-        has_line(&typo.commands[1].output, "kube-controller-manager-n1 0/1 CrashLoopBackOff 0 ..."),
+        has_line(
+            &typo.commands[1].output,
+            "kube-controller-manager-n1 0/1 CrashLoopBackOff 0 ..."
+        ),
         "{}",
         typo.commands[1].output
     );
@@ -157,7 +169,10 @@ fn a_flag_that_is_not_a_cidr_crash_loops_the_controller_manager() {
     // podCIDRs, so node IPAM does not start (§1.7, §2.4's gap).
     let replaced = step(&run, "kcm-replaced");
     assert!(
-        has_line(&replaced.commands[0].output, "kube-controller-manager-n1 1/1 Running 0 ..."),
+        has_line(
+            &replaced.commands[0].output,
+            "kube-controller-manager-n1 1/1 Running 0 ..."
+        ),
         "{}",
         replaced.commands[0].output
     );

@@ -158,7 +158,11 @@ impl Cluster {
     /// kube-apiserver's `--service-cluster-ip-range`: kubeadm-config's `serviceSubnet` for a
     /// cluster fabsim did not see initialised (a snapshot's), where no manifest is known.
     pub fn service_range(&self) -> Ipv4Net {
-        match self.control_plane.as_ref().and_then(|cp| cp.running(Component::ApiServer)) {
+        match self
+            .control_plane
+            .as_ref()
+            .and_then(|cp| cp.running(Component::ApiServer))
+        {
             Some(f) => f
                 .cidr("service-cluster-ip-range")
                 .ok()
@@ -207,11 +211,7 @@ impl Cluster {
         let mut out = Vec::new();
         for pod in &cp.pods {
             if let Err(e) = &pod.running {
-                out.push(format!(
-                    "{}-{}: CrashLoopBackOff: {e}",
-                    pod.component.name(),
-                    cp.node
-                ));
+                out.push(format!("{}-{}: CrashLoopBackOff: {e}", pod.component.name(), cp.node));
             }
         }
         let api_range = cp.running(Component::ApiServer).map(|_| self.service_range());
@@ -285,7 +285,11 @@ impl Cluster {
         pod.restarting_until = now + restart_ms;
         let crashed = pod.running.as_ref().err().cloned();
         let name = format!("{}-{node}", component.name());
-        if let Some(p) = self.pods.iter_mut().find(|p| p.namespace == "kube-system" && p.name == name) {
+        if let Some(p) = self
+            .pods
+            .iter_mut()
+            .find(|p| p.namespace == "kube-system" && p.name == name)
+        {
             // A static pod's UID is the hash of its manifest: a changed file is a new pod (a new
             // mirror pod, a new AGE) under the same name. What was said about the old container
             // is history; a crash leaves the kubelet backing off (the log is the exit error).
@@ -407,7 +411,9 @@ pub fn sed(net: &mut Network, dev: DeviceId, args: &[&str], ctx: &Context<'_>) -
             out.status = 2;
             continue;
         };
-        let Some(cluster) = net.cluster.as_deref_mut() else { continue };
+        let Some(cluster) = net.cluster.as_deref_mut() else {
+            continue;
+        };
         let Some(text) = cluster
             .control_plane
             .as_ref()
@@ -460,7 +466,10 @@ mod tests {
             "s#--service-cluster-ip-range=10.96.0.0/12#--service-cluster-ip-range=10.100.0.0/16#",
             1000,
         );
-        assert!(c.apiserver_refused(1000).unwrap().contains("192.168.1.11:6443 was refused"));
+        assert!(c
+            .apiserver_refused(1000)
+            .unwrap()
+            .contains("192.168.1.11:6443 was refused"));
         assert_eq!(c.apiserver_refused(21_000), None);
         assert_eq!(c.service_range().to_string(), "10.100.0.0/16");
         // kubeadm-config keeps the old value.
@@ -479,7 +488,8 @@ mod tests {
         let mut c = cluster();
         edit(&mut c, Component::ApiServer, "s#10.96.0.0/12#10.100.0.0/33#", 0);
         assert!(c.apiserver_refused(1 << 40).is_some());
-        assert!(c.control_plane_findings()[0].starts_with("kube-apiserver-n1: CrashLoopBackOff: invalid argument \"10.100.0.0/33\""));
+        assert!(c.control_plane_findings()[0]
+            .starts_with("kube-apiserver-n1: CrashLoopBackOff: invalid argument \"10.100.0.0/33\""));
     }
 
     #[test]

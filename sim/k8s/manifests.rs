@@ -67,9 +67,15 @@ pub fn command(component: Component, v: &KubeadmValues<'_>) -> Vec<String> {
             ("etcd-certfile", format!("{PKI}/apiserver-etcd-client.crt")),
             ("etcd-keyfile", format!("{PKI}/apiserver-etcd-client.key")),
             ("etcd-servers", "https://127.0.0.1:2379".into()),
-            ("kubelet-client-certificate", format!("{PKI}/apiserver-kubelet-client.crt")),
+            (
+                "kubelet-client-certificate",
+                format!("{PKI}/apiserver-kubelet-client.crt"),
+            ),
             ("kubelet-client-key", format!("{PKI}/apiserver-kubelet-client.key")),
-            ("kubelet-preferred-address-types", "InternalIP,ExternalIP,Hostname".into()),
+            (
+                "kubelet-preferred-address-types",
+                "InternalIP,ExternalIP,Hostname".into(),
+            ),
             ("proxy-client-cert-file", format!("{PKI}/front-proxy-client.crt")),
             ("proxy-client-key-file", format!("{PKI}/front-proxy-client.key")),
             ("requestheader-allowed-names", "front-proxy-client".into()),
@@ -78,7 +84,10 @@ pub fn command(component: Component, v: &KubeadmValues<'_>) -> Vec<String> {
             ("requestheader-group-headers", "X-Remote-Group".into()),
             ("requestheader-username-headers", "X-Remote-User".into()),
             ("secure-port", "6443".into()),
-            ("service-account-issuer", "https://kubernetes.default.svc.cluster.local".into()),
+            (
+                "service-account-issuer",
+                "https://kubernetes.default.svc.cluster.local".into(),
+            ),
             ("service-account-key-file", format!("{PKI}/sa.pub")),
             ("service-account-signing-key-file", format!("{PKI}/sa.key")),
             ("service-cluster-ip-range", v.service_subnet.to_string()),
@@ -134,8 +143,18 @@ type Volume = (&'static str, &'static str, &'static str, bool);
 const CA_VOLUMES: [Volume; 4] = [
     ("ca-certs", "/etc/ssl/certs", "DirectoryOrCreate", true),
     ("etc-ca-certificates", "/etc/ca-certificates", "DirectoryOrCreate", true),
-    ("usr-local-share-ca-certificates", "/usr/local/share/ca-certificates", "DirectoryOrCreate", true),
-    ("usr-share-ca-certificates", "/usr/share/ca-certificates", "DirectoryOrCreate", true),
+    (
+        "usr-local-share-ca-certificates",
+        "/usr/local/share/ca-certificates",
+        "DirectoryOrCreate",
+        true,
+    ),
+    (
+        "usr-share-ca-certificates",
+        "/usr/share/ca-certificates",
+        "DirectoryOrCreate",
+        true,
+    ),
 ];
 
 fn volumes(component: Component) -> Vec<Volume> {
@@ -150,7 +169,12 @@ fn volumes(component: Component) -> Vec<Volume> {
                 "DirectoryOrCreate",
                 false,
             ));
-            v.push(("kubeconfig", "/etc/kubernetes/controller-manager.conf", "FileOrCreate", true));
+            v.push((
+                "kubeconfig",
+                "/etc/kubernetes/controller-manager.conf",
+                "FileOrCreate",
+                true,
+            ));
         }
         Component::Scheduler => {
             v = vec![("kubeconfig", "/etc/kubernetes/scheduler.conf", "FileOrCreate", true)];
@@ -175,7 +199,11 @@ pub fn manifest(component: Component, v: &KubeadmValues<'_>) -> String {
         }
         p + &format!("      periodSeconds: {period}\n      timeoutSeconds: 15\n")
     };
-    let health = if component == Component::ApiServer { "/livez" } else { "/healthz" };
+    let health = if component == Component::ApiServer {
+        "/livez"
+    } else {
+        "/healthz"
+    };
     let mut y = String::from("apiVersion: v1\nkind: Pod\nmetadata:\n");
     if component == Component::ApiServer {
         y += &format!(

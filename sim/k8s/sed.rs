@@ -67,7 +67,11 @@ pub fn parse(script: &str, expr_no: usize, extended: bool) -> Result<Vec<Subst>,
             }
             at += 1;
         }
-        let source = if extended { pattern.clone() } else { bre_to_regex(&pattern) };
+        let source = if extended {
+            pattern.clone()
+        } else {
+            bre_to_regex(&pattern)
+        };
         let re = RegexBuilder::new(&source)
             .case_insensitive(icase)
             .build()
@@ -77,7 +81,11 @@ pub fn parse(script: &str, expr_no: usize, extended: bool) -> Result<Vec<Subst>,
             Piece::Group(n) if *n > re.captures_len() - 1 => Some(*n),
             _ => None,
         }) {
-            return Err(malformed(expr_no, at, &format!("invalid reference \\{n} on `s' command's RHS")));
+            return Err(malformed(
+                expr_no,
+                at,
+                &format!("invalid reference \\{n} on `s' command's RHS"),
+            ));
         }
         out.push(Subst {
             re,
@@ -192,7 +200,9 @@ pub fn apply(text: &str, commands: &[Subst]) -> String {
         let mut body = body.to_string();
         for c in commands {
             let limit = if c.global { 0 } else { 1 };
-            body = c.re.replacen(&body, limit, |caps: &Captures<'_>| c.expand(caps)).into_owned();
+            body =
+                c.re.replacen(&body, limit, |caps: &Captures<'_>| c.expand(caps))
+                    .into_owned();
         }
         out.push_str(&body);
         out.push_str(newline);

@@ -431,7 +431,8 @@ fn run_commands(
     // them is a new manifest for the kubelet.
     if session.files.keys().any(|f| k8s::is_manifest_path(f)) {
         let ctx = context(engine.now_ms());
-        engine.reconfigure(|net| k8s::write_manifests(net, dev, session.files, &ctx))
+        engine
+            .reconfigure(|net| k8s::write_manifests(net, dev, session.files, &ctx))
             .map_err(|e| Diagnostic::error(step_span.clone(), e))?;
     }
     for (line, span) in lines {
