@@ -164,23 +164,30 @@ fn a_flag_that_is_not_a_cidr_crash_loops_the_controller_manager() {
         typo.commands[1].output
     );
     assert!(typo.findings.iter().any(|f| f
-        == "kube-controller-manager-n1: CrashLoopBackOff: invalid argument \"10.64.0.0/144\" for \"--cluster-cidr\" flag: not an IPv4 CIDR"));
-    // The whole file replaced: it runs again, but 10.70.0.0/16 holds none of the nodes'
-    // podCIDRs, so node IPAM does not start (§1.7, §2.4's gap).
+        == "kube-controller-manager-n1: CrashLoopBackOff: error starting controllers: failed to parse cidr value:\"10.64.0.0/144\" with error:invalid CIDR address: 10.64.0.0/144"));
+    // The whole file replaced: its flags parse, but 10.70.0.0/16 holds none of the nodes'
+    // podCIDRs, so the range allocator fails and kube-controller-manager exits at start
+    // (§2.4's gap; range_allocator.go: "This error will keep crashing controller-manager").
     let replaced = step(&run, "kcm-replaced");
     assert!(
         has_line(
             &replaced.commands[0].output,
-            "kube-controller-manager-n1 1/1 Running 0 ..."
+            "kube-controller-manager-n1 0/1 CrashLoopBackOff 0 ..."
         ),
         "{}",
         replaced.commands[0].output
     );
+    let error = "error starting controllers: failed to mark cidr[10.66.0.0/24] at idx [0] as occupied for node: n1: \
+                 cidr 10.66.0.0/24 is out the range of cluster cidr 10.70.0.0/16";
     assert!(
-        replaced.findings.iter().any(|f| f.starts_with(
-            "kube-controller-manager: node IPAM did not start (failed to mark cidr[10.66.0.0/24] as occupied for node: n1: "
-        )),
+        replaced.findings.iter().any(|f| f.starts_with(&format!(
+            "kube-controller-manager-n1: CrashLoopBackOff: {error}: a Node's podCIDR lies outside --cluster-cidr"
+        ))),
         "{:?}",
         replaced.findings
+    );
+    assert_eq!(
+        on(&run, "n1", "kubectl logs kube-controller-manager-n1 -n kube-system"),
+        format!("{error}\n")
     );
 }

@@ -332,6 +332,8 @@ pub fn init_cluster(
         service_subnet: opts.service_cidr,
     };
     cluster.control_plane = Some(ControlPlane::kubeadm(dev, &node, &kubeadm_values));
+    // kube-controller-manager starts with the manifest's flags.
+    cluster.start_node_ipam();
     cluster.add_node(&node, dev, ip, true, &kubelet.version, now);
     for component in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
         cluster.create_pod(system_pod(Owner::Static, Some(component), Some(&node), true), now);

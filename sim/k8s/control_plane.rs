@@ -66,14 +66,16 @@ impl Flags {
         self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
-    fn cidr(&self, name: &str) -> Result<Option<Ipv4Net>, String> {
-        self.get(name)
-            .map(|v| {
-                v.parse::<Ipv4Net>()
-                    .map(|n| n.trunc())
-                    .map_err(|_| format!("invalid argument \"{v}\" for \"--{name}\" flag: not an IPv4 CIDR"))
-            })
-            .transpose()
+    /// The flag's (first, IPv4) CIDR, if it is set: `Err` with the text when it is not one.
+    /// Like Go's `net.ParseCIDR`, host bits are allowed and dropped.
+    fn parse_cidr(&self, name: &str) -> Option<Result<Ipv4Net, &str>> {
+        let v = self.get(name)?;
+        let first = v.split(',').next().unwrap_or(v);
+        Some(first.parse::<Ipv4Net>().map(|n| n.trunc()).map_err(|_| first))
+    }
+
+    fn cidr(&self, name: &str) -> Option<Ipv4Net> {
+        self.parse_cidr(name)?.ok()
     }
 }
 
@@ -98,16 +100,32 @@ fn read_flags(text: &str) -> Result<Flags, String> {
 }
 
 /// What the component does with its flags when it starts: the error it exits with, if any.
+///
+/// - kube-apiserver: `getServiceIPAndRanges` (`service-cluster-ip-range[0] is not a valid
+///   cidr`; `controlplane.ServiceIPRange`: fewer than 8 addresses);
+/// - kube-controller-manager: `--node-cidr-mask-size` is an int32 flag, so a non-number stops
+///   flag parsing (pflag's text); with `--allocate-node-cidrs`, `startNodeIpamController`'s
+///   `processCIDRs` → `netutils.ParseCIDRs` fails and `Run` exits (`error starting
+///   controllers: …`). A `--service-cluster-ip-range` it cannot parse is only logged: node IPAM
+///   then filters nothing.
 fn check(component: Component, flags: &Flags) -> Result<(), String> {
     match component {
-        Component::ApiServer => flags.cidr("service-cluster-ip-range").map(|_| ()),
+        Component::ApiServer => match flags.parse_cidr("service-cluster-ip-range") {
+            Some(Err(_)) => Err("service-cluster-ip-range[0] is not a valid cidr".into()),
+            Some(Ok(n)) if n.prefix_len() > 29 => Err("error determining service IP ranges for primary service cidr: \
+                 the service cluster IP range must be at least 8 IP addresses"
+                .into()),
+            _ => Ok(()),
+        },
         Component::ControllerManager => {
-            flags.cidr("cluster-cidr")?;
-            flags.cidr("service-cluster-ip-range")?;
-            match flags.get("node-cidr-mask-size").map(str::parse::<u8>) {
-                Some(Err(_)) => Err(format!(
-                    "invalid argument \"{}\" for \"--node-cidr-mask-size\" flag",
-                    flags.get("node-cidr-mask-size").unwrap_or_default()
+            if let Some(v) = flags.get("node-cidr-mask-size").filter(|v| v.parse::<i32>().is_err()) {
+                return Err(format!(
+                    "invalid argument \"{v}\" for \"--node-cidr-mask-size\" flag: strconv.ParseInt: parsing \"{v}\": invalid syntax"
+                ));
+            }
+            match flags.parse_cidr("cluster-cidr") {
+                Some(Err(v)) if flags.get("allocate-node-cidrs") == Some("true") => Err(format!(
+                    "error starting controllers: failed to parse cidr value:\"{v}\" with error:invalid CIDR address: {v}"
                 )),
                 _ => Ok(()),
             }
@@ -163,11 +181,7 @@ impl Cluster {
             .as_ref()
             .and_then(|cp| cp.running(Component::ApiServer))
         {
-            Some(f) => f
-                .cidr("service-cluster-ip-range")
-                .ok()
-                .flatten()
-                .unwrap_or(APISERVER_DEFAULT_RANGE),
+            Some(f) => f.cidr("service-cluster-ip-range").unwrap_or(APISERVER_DEFAULT_RANGE),
             None => self.service_cidr,
         }
     }
@@ -182,7 +196,7 @@ impl Cluster {
         if f.get("allocate-node-cidrs") != Some("true") {
             return None;
         }
-        let cidr = f.cidr("cluster-cidr").ok().flatten()?;
+        let cidr = f.cidr("cluster-cidr")?;
         let mask = f
             .get("node-cidr-mask-size")
             .and_then(|m| m.parse().ok())
@@ -209,10 +223,16 @@ impl Cluster {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for pod in &cp.pods {
-            if let Err(e) = &pod.running {
-                out.push(format!("{}-{}: CrashLoopBackOff: {e}", pod.component.name(), cp.node));
-            }
+        let ipam_failed = self.node_ipam.as_ref().and_then(RangeAllocator::failure).is_some();
+        for c in Component::ALL {
+            let Some(e) = self.crash(c) else { continue };
+            let why = if c == Component::ControllerManager && ipam_failed {
+                ": a Node's podCIDR lies outside --cluster-cidr, so no controller runs and nodes that join get no \
+                 podCIDR until every such Node is gone or the flag covers it again (k8s-cidr-migrations.md §2.4)"
+            } else {
+                ""
+            };
+            out.push(format!("{}-{}: CrashLoopBackOff: {e}{why}", c.name(), cp.node));
         }
         let api_range = cp.running(Component::ApiServer).map(|_| self.service_range());
         let kcm = cp.running(Component::ControllerManager);
@@ -225,7 +245,7 @@ impl Cluster {
                 self.service_cidr
             ));
         }
-        let kcm_cidr = kcm.and_then(|f| f.cidr("cluster-cidr").ok().flatten());
+        let kcm_cidr = kcm.and_then(|f| f.cidr("cluster-cidr"));
         if let (Some(pods), Some(kcm_cidr)) = (self.pod_cidr, kcm_cidr) {
             if pods != kcm_cidr {
                 out.push(format!(
@@ -234,7 +254,7 @@ impl Cluster {
                 ));
             }
         }
-        let kcm_range = kcm.and_then(|f| f.cidr("service-cluster-ip-range").ok().flatten());
+        let kcm_range = kcm.and_then(|f| f.cidr("service-cluster-ip-range"));
         if let (Some(api), Some(kcm_range)) = (api_range, kcm_range) {
             if api != kcm_range {
                 out.push(format!(
@@ -245,27 +265,51 @@ impl Cluster {
                 ));
             }
         }
-        if let Some(failed) = self.node_ipam.as_ref().and_then(RangeAllocator::failure) {
-            out.push(format!(
-                "kube-controller-manager: node IPAM did not start ({failed}): nodes that join get no podCIDR \
-                 until every Node's podCIDR lies in --cluster-cidr (k8s-cidr-migrations.md §2.4)"
-            ));
-        }
         out
     }
 
+    /// Why `c` exits at start, if it does: a flag it cannot parse, or for kube-controller-manager
+    /// a Node's podCIDR outside its cluster CIDR (`NewCIDRRangeAllocator` returns the error —
+    /// "This error will keep crashing controller-manager" —, `StartControllers` fails and `Run`
+    /// exits with `error starting controllers: …`).
+    fn crash(&self, c: Component) -> Option<String> {
+        let pod = self.control_plane.as_ref()?.pod(c)?;
+        if let Err(e) = &pod.running {
+            return Some(e.clone());
+        }
+        let ipam_failed = self.node_ipam.as_ref().and_then(RangeAllocator::failure);
+        (c == Component::ControllerManager)
+            .then_some(ipam_failed)
+            .flatten()
+            .map(|f| format!("error starting controllers: {f}"))
+    }
+
     /// kube-controller-manager (re)started: node IPAM rebuilt from the Nodes' podCIDRs with its
-    /// flags, the cursor at the start (none when it does not allocate node CIDRs).
+    /// flags, the cursor at the start, the blocks its service range overlaps kept out (none
+    /// when it does not allocate node CIDRs).
     pub fn start_node_ipam(&mut self) {
         let held: Vec<(&str, Ipv4Net)> = self
             .nodes
             .iter()
             .filter_map(|n| n.pod_cidr.map(|c| (n.name.as_str(), c)))
             .collect();
-        let ipam = self
+        let mut ipam = self
             .node_ipam_settings()
             .and_then(|(cidr, mask)| RangeAllocator::started(cidr, mask, &held).ok());
+        if let (Some(a), Some(range)) = (ipam.as_mut(), self.kcm_service_range()) {
+            a.filter_out(range);
+        }
         self.node_ipam = ipam;
+    }
+
+    /// kube-controller-manager's `--service-cluster-ip-range` (without manifests, kubeadm-config's).
+    fn kcm_service_range(&self) -> Option<Ipv4Net> {
+        match self.control_plane.as_ref() {
+            None => Some(self.service_cidr),
+            Some(cp) => cp
+                .running(Component::ControllerManager)?
+                .cidr("service-cluster-ip-range"),
+        }
     }
 
     /// The kubelet saw `component`'s manifest change to `text`: it restarts the static pod,
@@ -283,7 +327,10 @@ impl Cluster {
         pod.running = read_flags(&text).and_then(|f| check(component, &f).map(|()| f));
         pod.text = text;
         pod.restarting_until = now + restart_ms;
-        let crashed = pod.running.as_ref().err().cloned();
+        if component == Component::ControllerManager {
+            self.start_node_ipam();
+        }
+        let crashed = self.crash(component);
         let name = format!("{}-{node}", component.name());
         if let Some(p) = self
             .pods
@@ -299,12 +346,9 @@ impl Cluster {
                 injected_ms: now,
                 ready: Some("0/1".into()),
                 status: Some("CrashLoopBackOff".into()),
-                log: Some(format!("Error: {e}\n")),
+                log: Some(format!("{e}\n")),
                 ..PodFacts::default()
             });
-        }
-        if component == Component::ControllerManager {
-            self.start_node_ipam();
         }
     }
 }
@@ -488,8 +532,46 @@ mod tests {
         let mut c = cluster();
         edit(&mut c, Component::ApiServer, "s#10.96.0.0/12#10.100.0.0/33#", 0);
         assert!(c.apiserver_refused(1 << 40).is_some());
-        assert!(c.control_plane_findings()[0]
-            .starts_with("kube-apiserver-n1: CrashLoopBackOff: invalid argument \"10.100.0.0/33\""));
+        assert_eq!(
+            c.control_plane_findings()[0],
+            "kube-apiserver-n1: CrashLoopBackOff: service-cluster-ip-range[0] is not a valid cidr"
+        );
+        edit(&mut c, Component::ApiServer, "s#10.100.0.0/33#10.100.0.0/30#", 0);
+        assert_eq!(
+            c.control_plane_findings()[0],
+            "kube-apiserver-n1: CrashLoopBackOff: error determining service IP ranges for primary service cidr: \
+             the service cluster IP range must be at least 8 IP addresses"
+        );
+        // Fixed: it runs again once the kubelet has restarted it.
+        edit(&mut c, Component::ApiServer, "s#10.100.0.0/30#10.100.0.0/16#", 0);
+        assert_eq!(c.apiserver_refused(20_000), None);
+    }
+
+    #[test]
+    fn node_ipam_keeps_out_of_the_controller_managers_service_range() {
+        let mut c = cluster();
+        // A cluster CIDR that overlaps the service range (10.96.0.0/12 is its upper half):
+        // the first node gets the first block after it, not 10.96.0.0/24.
+        edit(&mut c, Component::ControllerManager, "s#10.66.0.0/16#10.96.0.0/11#", 0);
+        c.add_node("n2", DeviceId(1), Ipv4Addr::new(192, 168, 1, 12), false, "v1.28.15", 0);
+        assert_eq!(
+            c.node("n2").and_then(|n| n.pod_cidr).unwrap().to_string(),
+            "10.112.0.0/24"
+        );
+    }
+
+    #[test]
+    fn a_pod_cidr_outside_the_new_cluster_cidr_crash_loops_the_controller_manager() {
+        let mut c = cluster();
+        c.add_node("n1", DeviceId(0), Ipv4Addr::new(192, 168, 1, 11), true, "v1.28.15", 0);
+        edit(&mut c, Component::ControllerManager, "s#10.66.0.0/16#10.70.0.0/16#", 0);
+        assert_eq!(
+            c.crash(Component::ControllerManager).unwrap(),
+            "error starting controllers: failed to mark cidr[10.66.0.0/24] at idx [0] as occupied for node: n1: \
+             cidr 10.66.0.0/24 is out the range of cluster cidr 10.70.0.0/16"
+        );
+        c.add_node("n2", DeviceId(1), Ipv4Addr::new(192, 168, 1, 12), false, "v1.28.15", 0);
+        assert_eq!(c.node("n2").unwrap().pod_cidr, None);
     }
 
     #[test]
