@@ -82,6 +82,15 @@ fn kubeadm_writes_the_manifests_on_the_control_plane_node() {
         format!("cat: {APISERVER}: No such file or directory\n")
     );
     assert_eq!(on(&run, "n1", "kubectl get --raw='/healthz'"), "ok\n");
+    let run = run_to("worker-has-none");
+    let sed = &step(&run, "worker-has-none").commands[0];
+    assert_eq!(
+        (sed.status, sed.output.as_str()),
+        (
+            2,
+            "sed: can't read /etc/kubernetes/manifests/kube-apiserver.yaml: No such file or directory\n"
+        )
+    );
 }
 
 #[test]

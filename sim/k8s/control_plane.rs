@@ -402,54 +402,12 @@ fn manifest_on(net: &Network, dev: DeviceId, path: &str) -> Result<Option<Compon
     Ok(Component::of_file(file).filter(|_| cp.is_some_and(|cp| cp.device == dev)))
 }
 
-/// `sed -i [-E] [-e SCRIPT]… [SCRIPT] FILE…` on `dev`: the manifests it edits are written
-/// back (and their static pods restarted); a manifest path this host does not have gets
-/// sed's own error and exit status 2.
+/// `sed -i … FILE…` on `dev`: the manifests it edits are written back (and their static pods
+/// restarted); a manifest path this host does not have gets sed's own error and exit status 2.
 pub fn sed(net: &mut Network, dev: DeviceId, args: &[&str], ctx: &Context<'_>) -> Result<CommandOutcome, String> {
-    let (mut in_place, mut extended) = (false, false);
-    let mut scripts = Vec::new();
-    let mut operands = Vec::new();
-    let mut i = 0;
-    while let Some(&a) = args.get(i) {
-        i += 1;
-        if let Some(script) = a.strip_prefix("--expression=") {
-            scripts.push(script);
-            continue;
-        }
-        match a {
-            "-i" | "--in-place" => in_place = true,
-            "-E" | "-r" | "--regexp-extended" => extended = true,
-            "-e" | "--expression" => {
-                scripts.push(*args.get(i).ok_or("sed: option requires an argument -- 'e'")?);
-                i += 1;
-            }
-            _ if a.starts_with("-i") || a.starts_with("--in-place=") => {
-                return Err(format!(
-                    "sed {a}: a backup suffix is not modelled (a backup left in {MANIFEST_DIR} is itself a static pod)"
-                ))
-            }
-            _ if a.starts_with('-') && a.len() > 1 => return Err(format!("sed {a}: option not modelled by fabsim")),
-            _ => operands.push(a),
-        }
-    }
-    if !in_place {
-        return Err("sed without -i prints the edited text: fabsim runs `sed -i` on the manifests only".into());
-    }
-    if scripts.is_empty() {
-        if operands.is_empty() {
-            return Err("sed: no script given (usage: sed -i 's/OLD/NEW/' FILE)".into());
-        }
-        scripts.push(operands.remove(0));
-    }
-    let mut commands = Vec::new();
-    for (n, s) in scripts.iter().enumerate() {
-        commands.extend(sed::parse(s, n + 1, extended)?);
-    }
-    if operands.is_empty() {
-        return Err("sed: no input files".into());
-    }
+    let sed::InPlace { commands, files } = sed::in_place(args)?;
     let mut out = CommandOutcome::ok("");
-    for path in operands {
+    for path in files {
         let Some(component) = manifest_on(net, dev, path)? else {
             out.output += &format!("sed: can't read {path}: No such file or directory\n");
             out.status = 2;

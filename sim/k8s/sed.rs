@@ -9,6 +9,60 @@
 
 use regex::{Captures, Regex, RegexBuilder};
 
+/// A `sed -i [-E] [-e SCRIPT]… [SCRIPT] FILE…` command line: its commands and the files it
+/// edits in place.
+#[derive(Debug)]
+pub struct InPlace<'a> {
+    pub commands: Vec<Subst>,
+    pub files: Vec<&'a str>,
+}
+
+/// Reads sed's arguments (after `sed`). Only in-place editing is modelled: without `-i` sed
+/// prints the edited text, which no runbook step needs; a backup suffix (`-i.bak`) would leave a
+/// second file in the manifest directory, which the kubelet runs as a pod of its own.
+pub fn in_place<'a>(args: &[&'a str]) -> Result<InPlace<'a>, String> {
+    let (mut in_place, mut extended) = (false, false);
+    let mut scripts = Vec::new();
+    let mut operands = Vec::new();
+    let mut words = args.iter().copied();
+    while let Some(a) = words.next() {
+        if let Some(script) = a.strip_prefix("--expression=") {
+            scripts.push(script);
+            continue;
+        }
+        match a {
+            "-i" | "--in-place" => in_place = true,
+            "-E" | "-r" | "--regexp-extended" => extended = true,
+            "-e" | "--expression" => scripts.push(words.next().ok_or("sed: option requires an argument -- 'e'")?),
+            _ if a.starts_with("-i") || a.starts_with("--in-place=") => {
+                return Err(format!("sed {a}: a backup suffix is not modelled by fabsim"))
+            }
+            _ if a.starts_with('-') && a.len() > 1 => return Err(format!("sed {a}: option not modelled by fabsim")),
+            _ => operands.push(a),
+        }
+    }
+    if !in_place {
+        return Err("sed without -i prints the edited text: fabsim runs `sed -i` only".into());
+    }
+    let mut operands = operands.into_iter();
+    if scripts.is_empty() {
+        scripts.push(
+            operands
+                .next()
+                .ok_or("sed: no script given (usage: sed -i 's/OLD/NEW/' FILE)")?,
+        );
+    }
+    let mut commands = Vec::new();
+    for (n, script) in scripts.iter().enumerate() {
+        commands.extend(parse(script, n + 1, extended)?);
+    }
+    let files: Vec<&str> = operands.collect();
+    if files.is_empty() {
+        return Err("sed: no input files".into());
+    }
+    Ok(InPlace { commands, files })
+}
+
 /// One `s/REGEX/REPLACEMENT/FLAGS` command.
 #[derive(Debug)]
 pub struct Subst {
@@ -243,6 +297,22 @@ mod tests {
         // BRE: a bare `+` is a literal.
         assert_eq!(sed("s/a+/b/", "a+a\n").unwrap(), "ba\n");
         assert_eq!(sed("s/x/1/;s/y/2/", "xy\n").unwrap(), "12\n");
+    }
+
+    #[test]
+    fn command_lines_take_several_expressions_or_the_first_operand_as_the_script() {
+        let two = in_place(&["-i", "-e", "s/a/b/", "--expression=s/b/c/", "F"]).unwrap();
+        assert_eq!((two.commands.len(), two.files), (2, vec!["F"]));
+        let one = in_place(&["-i", "s#x#y#g", "F", "G"]).unwrap();
+        assert_eq!((one.commands.len(), one.files), (1, vec!["F", "G"]));
+        assert_eq!(apply("xx\n", &one.commands), "yy\n");
+        assert!(in_place(&["s/a/b/", "F"])
+            .unwrap_err()
+            .contains("fabsim runs `sed -i` only"));
+        assert!(in_place(&["-i.bak", "s/a/b/", "F"])
+            .unwrap_err()
+            .contains("backup suffix"));
+        assert_eq!(in_place(&["-i", "s/a/b/"]).unwrap_err(), "sed: no input files");
     }
 
     #[test]
