@@ -519,6 +519,33 @@ mod tests {
     }
 
     #[test]
+    fn a_node_mask_flag_added_by_sed_sizes_the_next_podcidr() {
+        let mut c = cluster();
+        c.add_node("n1", DeviceId(0), Ipv4Addr::new(192, 168, 1, 11), true, "v1.28.15", 0);
+        // kubeadm writes no --node-cidr-mask-size; a runbook adds one after --cluster-cidr.
+        edit(
+            &mut c,
+            Component::ControllerManager,
+            r"s#^\( *- \)--cluster-cidr=\(.*\)$#&\n\1--node-cidr-mask-size=26#",
+            0,
+        );
+        let text = c
+            .control_plane
+            .as_ref()
+            .unwrap()
+            .file(DeviceId(0), &format!("{MANIFEST_DIR}kube-controller-manager.yaml"));
+        assert!(text
+            .unwrap()
+            .contains("    - --cluster-cidr=10.66.0.0/16\n    - --node-cidr-mask-size=26\n"));
+        // n1's /24 covers the first four /26 blocks; from the cursor, back at 0, n2 gets the fifth.
+        c.add_node("n2", DeviceId(1), Ipv4Addr::new(192, 168, 1, 12), false, "v1.28.15", 0);
+        assert_eq!(
+            c.node("n2").and_then(|n| n.pod_cidr).unwrap().to_string(),
+            "10.66.1.0/26"
+        );
+    }
+
+    #[test]
     fn a_pod_cidr_outside_the_new_cluster_cidr_crash_loops_the_controller_manager() {
         let mut c = cluster();
         c.add_node("n1", DeviceId(0), Ipv4Addr::new(192, 168, 1, 11), true, "v1.28.15", 0);
