@@ -56,7 +56,8 @@ pub struct Cluster {
     used_pins: Vec<usize>,
     /// Pods each controller has created so far (their name suffixes).
     created: BTreeMap<String, u64>,
-    /// kube-controller-manager's node IPAM over `pod_cidr` (none without a pod network CIDR).
+    /// kube-controller-manager's node IPAM over its `--cluster-cidr` (none when it allocates no
+    /// node CIDRs: `start_node_ipam`).
     pub(super) node_ipam: Option<RangeAllocator>,
     sandboxes: u64,
     /// The DaemonSet rolling update in progress, if any.

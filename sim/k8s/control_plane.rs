@@ -29,7 +29,7 @@ use super::sed;
 use crate::model::{DeviceId, Network};
 
 /// Where kubeadm writes the manifests (kubelet's `staticPodPath`).
-pub const MANIFEST_DIR: &str = "/etc/kubernetes/manifests/";
+const MANIFEST_DIR: &str = "/etc/kubernetes/manifests/";
 
 /// kube-apiserver's default `--service-cluster-ip-range` when the flag is absent
 /// (`kubeoptions.DefaultServiceIPCIDR`).
@@ -360,7 +360,7 @@ pub fn is_manifest_path(path: &str) -> bool {
 
 /// The step's `files:` written on `dev` before its commands: the manifests among them replace
 /// the static pods' files (the others are only read by `-f NAME`).
-pub fn write_files(
+pub fn write_manifests(
     net: &mut Network,
     dev: DeviceId,
     files: &std::collections::BTreeMap<String, String>,

@@ -43,7 +43,7 @@ pub use command::{
     bare_pod, hold_allocations, init_cluster, install_calico, is_change, join_cluster, restart_nodes, run_line,
     start_calico_nodes, CommandOutcome, Context, Follow, InitOptions,
 };
-pub use control_plane::{is_manifest_path, write_files as write_manifests, ControlPlane, MANIFEST_DIR};
+pub use control_plane::{is_manifest_path, write_manifests, ControlPlane};
 pub use names::{netns_name, veth_name};
 pub use observed::{adopt as adopt_observed, Dump, CALICO_KINDS, K8S_KINDS};
 pub use pod_facts::{inject as inject_pod_facts, FactsFor, PodEvent, PodFacts, PodTarget};

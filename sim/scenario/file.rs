@@ -100,7 +100,8 @@ struct RawStep {
     run: Option<Spanned<String>>,
     /// What a `-f -` in `run:` reads (a heredoc or a pipe in the real runbook).
     stdin: Option<Spanned<String>>,
-    /// Files the runbook wrote on `on:` before its commands (`cat << EOF > NAME`), by name.
+    /// Files the runbook wrote on `on:` before its commands (`cat << EOF > NAME`), by name; one
+    /// under `/etc/kubernetes/manifests/` replaces that static pod's manifest.
     #[serde(default)]
     files: OrderedMap<Spanned<String>>,
     /// Devices powered off and on again (`[all]`: every device of the topology).
