@@ -38,6 +38,8 @@ INPUT_BOUNDARY = [
     "sim/k8s/command.rs",
     "sim/k8s/*_cmd.rs",
     "sim/k8s/node_ops.rs",
+    "sim/k8s/sed.rs",
+    "sim/k8s/control_plane.rs",
     "sim/k8s/pod_facts.rs",
     "sim/views/pipe.rs",
     "sim/views/mod.rs",

@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
+use super::control_plane::ControlPlane;
 use super::names;
 use super::node_ipam::RangeAllocator;
 use super::pod_facts::PodFacts;
@@ -22,7 +23,7 @@ const NODE_CIDR_MASK: u8 = 24;
 
 /// The node mask node IPAM cuts `pod_cidr` into: kubeadm's default, or the whole range when
 /// it is smaller than one node's.
-fn node_mask(pod_cidr: Ipv4Net) -> u8 {
+pub(super) fn node_mask(pod_cidr: Ipv4Net) -> u8 {
     NODE_CIDR_MASK.max(pod_cidr.prefix_len())
 }
 
@@ -30,9 +31,11 @@ fn node_mask(pod_cidr: Ipv4Net) -> u8 {
 pub struct Cluster {
     /// Kubernetes version (`kubeadm init` uses the installed kubeadm's).
     pub version: String,
-    /// `--pod-network-cidr` (kubeadm-config `podSubnet`; node IPAM allocates from it).
+    /// `--pod-network-cidr` (kubeadm-config `podSubnet`; node IPAM allocates from it unless
+    /// kube-controller-manager's manifest says otherwise, `node_ipam_settings`).
     pub pod_cidr: Option<Ipv4Net>,
-    /// `--service-cidr` (default 10.96.0.0/12; its first address is the `kubernetes` Service).
+    /// `--service-cidr` (kubeadm-config `serviceSubnet`, default 10.96.0.0/12; its first address
+    /// is the `kubernetes` Service). The apiserver allocates from `service_range()`.
     pub service_cidr: Ipv4Net,
     /// `--control-plane-endpoint` (host:port).
     pub endpoint: String,
@@ -53,8 +56,9 @@ pub struct Cluster {
     used_pins: Vec<usize>,
     /// Pods each controller has created so far (their name suffixes).
     created: BTreeMap<String, u64>,
-    /// kube-controller-manager's node IPAM over `pod_cidr` (none without a pod network CIDR).
-    node_ipam: Option<RangeAllocator>,
+    /// kube-controller-manager's node IPAM over its `--cluster-cidr` (none when it allocates no
+    /// node CIDRs: `start_node_ipam`).
+    pub(super) node_ipam: Option<RangeAllocator>,
     sandboxes: u64,
     /// The DaemonSet rolling update in progress, if any.
     pub rollout: Option<Rollout>,
@@ -67,6 +71,9 @@ pub struct Cluster {
     /// kubelet's `clusterDNS`, which kubeadm writes into the kubelet configuration at init: the
     /// service range's 10th address (where it puts the kube-dns Service).
     pub cluster_dns: Ipv4Addr,
+    /// The static-pod manifests kubeadm wrote and the flags the components run with (none for
+    /// a cluster read from a snapshot: its files were not dumped).
+    pub control_plane: Option<ControlPlane>,
 }
 
 #[derive(Clone, Debug)]
@@ -228,6 +235,7 @@ impl Cluster {
             calico_starts: Vec::new(),
             services: Vec::new(),
             cluster_dns: super::services::indexed_ip(service_cidr, 10),
+            control_plane: None,
         }
     }
 
@@ -488,19 +496,6 @@ impl Cluster {
     pub fn occupy_pod_cidr(&mut self, cidr: Ipv4Net) {
         if let Some(a) = self.node_ipam.as_mut() {
             let _ = a.occupy(cidr);
-        }
-    }
-
-    /// kube-controller-manager's node IPAM as it starts: a bitmap rebuilt from the nodes'
-    /// podCIDRs, the cursor at the range's start (none without a pod network CIDR).
-    pub fn start_node_ipam(&mut self) {
-        if let Some(cidr) = self.pod_cidr {
-            let held: Vec<(&str, Ipv4Net)> = self
-                .nodes
-                .iter()
-                .filter_map(|n| n.pod_cidr.map(|c| (n.name.as_str(), c)))
-                .collect();
-            self.node_ipam = RangeAllocator::started(cidr, node_mask(cidr), &held).ok();
         }
     }
 

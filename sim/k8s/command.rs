@@ -13,6 +13,8 @@ use ipnet::Ipv4Net;
 
 use super::calico_datastore;
 use super::cluster::{Cluster, Owner, Pin, PodSpec, Template};
+use super::control_plane::ControlPlane;
+use super::manifests::KubeadmValues;
 use super::node_ops;
 use super::rollout;
 use super::service_cmd;
@@ -73,6 +75,9 @@ pub fn is_change(line: &str) -> bool {
     if let ["ip", rest @ ..] = w.as_slice() {
         return super::ip_cmd::is_change(rest);
     }
+    if let ["sed", rest @ ..] = w.as_slice() {
+        return rest.iter().any(|a| a.starts_with("-i") || a.starts_with("--in-place"));
+    }
     matches!(
         w.as_slice(),
         ["kubeadm", ..]
@@ -98,6 +103,9 @@ pub struct Context<'a> {
     /// How long a replaced DaemonSet pod takes from creation to its containers running (image
     /// present, init containers done): the scenario's `timing: pod_start`.
     pub pod_start_ms: u64,
+    /// How long the kubelet takes to restart a static pod whose manifest changed, during which
+    /// the component is down: the scenario's `timing: static_pod_restart`.
+    pub static_pod_restart_ms: u64,
 }
 
 impl Context<'_> {
@@ -161,6 +169,7 @@ pub fn run_line(
         "kubectl" => kubectl(net, st, &args, ctx),
         "calicoctl" => calico_datastore::calicoctl(net, &args, ctx),
         "ip" => super::ip_cmd::ip(net, st, dev, &args),
+        "sed" => super::control_plane::sed(net, dev, &args, ctx),
         other => Err(format!("`{other}` is not a command fabsim runs as a change")),
     }
 }
@@ -316,6 +325,15 @@ pub fn init_cluster(
     );
     cluster.pins = pins.to_vec();
     let node = node_name(net, dev);
+    let kubeadm_values = KubeadmValues {
+        version: &kubelet.version,
+        advertise: ip,
+        pod_subnet: opts.pod_cidr,
+        service_subnet: opts.service_cidr,
+    };
+    cluster.control_plane = Some(ControlPlane::kubeadm(dev, &node, &kubeadm_values));
+    // kube-controller-manager starts with the manifest's flags.
+    cluster.start_node_ipam();
     cluster.add_node(&node, dev, ip, true, &kubelet.version, now);
     for component in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
         cluster.create_pod(system_pod(Owner::Static, Some(component), Some(&node), true), now);
@@ -427,10 +445,13 @@ pub fn join_cluster(net: &mut Network, st: &State, dev: DeviceId, now: u64) -> R
 
 fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> Result<CommandOutcome, String> {
     let now = ctx.now;
-    if net.cluster.is_none() {
+    let Some(cluster) = net.cluster.as_deref() else {
         return Ok(CommandOutcome::failed(
             "The connection to the server localhost:8080 was refused - did you specify the right host or port?\n",
         ));
+    };
+    if let Some(refused) = cluster.apiserver_refused(now) {
+        return Ok(CommandOutcome::failed(refused));
     }
     let namespace = flag(args, "-n")
         .or_else(|| flag(args, "--namespace"))

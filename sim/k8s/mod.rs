@@ -16,12 +16,16 @@
 //! - `services` holds Services: ClusterIP allocation (the apiserver's ipallocator), Endpoints
 //!   and kube-proxy's rules on each node;
 //! - `observed` builds a cluster from a snapshot's `kubectl`/`calicoctl` dumps;
-//! - `node_ipam` is kube-controller-manager's range allocator (podCIDRs: bitmap and cursor).
+//! - `node_ipam` is kube-controller-manager's range allocator (podCIDRs: bitmap and cursor);
+//! - `manifests` writes the static-pod manifests of `kubeadm init`, `control_plane` runs the
+//!   components with their flags (edits restart them: `sed -i`, `sed` its `s` command).
 
 mod calico_datastore;
 mod cluster;
 mod command;
+mod control_plane;
 pub(crate) mod ip_cmd;
+mod manifests;
 mod names;
 mod node_ipam;
 mod node_ops;
@@ -29,6 +33,7 @@ mod observed;
 mod pod_facts;
 mod realize;
 mod rollout;
+mod sed;
 mod service_cmd;
 mod services;
 mod taints;
@@ -38,6 +43,7 @@ pub use command::{
     bare_pod, hold_allocations, init_cluster, install_calico, is_change, join_cluster, restart_nodes, run_line,
     start_calico_nodes, CommandOutcome, Context, Follow, InitOptions,
 };
+pub use control_plane::{is_manifest_path, write_manifests, ControlPlane};
 pub use names::{netns_name, veth_name};
 pub use observed::{adopt as adopt_observed, Dump, CALICO_KINDS, K8S_KINDS};
 pub use pod_facts::{inject as inject_pod_facts, FactsFor, PodEvent, PodFacts, PodTarget};

@@ -56,11 +56,18 @@ impl RangeAllocator {
         let mut a = RangeAllocator::new(cluster, node_mask)?;
         for (node, cidr) in pod_cidrs {
             if let Err(e) = a.occupy(*cidr) {
-                a.failed = Some(format!("failed to mark cidr[{cidr}] as occupied for node: {node}: {e}"));
+                a.failed = Some(format!(
+                    "failed to mark cidr[{cidr}] at idx [0] as occupied for node: {node}: {e}"
+                ));
                 break;
             }
         }
         Ok(a)
+    }
+
+    /// Why node IPAM did not start, if it did not.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
     }
 
     /// The next free block from the cursor on.
@@ -76,6 +83,13 @@ impl RangeAllocator {
         self.next_candidate = (free + 1) % n;
         self.used[free] = true;
         Ok(self.block(free))
+    }
+
+    /// `filterOutServiceRange`: a service range that overlaps the cluster CIDR has the blocks it
+    /// touches marked used, so no node gets a podCIDR inside it (a disjoint one changes nothing).
+    pub fn filter_out(&mut self, service: Ipv4Net) {
+        // Err only when the ranges do not overlap: then there is nothing to filter.
+        let _ = self.occupy(service);
     }
 
     /// Marks every block `cidr` touches as used.
@@ -188,7 +202,7 @@ mod tests {
         let mut a = RangeAllocator::started(net("10.212.0.0/16"), 22, &[("node-0", net("10.112.0.0/24"))]).unwrap();
         assert_eq!(
             a.allocate_next().unwrap_err(),
-            "failed to mark cidr[10.112.0.0/24] as occupied for node: node-0: \
+            "failed to mark cidr[10.112.0.0/24] at idx [0] as occupied for node: node-0: \
              cidr 10.112.0.0/24 is out the range of cluster cidr 10.212.0.0/16"
         );
         assert!(RangeAllocator::new(net("10.0.0.0/8"), 25).is_err());

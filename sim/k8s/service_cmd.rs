@@ -207,7 +207,7 @@ fn apply_one(
             Err(AllocError::NotInRange) => {
                 let why = format!(
                     "failed to allocate IP {ip}: provided IP is not in the valid range. The range of valid IPs is {}",
-                    cluster.service_cidr
+                    cluster.service_range()
                 );
                 return Err(invalid(&name, "spec.clusterIPs", ip, &why));
             }

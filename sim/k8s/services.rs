@@ -128,13 +128,13 @@ impl Cluster {
     fn allocated(&self) -> BTreeSet<u64> {
         self.services
             .iter()
-            .filter_map(|s| s.cluster_ip.and_then(|ip| offset_of(self.service_cidr, ip)))
+            .filter_map(|s| s.cluster_ip.and_then(|ip| offset_of(self.service_range(), ip)))
             .collect()
     }
 
     /// `Range.Allocate(ip)`: a requested ClusterIP.
     pub fn check_cluster_ip(&self, ip: Ipv4Addr) -> Result<(), AllocError> {
-        let at = offset_of(self.service_cidr, ip).ok_or(AllocError::NotInRange)?;
+        let at = offset_of(self.service_range(), ip).ok_or(AllocError::NotInRange)?;
         if self.allocated().contains(&at) {
             return Err(AllocError::Allocated);
         }
@@ -144,7 +144,7 @@ impl Cluster {
     /// `Range.AllocateNext()` for Service `namespace/name`: the upper band from a drawn start,
     /// scanning upward with wrap-around, then the lower band the same way.
     pub fn next_cluster_ip(&self, namespace: &str, name: &str) -> Result<Ipv4Addr, AllocError> {
-        let cidr = self.service_cidr;
+        let cidr = self.service_range();
         let (max, offset) = geometry(cidr);
         let used = self.allocated();
         let r = crate::hash::fnv1a(format!("{namespace}/{name}").bytes());
@@ -210,7 +210,7 @@ impl Cluster {
             namespace: "default".into(),
             name: "kubernetes".into(),
             kind: ServiceType::ClusterIP,
-            cluster_ip: Some(indexed_ip(self.service_cidr, 1)),
+            cluster_ip: Some(indexed_ip(self.service_range(), 1)),
             ports: vec![port("https", 443, 6443, L4::Tcp)],
             selector: BTreeMap::new(),
             labels: strings(&[("component", "apiserver"), ("provider", "kubernetes")]),
@@ -240,17 +240,18 @@ impl Cluster {
         });
     }
 
-    /// Services whose ClusterIP lies outside the current service range: the apiserver's repair
+    /// Services whose ClusterIP lies outside the apiserver's service range: the apiserver's repair
     /// loop's `ClusterIPOutOfRange` warnings (k8s-cidr-migrations.md §2.5), one per Service.
     pub fn out_of_range_services(&self) -> Vec<String> {
+        let range = self.service_range();
         self.services
             .iter()
             .filter_map(|s| {
                 let ip = s.cluster_ip?;
-                (!self.service_cidr.contains(&ip)).then(|| {
+                (!range.contains(&ip)).then(|| {
                     format!(
                         "Service {}/{}: Warning ClusterIPOutOfRange: Cluster IP {ip} is not within the service CIDR {}; please recreate service",
-                        s.namespace, s.name, self.service_cidr
+                        s.namespace, s.name, range
                     )
                 })
             })

@@ -33,6 +33,11 @@ struct RawScenario {
     steps: Vec<RawStep>,
 }
 
+/// `timing: static_pod_restart`'s default: no reference gives the time from a manifest edit to
+/// the component serving again (the kubelet notices the file, stops the old container, starts
+/// the new one, which then initialises); FIDELITY.md lists it as unverified.
+const STATIC_POD_RESTART_MS: u64 = 20_000;
+
 /// Durations the references do not fix, set per scenario (FIDELITY.md lists the defaults).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +46,8 @@ struct RawTiming {
     pod_start: Option<Spanned<String>>,
     /// Between two probes of a watched ping (`expect: during:`; default 1s, ping's own).
     ping_interval: Option<Spanned<String>>,
+    /// From a static-pod manifest's change to its component serving again (default 20s).
+    static_pod_restart: Option<Spanned<String>>,
 }
 
 /// Facts the references show but fabsim cannot derive (clarifications.md "Scripted facts").
@@ -93,7 +100,8 @@ struct RawStep {
     run: Option<Spanned<String>>,
     /// What a `-f -` in `run:` reads (a heredoc or a pipe in the real runbook).
     stdin: Option<Spanned<String>>,
-    /// Files the runbook wrote on `on:` before its commands (`cat << EOF > NAME`), by name.
+    /// Files the runbook wrote on `on:` before its commands (`cat << EOF > NAME`), by name; one
+    /// under `/etc/kubernetes/manifests/` replaces that static pod's manifest.
     #[serde(default)]
     files: OrderedMap<Spanned<String>>,
     /// Devices powered off and on again (`[all]`: every device of the topology).
@@ -427,6 +435,7 @@ pub enum FlowCheck {
 pub struct Timing {
     pub pod_start_ms: u64,
     pub ping_interval_ms: u64,
+    pub static_pod_restart_ms: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -570,6 +579,7 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
     let timing = Timing {
         pod_start_ms: duration(&raw.timing.pod_start, 0),
         ping_interval_ms: duration(&raw.timing.ping_interval, 1000),
+        static_pod_restart_ms: duration(&raw.timing.static_pod_restart, STATIC_POD_RESTART_MS),
     };
     if timing.ping_interval_ms == 0 {
         if let Some(i) = &raw.timing.ping_interval {

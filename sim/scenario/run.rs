@@ -396,6 +396,8 @@ struct Session<'a> {
     pins: &'a [Pin],
     /// `timing: pod_start` (the cluster's controllers read it when they replace a pod).
     pod_start_ms: u64,
+    /// `timing: static_pod_restart` (a changed manifest's component is down that long).
+    static_pod_restart_ms: u64,
     stdin: Option<&'a str>,
     files: &'a std::collections::BTreeMap<String, String>,
     base: &'a Path,
@@ -420,17 +422,27 @@ fn run_commands(
     }
     let mut warnings = Vec::new();
     let mut records = Vec::new();
+    let context = |now: u64| k8s::Context {
+        now,
+        pins: session.pins,
+        stdin: session.stdin,
+        files: session.files,
+        base: session.base,
+        pod_start_ms: session.pod_start_ms,
+        static_pod_restart_ms: session.static_pod_restart_ms,
+    };
+    // The step's files are on the host before its commands run: a static-pod manifest among
+    // them is a new manifest for the kubelet.
+    if session.files.keys().any(|f| k8s::is_manifest_path(f)) {
+        let ctx = context(engine.now_ms());
+        engine
+            .reconfigure(|net| k8s::write_manifests(net, dev, session.files, &ctx))
+            .map_err(|e| Diagnostic::error(step_span.clone(), e))?;
+    }
     for (line, span) in lines {
         let (output, status) = if k8s::is_change(line) {
             let st = engine.state().clone();
-            let ctx = k8s::Context {
-                now: engine.now_ms(),
-                pins: session.pins,
-                stdin: session.stdin,
-                files: session.files,
-                base: session.base,
-                pod_start_ms: session.pod_start_ms,
-            };
+            let ctx = context(engine.now_ms());
             let mut outcome = engine.reconfigure(|net| -> Result<k8s::CommandOutcome, InputError> {
                 let outcome =
                     k8s::run_line(net, &st, dev, line, &ctx).map_err(|e| Diagnostic::error(span.clone(), e))?;
@@ -506,6 +518,7 @@ fn apply(
         let session = Session {
             pins: &scn.pinned_pods,
             pod_start_ms: scn.timing.pod_start_ms,
+            static_pod_restart_ms: scn.timing.static_pod_restart_ms,
             stdin: stdin.as_deref(),
             files,
             base: &scn.base,

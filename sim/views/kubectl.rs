@@ -67,6 +67,9 @@ pub(crate) fn kubectl(
                 .into(),
         );
     };
+    if let Some(refused) = cluster.apiserver_refused(st.time_ms) {
+        return Ok(refused);
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let opt = |names: &[&str]| {
         args.iter().enumerate().find_map(|(i, a)| {
@@ -83,6 +86,9 @@ pub(crate) fn kubectl(
     let all_ns = args.iter().any(|a| *a == "-A" || *a == "--all-namespaces");
     let ns = opt(&["-n", "--namespace"]).unwrap_or("default");
     let selector = opt(&["-l", "--selector"]);
+    if let (Some(&"get"), Some(path)) = (args.first(), opt(&["--raw"])) {
+        return raw(path);
+    }
     if args.first() == Some(&"exec") {
         return exec(net, st, cluster, &args[1..], ns, sent);
     }
@@ -131,6 +137,18 @@ pub(crate) fn kubectl(
             "fabsim's kubectl reads get nodes|pods|services|endpoints|events|ippools|blockaffinities, describe node|pod|service, logs [-p] and exec, \
              and changes the cluster with apply|create|run|patch|delete, rollout restart|status and set env",
         )),
+    }
+}
+
+/// `kubectl get --raw PATH`: the apiserver's health endpoints answer `ok` while it runs
+/// (k8s-cidr-migrations.md §2.4's check after the restart). kubectl prints the body as it
+/// comes, without a newline; fabsim ends the line, as every view does.
+fn raw(path: &str) -> Result<String, CommandError> {
+    match path.split('?').next().unwrap_or(path) {
+        "/healthz" | "/livez" | "/readyz" => Ok("ok\n".into()),
+        _ => Err(CommandError::new(format!(
+            "kubectl get --raw {path}: fabsim answers /healthz, /livez and /readyz"
+        ))),
     }
 }
 

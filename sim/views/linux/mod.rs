@@ -88,10 +88,20 @@ fn run_as(
 }
 
 /// `cat FILE` for the files fabsim generates: the BIRD configuration confd renders into the
-/// calico-node container (`/etc/calico/confd/config/`), readable from the node it runs on.
+/// calico-node container (`/etc/calico/confd/config/`), readable from the node it runs on, and
+/// the static-pod manifests on the control-plane node (`/etc/kubernetes/manifests/`).
 fn cat(net: &Network, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
     let mut out = String::new();
     for path in args {
+        let manifest = net
+            .cluster
+            .as_deref()
+            .and_then(|c| c.control_plane.as_ref())
+            .and_then(|cp| cp.file(dev, path));
+        if let Some(text) = manifest {
+            out.push_str(text);
+            continue;
+        }
         let file = path.strip_prefix("/etc/calico/confd/config/");
         let node = net
             .cluster

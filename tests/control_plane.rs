@@ -1,0 +1,202 @@
+//! The control plane's static-pod manifests (tests/data/control-plane.yaml): what kubeadm
+//! writes, `sed -i` edits that restart a component, the flags as the model — kube-apiserver's
+//! service range, kube-controller-manager's node IPAM — and kubeadm-config left behind.
+
+use std::path::Path;
+
+use fabsim::scenario::{self, has_line, Run, StepReport};
+use fabsim::views;
+
+fn run_to(step: &str) -> Run {
+    let opened = scenario::open(Path::new("tests/data/control-plane.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    scenario::run(&opened, Some(step)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn on(run: &Run, device: &str, command: &str) -> String {
+    let net = run.engine.network();
+    let dev = net.device_by_name(device).expect("device");
+    views::run_command(net, run.engine.state(), dev, command).unwrap_or_else(|e| panic!("{}", e.message))
+}
+
+fn step<'a>(run: &'a Run, id: &str) -> &'a StepReport {
+    run.steps.iter().find(|s| s.id == id).expect("step")
+}
+
+fn pod_cidr(run: &Run, node: &str) -> String {
+    let cluster = run.engine.network().cluster.as_deref().expect("cluster");
+    cluster
+        .node(node)
+        .and_then(|n| n.pod_cidr)
+        .map(|c| c.to_string())
+        .unwrap_or_default()
+}
+
+const APISERVER: &str = "/etc/kubernetes/manifests/kube-apiserver.yaml";
+const KCM: &str = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
+
+#[test]
+fn kubeadm_writes_the_manifests_on_the_control_plane_node() {
+    let run = run_to("join-n2");
+    let api = on(&run, "n1", &format!("cat {APISERVER}"));
+    for line in [
+        "    - kube-apiserver",
+        "    - --advertise-address=192.168.1.11",
+        "    - --authorization-mode=Node,RBAC",
+        "    - --etcd-servers=https://127.0.0.1:2379",
+        "    - --secure-port=6443",
+        "    - --service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        "    - --service-cluster-ip-range=10.96.0.0/12",
+        "    image: registry.k8s.io/kube-apiserver:v1.28.15",
+    ] {
+        assert!(api.lines().any(|l| l == line), "{line} in\n{api}");
+    }
+    let kcm = on(&run, "n1", &format!("cat {KCM}"));
+    let flags: Vec<&str> = kcm.lines().filter(|l| l.starts_with("    - --")).collect();
+    assert_eq!(
+        flags,
+        [
+            "    - --allocate-node-cidrs=true",
+            "    - --authentication-kubeconfig=/etc/kubernetes/controller-manager.conf",
+            "    - --authorization-kubeconfig=/etc/kubernetes/controller-manager.conf",
+            "    - --bind-address=127.0.0.1",
+            "    - --client-ca-file=/etc/kubernetes/pki/ca.crt",
+            "    - --cluster-cidr=10.66.0.0/16",
+            "    - --cluster-name=kubernetes",
+            "    - --cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt",
+            "    - --cluster-signing-key-file=/etc/kubernetes/pki/ca.key",
+            "    - --controllers=*,bootstrapsigner,tokencleaner",
+            "    - --kubeconfig=/etc/kubernetes/controller-manager.conf",
+            "    - --leader-elect=true",
+            "    - --requestheader-client-ca-file=/etc/kubernetes/pki/front-proxy-ca.crt",
+            "    - --root-ca-file=/etc/kubernetes/pki/ca.crt",
+            "    - --service-account-private-key-file=/etc/kubernetes/pki/sa.key",
+            "    - --service-cluster-ip-range=10.96.0.0/12",
+            "    - --use-service-account-credentials=true",
+        ]
+    );
+    assert!(on(&run, "n1", "cat /etc/kubernetes/manifests/kube-scheduler.yaml")
+        .contains("    - --kubeconfig=/etc/kubernetes/scheduler.conf\n"));
+    // A worker has no manifests.
+    assert_eq!(
+        on(&run, "n2", &format!("cat {APISERVER}")),
+        format!("cat: {APISERVER}: No such file or directory\n")
+    );
+    assert_eq!(on(&run, "n1", "kubectl get --raw='/healthz'"), "ok\n");
+    let run = run_to("worker-has-none");
+    let sed = &step(&run, "worker-has-none").commands[0];
+    assert_eq!(
+        (sed.status, sed.output.as_str()),
+        (
+            2,
+            "sed: can't read /etc/kubernetes/manifests/kube-apiserver.yaml: No such file or directory\n"
+        )
+    );
+}
+
+#[test]
+fn the_controller_managers_cluster_cidr_edit_gives_the_next_node_its_podcidr() {
+    let run = run_to("join-n3");
+    // Before the edit: n1 and n2 got 10.66.0.0/24 and 10.66.1.0/24 from 10.66.0.0/16. After it,
+    // node IPAM restarted over 10.64.0.0/14 with those two blocks used and the cursor at block
+    // 0: n3 gets 10.64.0.0/24, not 10.66.2.0/24.
+    assert_eq!(pod_cidr(&run, "n1"), "10.66.0.0/24");
+    assert_eq!(pod_cidr(&run, "n2"), "10.66.1.0/24");
+    assert_eq!(pod_cidr(&run, "n3"), "10.64.0.0/24");
+    assert!(on(&run, "n1", &format!("cat {KCM}")).contains("    - --cluster-cidr=10.64.0.0/14\n"));
+    let edit = step(&run, "kcm-cluster-cidr");
+    assert_eq!(edit.commands[0].status, 0);
+    assert_eq!(edit.commands[0].output, "");
+    assert!(
+        edit.findings.iter().any(|f| f.starts_with(
+            "kubeadm-config (kube-system) still has networking.podSubnet 10.66.0.0/16 while kube-controller-manager runs with --cluster-cidr=10.64.0.0/14: kubeadm upgrade and control-plane joins regenerate the manifests from kubeadm-config"
+        )),
+        "{:?}",
+        edit.findings
+    );
+}
+
+#[test]
+fn the_service_range_edit_restarts_the_apiserver_and_moves_allocation() {
+    let run = run_to("kcm-replaced");
+    let edit = step(&run, "service-range");
+    // The apiserver restarts: kubectl typed right after the edit is refused.
+    assert_eq!(
+        edit.commands[1].output,
+        "The connection to the server 192.168.1.11:6443 was refused - did you specify the right host or port?\n"
+    );
+    // The repair loop's warnings for kubeadm's two Services, both outside 10.100.0.0/16; the
+    // kubeadm-config gap; the controller-manager's range left at the old value.
+    for expected in [
+        "Service default/kubernetes: Warning ClusterIPOutOfRange: Cluster IP 10.96.0.1 is not within the service CIDR 10.100.0.0/16; please recreate service",
+        "Service kube-system/kube-dns: Warning ClusterIPOutOfRange: Cluster IP 10.96.0.10 is not within the service CIDR 10.100.0.0/16; please recreate service",
+    ] {
+        assert!(edit.findings.iter().any(|f| f == expected), "{expected} in {:?}", edit.findings);
+    }
+    assert!(edit.findings.iter().any(|f| f.starts_with(
+        "kubeadm-config (kube-system) still has networking.serviceSubnet 10.96.0.0/12 while kube-apiserver runs with --service-cluster-ip-range=10.100.0.0/16"
+    )));
+    assert!(edit.findings.iter().any(|f| f.starts_with(
+        "kube-controller-manager runs with --service-cluster-ip-range=10.96.0.0/12, kube-apiserver with 10.100.0.0/16: only the apiserver allocates ClusterIPs"
+    )));
+    // Once it runs again: healthy, and a new Service gets its ClusterIP from the new range.
+    let created = step(&run, "new-service");
+    assert_eq!(created.commands[0].output, "ok\n");
+    assert_eq!(created.commands[1].output, "service/web created\n");
+    // The upper band of 10.100.0.0/16 (above its first 256 addresses); the old Services stay
+    // where they were.
+    let services = &created.commands[2].output;
+    for line in [
+        "default web ClusterIP 10.100.233.18 <none> 80/TCP 0s",
+        "default kubernetes ClusterIP 10.96.0.1 <none> 443/TCP ...",
+        "kube-system kube-dns ClusterIP 10.96.0.10 <none> 53/UDP,53/TCP,9153/TCP ...",
+    ] {
+        assert!(has_line(services, line), "{line} in\n{services}");
+    }
+    let cluster = run.engine.network().cluster.as_deref().expect("cluster");
+    assert_eq!(
+        cluster.service_cidr.to_string(),
+        "10.96.0.0/12",
+        "kubeadm-config unchanged"
+    );
+}
+
+#[test]
+fn a_flag_that_is_not_a_cidr_crash_loops_the_controller_manager() {
+    let run = run_to("kcm-replaced");
+    let typo = step(&run, "kcm-typo");
+    assert!(
+        has_line(
+            &typo.commands[1].output,
+            "kube-controller-manager-n1 0/1 CrashLoopBackOff 0 ..."
+        ),
+        "{}",
+        typo.commands[1].output
+    );
+    assert!(typo.findings.iter().any(|f| f
+        == "kube-controller-manager-n1: CrashLoopBackOff: error starting controllers: failed to parse cidr value:\"10.64.0.0/144\" with error:invalid CIDR address: 10.64.0.0/144"));
+    // The whole file replaced: its flags parse, but 10.70.0.0/16 holds none of the nodes'
+    // podCIDRs, so the range allocator fails and kube-controller-manager exits at start
+    // (§2.4's gap; range_allocator.go: "This error will keep crashing controller-manager").
+    let replaced = step(&run, "kcm-replaced");
+    assert!(
+        has_line(
+            &replaced.commands[0].output,
+            "kube-controller-manager-n1 0/1 CrashLoopBackOff 0 ..."
+        ),
+        "{}",
+        replaced.commands[0].output
+    );
+    let error = "error starting controllers: failed to mark cidr[10.66.0.0/24] at idx [0] as occupied for node: n1: \
+                 cidr 10.66.0.0/24 is out the range of cluster cidr 10.70.0.0/16";
+    assert!(
+        replaced.findings.iter().any(|f| f.starts_with(&format!(
+            "kube-controller-manager-n1: CrashLoopBackOff: {error}: a Node's podCIDR lies outside --cluster-cidr"
+        ))),
+        "{:?}",
+        replaced.findings
+    );
+    assert_eq!(
+        on(&run, "n1", "kubectl logs kube-controller-manager-n1 -n kube-system"),
+        format!("{error}\n")
+    );
+}
