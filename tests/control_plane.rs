@@ -158,6 +158,29 @@ fn the_service_range_edit_restarts_the_apiserver_and_moves_allocation() {
         "10.96.0.0/12",
         "kubeadm-config unchanged"
     );
+    // What the engineer sees of the gap: kubeadm-config's ClusterConfiguration, printed as
+    // kubectl prints it (a literal block), still has the old ranges.
+    let config = on(&run, "n1", "kubectl -n kube-system get cm kubeadm-config -o yaml");
+    assert!(
+        config.starts_with("apiVersion: v1\ndata:\n  ClusterConfiguration: |\n    apiServer:\n      extraArgs:\n        authorization-mode: Node,RBAC\n"),
+        "{config}"
+    );
+    assert!(
+        config.contains("    networking:\n      dnsDomain: cluster.local\n      podSubnet: 10.66.0.0/16\n      serviceSubnet: 10.96.0.0/12\n    scheduler: {}\nkind: ConfigMap\nmetadata:\n"),
+        "{config}"
+    );
+    assert!(
+        has_line(&on(&run, "n1", "kubectl get cm -A"), "kube-system kubeadm-config 1 ..."),
+        "the table"
+    );
+    let net = run.engine.network();
+    let n1 = net.device_by_name("n1").expect("n1");
+    let missing = views::run_command(net, run.engine.state(), n1, "kubectl get cm kube-proxy -n kube-system")
+        .expect_err("not modelled, so not found");
+    assert_eq!(
+        missing.message,
+        "Error from server (NotFound): configmaps \"kube-proxy\" not found"
+    );
 }
 
 #[test]

@@ -13,7 +13,7 @@
 //! - `calico/ipam.yaml`: `kubectl get blockaffinities,ipamblocks -o yaml` — the IPAM state
 //!   whose history fabsim could not replay (blocks, their allocations and free lists).
 //!
-//! Both tools print through JSON, so keys come in name order (`go_yaml`). Pods are listed in
+//! Both tools print through JSON and yaml.v2 (`go_yaml`, the printer the views use). Pods are listed in
 //! the cluster's creation order, not the API server's name order, so the re-read network
 //! creates their namespaces in the same order.
 
@@ -22,13 +22,17 @@ use serde_json::{json, Map, Value};
 use crate::calico::install::Calico;
 use crate::k8s::{Cluster, Owner, PodPhase, Service, ServicePort, ServiceType};
 use crate::model::L4;
+use crate::views::api_doc::ApiDoc;
 
 /// The dump files of `cluster`: (path, text).
 pub(super) fn dumps(cluster: &Cluster) -> Vec<(String, String)> {
     let mut out = vec![
         ("k8s/cluster.yaml".to_string(), go_yaml(&kubectl_list(cluster))),
         ("k8s/services.yaml".to_string(), go_yaml(&services_list(cluster))),
-        ("k8s/kubeadm-config.yaml".to_string(), go_yaml(&kubeadm_config(cluster))),
+        (
+            "k8s/kubeadm-config.yaml".to_string(),
+            go_yaml(&crate::k8s::kubeadm_config(cluster)),
+        ),
     ];
     if let Some(calico) = &cluster.calico {
         out.push(("calico/resources.yaml".to_string(), go_yaml(&calicoctl_lists(calico))));
@@ -236,36 +240,6 @@ fn services_list(cluster: &Cluster) -> Value {
     list("v1", "List", items)
 }
 
-/// `kubectl -n kube-system get cm kubeadm-config -o yaml`: the ClusterConfiguration `kubeadm
-/// init` stored (v1beta3, as kubeadm v1.22–v1.30 write it; `podSubnet` only when
-/// `--pod-network-cidr` was given).
-fn kubeadm_config(cluster: &Cluster) -> Value {
-    let mut networking = json!({"dnsDomain": "cluster.local", "serviceSubnet": cluster.service_cidr.to_string()});
-    if let Some(c) = cluster.pod_cidr {
-        networking["podSubnet"] = c.to_string().into();
-    }
-    let config = json!({
-        "apiServer": {"extraArgs": {"authorization-mode": "Node,RBAC"}, "timeoutForControlPlane": "4m0s"},
-        "apiVersion": "kubeadm.k8s.io/v1beta3",
-        "certificatesDir": "/etc/kubernetes/pki",
-        "clusterName": "kubernetes",
-        "controllerManager": {},
-        "dns": {},
-        "etcd": {"local": {"dataDir": "/var/lib/etcd"}},
-        "imageRepository": "registry.k8s.io",
-        "kind": "ClusterConfiguration",
-        "kubernetesVersion": cluster.version,
-        "networking": networking,
-        "scheduler": {},
-    });
-    json!({
-        "apiVersion": "v1",
-        "data": {"ClusterConfiguration": go_yaml(&config)},
-        "kind": "ConfigMap",
-        "metadata": {"name": "kubeadm-config", "namespace": "kube-system"},
-    })
-}
-
 fn calicoctl_lists(calico: &Calico) -> Value {
     const V3: &str = "projectcalico.org/v3";
     let ds = &calico.datastore;
@@ -368,108 +342,8 @@ fn ipam_list(calico: &Calico) -> Value {
     list("v1", "List", items)
 }
 
-/// YAML as Go's `yaml.Marshal` writes a JSON-shaped value through ghodss/yaml (kubectl and
-/// calicoctl both do): keys in name order, block style, sequences not indented under their
-/// key, strings double-quoted only where plain YAML would read something else.
+/// YAML as kubectl and calicoctl print an object they hold as JSON (`views::api_doc`: yaml.v2's
+/// key order and quoting, literal blocks for strings with line breaks).
 fn go_yaml(v: &Value) -> String {
-    let mut out = String::new();
-    for l in lines(v) {
-        out.push_str(&l);
-        out.push('\n');
-    }
-    out
-}
-
-fn lines(v: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    match v {
-        Value::Object(m) => {
-            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-            entries.sort_by_key(|(k, _)| k.as_str());
-            for (k, val) in entries {
-                let k = scalar(&Value::String(k.clone()));
-                match val {
-                    // yaml.v2 writes a string with a line break as a literal block.
-                    Value::String(text) if text.contains('\n') => {
-                        out.push(format!("{k}: |{}", if text.ends_with('\n') { "" } else { "-" }));
-                        out.extend(text.lines().map(|l| format!("  {l}")));
-                    }
-                    Value::Object(o) if !o.is_empty() => {
-                        out.push(format!("{k}:"));
-                        out.extend(lines(val).into_iter().map(|l| format!("  {l}")));
-                    }
-                    Value::Array(a) if !a.is_empty() => {
-                        out.push(format!("{k}:"));
-                        out.extend(lines(val));
-                    }
-                    _ => out.push(format!("{k}: {}", scalar(val))),
-                }
-            }
-        }
-        Value::Array(a) => {
-            for item in a {
-                let mut it = match item {
-                    Value::Object(o) if !o.is_empty() => lines(item),
-                    Value::Array(x) if !x.is_empty() => lines(item),
-                    _ => vec![scalar(item)],
-                }
-                .into_iter();
-                out.push(format!("- {}", it.next().unwrap_or_default()));
-                out.extend(it.map(|l| format!("  {l}")));
-            }
-        }
-        _ => out.push(scalar(v)),
-    }
-    out
-}
-
-/// A scalar (or an empty collection) in flow form.
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::Object(_) => "{}".into(),
-        Value::Array(_) => "[]".into(),
-        Value::String(s) => {
-            let special = |c: char| ":#{}[],&*!|>'\"%@`\\".contains(c);
-            let reads_as_other = s.parse::<f64>().is_ok()
-                || ["true", "false", "null", "~", "yes", "no", "on", "off", "y", "n"]
-                    .contains(&s.to_ascii_lowercase().as_str());
-            let needs = s.is_empty()
-                || reads_as_other
-                || s.starts_with(['-', '?', ' '])
-                || s.ends_with(' ')
-                || s.chars().any(|c| special(c) || c.is_control());
-            if needs {
-                Value::String(s.clone()).to_string()
-            } else {
-                s.clone()
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn go_yaml_writes_a_string_with_line_breaks_as_a_literal_block() {
-        // As kubectl prints kubeadm-config's data.ClusterConfiguration.
-        let v = json!({"data": {"ClusterConfiguration": "dns: {}\nnetworking:\n  podSubnet: 10.244.0.0/16\n"}});
-        assert_eq!(
-            go_yaml(&v),
-            "data:\n  ClusterConfiguration: |\n    dns: {}\n    networking:\n      podSubnet: 10.244.0.0/16\n"
-        );
-    }
-
-    #[test]
-    fn go_yaml_sorts_keys_and_leaves_sequences_unindented() {
-        let v = json!({"kind": "List", "apiVersion": "v1", "items": [{"b": "", "a": ["x", "10"]}], "metadata": {}});
-        assert_eq!(
-            go_yaml(&v),
-            "apiVersion: v1\nitems:\n- a:\n  - x\n  - \"10\"\n  b: \"\"\nkind: List\nmetadata: {}\n"
-        );
-    }
+    ApiDoc::from(v).yaml()
 }

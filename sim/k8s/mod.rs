@@ -18,13 +18,15 @@
 //! - `observed` builds a cluster from a snapshot's `kubectl`/`calicoctl` dumps;
 //! - `node_ipam` is kube-controller-manager's range allocator (podCIDRs: bitmap and cursor);
 //! - `manifests` writes the static-pod manifests of `kubeadm init`, `control_plane` runs the
-//!   components with their flags (edits restart them: `sed -i`, `sed` its `s` command).
+//!   components with their flags (edits restart them: `sed -i`, `sed` its `s` command);
+//! - `kubeadm_config` is the kubeadm-config ConfigMap (the ranges `kubeadm init` was given).
 
 mod calico_datastore;
 mod cluster;
 mod command;
 mod control_plane;
 pub(crate) mod ip_cmd;
+mod kubeadm_config;
 mod manifests;
 mod names;
 mod node_ipam;
@@ -44,6 +46,7 @@ pub use command::{
     start_calico_nodes, CommandOutcome, Context, Follow, InitOptions,
 };
 pub use control_plane::{is_manifest_path, write_manifests, ControlPlane};
+pub use kubeadm_config::kubeadm_config;
 pub use names::{netns_name, veth_name};
 pub use observed::{adopt as adopt_observed, Dump, CALICO_KINDS, K8S_KINDS};
 pub use pod_facts::{inject as inject_pod_facts, FactsFor, PodEvent, PodFacts, PodTarget};

@@ -122,6 +122,22 @@ impl ApiDoc {
     }
 }
 
+/// An untyped JSON value (`serde_json`: keys in name order) as the Go tools hold an object they
+/// read back from JSON.
+impl From<&serde_json::Value> for ApiDoc {
+    fn from(v: &serde_json::Value) -> ApiDoc {
+        use serde_json::Value;
+        match v {
+            Value::Null => ApiDoc::Null,
+            Value::Bool(b) => ApiDoc::Bool(*b),
+            Value::Number(n) => n.as_i64().map_or_else(|| ApiDoc::Str(n.to_string()), ApiDoc::Int),
+            Value::String(s) => ApiDoc::Str(s.clone()),
+            Value::Array(items) => ApiDoc::Seq(items.iter().map(ApiDoc::from).collect()),
+            Value::Object(m) => ApiDoc::Map(m.iter().map(|(k, v)| (k.clone(), ApiDoc::from(v))).collect()),
+        }
+    }
+}
+
 /// Builds a map in field order, applying `omitempty` the way `encoding/json` does.
 #[derive(Default)]
 pub(crate) struct Fields(Vec<(String, ApiDoc)>);
@@ -208,12 +224,33 @@ fn write_yaml_map(out: &mut String, fields: &[(String, ApiDoc)], indent: usize) 
                 out.push('\n');
                 write_yaml_seq(out, s, indent);
             }
+            ApiDoc::Str(text) if is_literal_block(text) => write_literal_block(out, text, indent + 2),
             scalar => {
                 out.push(' ');
                 out.push_str(&yaml_scalar(scalar));
                 out.push('\n');
             }
         }
+    }
+}
+
+/// yaml.v2 writes a string with a line break in literal style (`encode.go` `stringv`: kubectl's
+/// `last-applied-configuration`, kubeadm-config's `ClusterConfiguration`) — unless another
+/// control character makes the emitter fall back to a double-quoted scalar.
+fn is_literal_block(s: &str) -> bool {
+    s.contains('\n') && !s.chars().any(|c| c.is_control() && c != '\n')
+}
+
+/// ` |` (` |-` without a final line break) after the key, then the lines at `indent`; an empty
+/// line is written empty.
+fn write_literal_block(out: &mut String, text: &str, indent: usize) {
+    out.push_str(if text.ends_with('\n') { " |\n" } else { " |-\n" });
+    for line in text.lines() {
+        if !line.is_empty() {
+            out.push_str(&" ".repeat(indent));
+            out.push_str(line);
+        }
+        out.push('\n');
     }
 }
 
@@ -466,6 +503,27 @@ mod tests {
         assert_eq!(
             doc.json("  "),
             "{\n  \"kind\": \"X\",\n  \"items\": [],\n  \"sel\": \"a \\u0026\\u0026 b\"\n}\n"
+        );
+    }
+
+    #[test]
+    fn yaml_writes_a_string_with_line_breaks_as_a_literal_block() {
+        // As kubectl prints kubeadm-config's data.ClusterConfiguration.
+        let doc = Fields::new()
+            .put(
+                "data",
+                Fields::new()
+                    .string(
+                        "ClusterConfiguration",
+                        "dns: {}\nnetworking:\n  podSubnet: 10.244.0.0/16\n",
+                    )
+                    .string("note", "a\n\nb")
+                    .done(),
+            )
+            .done();
+        assert_eq!(
+            doc.yaml(),
+            "data:\n  ClusterConfiguration: |\n    dns: {}\n    networking:\n      podSubnet: 10.244.0.0/16\n  note: |-\n    a\n\n    b\n"
         );
     }
 

@@ -128,15 +128,68 @@ pub(crate) fn kubectl(
             (!all_ns).then_some(ns),
             rest.first().copied(),
         )),
+        ["get", "configmaps" | "configmap" | "cm", rest @ ..] => {
+            config_maps(cluster, now, (!all_ns).then_some(ns), rest.first().copied(), output)
+        }
         ["get", "events" | "event" | "ev"] => Ok(get_events(cluster, now, (!all_ns).then_some(ns))),
         ["get", kind, ..] if is_calico_kind(kind, "ippools") => calico_list(cluster, now, "ippools", output),
         ["get", kind, ..] if is_calico_kind(kind, "blockaffinities") => {
             calico_list(cluster, now, "blockaffinities", output)
         }
         _ => Err(CommandError::new(
-            "fabsim's kubectl reads get nodes|pods|services|endpoints|events|ippools|blockaffinities, describe node|pod|service, logs [-p] and exec, \
+            "fabsim's kubectl reads get nodes|pods|services|endpoints|configmaps|events|ippools|blockaffinities, describe node|pod|service, logs [-p] and exec, \
              and changes the cluster with apply|create|run|patch|delete, rollout restart|status and set env",
         )),
+    }
+}
+
+/// `kubectl get configmaps [NAME]`: the one ConfigMap fabsim models, `kube-system/kubeadm-config`
+/// (`k8s::kubeadm_config`), with its creation time (`kubeadm init`'s); another name is the API
+/// server's NotFound, another namespace has none.
+fn config_maps(
+    cluster: &Cluster,
+    now: u64,
+    ns: Option<&str>,
+    name: Option<&str>,
+    output: &str,
+) -> Result<String, CommandError> {
+    let here = ns.is_none_or(|n| n == "kube-system");
+    match name {
+        Some(n) if !here || n != "kubeadm-config" => {
+            return Err(CommandError::new(format!(
+                "Error from server (NotFound): configmaps \"{n}\" not found"
+            )))
+        }
+        None if !here => return Ok(format!("No resources found in {} namespace.\n", ns.unwrap_or_default())),
+        _ => {}
+    }
+    let mut doc = crate::k8s::kubeadm_config(cluster);
+    doc["metadata"]["creationTimestamp"] = rfc3339(cluster.created_ms).into();
+    let object = ApiDoc::from(&doc);
+    let list = || {
+        Fields::new()
+            .put("apiVersion", ApiDoc::str("v1"))
+            .put("items", ApiDoc::Seq(vec![object.clone()]))
+            .put("kind", ApiDoc::str("List"))
+            .put("metadata", Fields::new().put("resourceVersion", ApiDoc::str("")).done())
+            .done()
+    };
+    let printed = if name.is_some() { object.clone() } else { list() };
+    match output {
+        "yaml" => Ok(printed.yaml()),
+        "json" => Ok(printed.sorted().json("    ")),
+        "" | "wide" => {
+            let mut header = vec!["NAME", "DATA", "AGE"];
+            let mut row = vec!["kubeadm-config".to_string(), "1".into(), human_duration(now.saturating_sub(cluster.created_ms))];
+            if ns.is_none() {
+                header.insert(0, "NAMESPACE");
+                row.insert(0, "kube-system".into());
+            }
+            Ok(tabwriter(&[header.into_iter().map(String::from).collect(), row]))
+        }
+        other => Err(CommandError::new(format!(
+            "error: unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,wide,yaml"
+        ))),
     }
 }
 

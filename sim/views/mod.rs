@@ -5,7 +5,7 @@
 //! its CLI or shell would. Every output line ends in `'\n'`; trailing spaces that the real tool
 //! prints (iproute2, tracepath) are kept.
 
-mod api_doc;
+pub(crate) mod api_doc;
 pub mod bird;
 mod calicoctl;
 mod calicoctl_get;
