@@ -205,14 +205,25 @@ fn cluster_dumps_make_the_observed_cluster() {
 
 /// kubeadm's ClusterConfiguration is a YAML document inside a string: a field fabsim does not
 /// know is warned at its line in the dump file, not in the string. Without a Service dump the
-/// Services are kubeadm init's two, and lint says so.
+/// Services are kubeadm init's two, and lint says so, as it does of Endpoints of no Service.
 #[test]
 fn kubeadm_config_is_read_in_the_dump_files_lines_and_missing_services_are_said() {
     let dir = common::scratch("snapshot-kubeadm-config");
     let s = dir.join("s");
     let _ = std::fs::remove_dir_all(&s);
     copy_dir(std::path::Path::new("tests/data/snapshot/cluster"), &s);
-    std::fs::remove_file(s.join("k8s/services.yaml")).expect("services.yaml");
+    // Without the Services, only the kubernetes Endpoints remain: kubeadm init's Service of
+    // that name takes them.
+    let services = std::fs::read_to_string(s.join("k8s/services.yaml")).expect("services.yaml");
+    let endpoints = &services[services
+        .find("- apiVersion: v1\n  kind: Endpoints")
+        .expect("the Endpoints")..];
+    let endpoints = endpoints.replace("name: kubernetes", "name: web-b");
+    std::fs::write(
+        s.join("k8s/services.yaml"),
+        format!("apiVersion: v1\nitems:\n{endpoints}"),
+    )
+    .expect("write");
     let config = std::fs::read_to_string(s.join("k8s/kubeadm-config.yaml")).expect("kubeadm-config");
     let config = config.replace("    dns: {}\n", "    dns: {}\n    dnsCache: on\n");
     std::fs::write(s.join("k8s/kubeadm-config.yaml"), &config).expect("write");
@@ -227,6 +238,10 @@ fn kubeadm_config_is_read_in_the_dump_files_lines_and_missing_services_are_said(
     assert!(
         out.contains("k8s/kubeadm-config.yaml:1 ")
             && out.contains("the k8s/ dumps hold no Service: assuming the two kubeadm init creates (default/kubernetes on 10.96.0.1 to 10.0.1.1:6443, kube-system/kube-dns on 10.96.0.10)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Endpoints default/web-b: the dumps hold no Service of that name; not used"),
         "{out}"
     );
 }

@@ -174,6 +174,7 @@ fn nodes(net: &mut Network, ds: &Datastore, first_file: &str) -> Result<Cluster,
 
 /// The dumped Services, each without a selector forwarding to its dumped Endpoints. With no
 /// Service dumped, the two `kubeadm init` leaves, said in a warning (the snapshot did not).
+/// Endpoints of no Service are warned about, not silently dropped.
 fn services(cluster: &mut Cluster, ds: &Datastore, first_file: &str, warnings: &mut Vec<Diagnostic>) {
     let Some(advertise) = cluster.nodes.first().map(|n| n.internal_ip) else {
         return;
@@ -186,7 +187,6 @@ fn services(cluster: &mut Cluster, ds: &Datastore, first_file: &str, warnings: &
             cluster.cluster_dns
         );
         warnings.push(Diagnostic::warning(Span::new(first_file, 1, 1), msg));
-        return;
     }
     for s in &ds.services {
         let mut s = s.clone();
@@ -204,6 +204,12 @@ fn services(cluster: &mut Cluster, ds: &Datastore, first_file: &str, warnings: &
             }
         }
         cluster.services.push(s);
+    }
+    for (ns, name) in ds.endpoints.keys() {
+        if cluster.service(ns, name).is_none() {
+            let msg = format!("Endpoints {ns}/{name}: the dumps hold no Service of that name; not used");
+            warnings.push(Diagnostic::warning(Span::new(first_file, 1, 1), msg));
+        }
     }
 }
 
