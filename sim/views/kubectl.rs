@@ -255,7 +255,12 @@ fn get_nodes(cluster: &Cluster, now: u64, only: Option<&str>, wide: bool) -> Str
     }
     for n in nodes {
         // printNode: the Ready condition, then `SchedulingDisabled` for a cordoned node.
-        let mut status = if cluster.ready(&n.name) { "Ready" } else { "NotReady" }.to_string();
+        let mut status = if cluster.ready(&n.name, now) {
+            "Ready"
+        } else {
+            "NotReady"
+        }
+        .to_string();
         if n.unschedulable {
             status += ",SchedulingDisabled";
         }
@@ -567,7 +572,7 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
     let Some(n) = cluster.node(name) else {
         return Ok(format!("Error from server (NotFound): nodes \"{name}\" not found\n"));
     };
-    let ready = cluster.ready(name);
+    let ready = cluster.ready(name, now);
     let ready_since = cluster
         .calico
         .as_ref()
@@ -577,7 +582,7 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
     let _ = writeln!(out, "Name:               {name}");
     let _ = writeln!(out, "Roles:              {}", role(n));
     let _ = writeln!(out, "CreationTimestamp:  {}", describe_time(n.joined_ms));
-    let taints = cluster.taints(n);
+    let taints = cluster.taints(n, now);
     match taints.split_first() {
         None => out.push_str("Taints:             <none>\n"),
         Some((first, rest)) => {
