@@ -199,6 +199,36 @@ fn kubeadm_reset_keeps_the_node_object_and_the_cni_state_and_join_works_again() 
 }
 
 #[test]
+fn seed_001_reset_delete_and_join_gives_a_new_pod_cidr() {
+    let run = run_file(SCENARIO, "seed-001-uncordon");
+    // The seed's drain has no --force: the bare pod `after` stops it (the node stays cordoned).
+    let drain = "kubectl drain n2 --ignore-daemonsets --delete-emptydir-data";
+    let (refused, status) = printed(&run, "seed-001-drain", drain);
+    assert_eq!(status, 1);
+    assert_has(&refused, &["error: unable to drain node \"n2\" due to error:cannot delete Pods declare no controller (use --force to override): default/after, continuing command..."]);
+    let (reset, status) = printed(&run, "seed-001-reset", "sudo kubeadm reset");
+    assert_eq!(status, 0);
+    assert_has(
+        &reset,
+        &[
+            "[reset] Are you sure you want to proceed? [y/N]: y",
+            "The reset process does not clean CNI configuration. To do so, you must remove /etc/cni/net.d",
+        ],
+    );
+    // The reset left the Node (cordoned, NotReady by now); deleting it lets node IPAM hand out
+    // the next block of the widened range, after n2's and n3's earlier ones.
+    assert_eq!(printed(&run, "seed-001-delete", "kubectl delete node n2").1, 0);
+    assert_eq!(pod_cidr(&run, "n2"), "10.64.2.0/24");
+    // The new Node was never cordoned.
+    let (uncordon, _) = printed(&run, "seed-001-uncordon", "kubectl uncordon n2");
+    assert_eq!(uncordon, "node/n2 already uncordoned\n");
+    assert_has(
+        &printed(&run, "seed-001-uncordon", "kubectl get nodes").0,
+        &["n2 Ready <none> ..."],
+    );
+}
+
+#[test]
 fn lines_fabsim_does_not_model_are_refused_by_name() {
     let run = run_file(SCENARIO, "rejoin-n3");
     let files = BTreeMap::new();

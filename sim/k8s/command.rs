@@ -1,6 +1,7 @@
 //! The runbook's cluster commands, as an engineer types them on a host: `kubeadm init|join`,
-//! `kubectl apply -f URL|run|delete pod`, and the host preparation kubeadm's preflight checks
-//! (`sysctl -w`, `modprobe`). Each changes the cluster (and, through `realize`, the network);
+//! `kubectl apply -f URL|run|delete pod`, the host preparation kubeadm's preflight checks
+//! (`sysctl -w`, `modprobe`), and the kubelet's life (`kubeadm reset`, `systemctl`, `rm -rf` of
+//! the CNI files: `kubelet`). Each changes the cluster (and, through `realize`, the network);
 //! the text it prints is what the real tool prints for the parts fabsim models.
 //!
 //! A command fabsim does not model is an error naming it, never silently skipped.
