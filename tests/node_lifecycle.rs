@@ -228,20 +228,60 @@ fn seed_001_reset_delete_and_join_gives_a_new_pod_cidr() {
     );
 }
 
-#[test]
-fn lines_fabsim_does_not_model_are_refused_by_name() {
-    let run = run_file(SCENARIO, "rejoin-n3");
-    let files = BTreeMap::new();
-    let ctx = k8s::Context {
+/// The Context a runbook line gets at the end of `run` (the scenario's timings).
+fn context<'a>(run: &Run, files: &'a BTreeMap<String, String>) -> k8s::Context<'a> {
+    k8s::Context {
         now: run.engine.now_ms(),
         pins: &[],
         stdin: None,
-        files: &files,
+        files,
         base: Path::new("."),
         pod_start_ms: 0,
         static_pod_restart_ms: 20_000,
         node_monitor_grace_ms: 40_000,
-    };
+    }
+}
+
+#[test]
+fn a_deleted_nodes_running_kubelet_registers_it_on_restart_and_join_wants_a_reset() {
+    let run = run_file(SCENARIO, "rejoin-n3");
+    let files = BTreeMap::new();
+    let ctx = context(&run, &files);
+    let mut net = run.engine.network().clone();
+    let (n1, n2) = (
+        net.device_by_name("n1").expect("n1"),
+        net.device_by_name("n2").expect("n2"),
+    );
+    let mut line = |dev, text: &str| k8s::run_line(&mut net, run.engine.state(), dev, text, &ctx).expect(text);
+    assert_eq!(line(n1, "kubectl delete node n2").status, 0);
+    // kubelet.conf is still there: kubeadm's preflight refuses, whatever became of the Node.
+    let join = line(
+        n2,
+        "kubeadm join 192.168.1.11:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:00",
+    );
+    assert_eq!(join.status, 1);
+    assert_has(
+        &join.output,
+        &["\t[ERROR FileAvailable--etc-kubernetes-kubelet.conf]: /etc/kubernetes/kubelet.conf already exists (n2)"],
+    );
+    // Restarting the running kubelet registers the Node again, from node IPAM's cursor.
+    assert_eq!(line(n2, "sudo systemctl restart kubelet").status, 0);
+    let cluster = net.cluster.as_deref().expect("cluster");
+    assert_eq!(
+        cluster
+            .node("n2")
+            .and_then(|n| n.pod_cidr)
+            .map(|c| c.to_string())
+            .as_deref(),
+        Some("10.64.2.0/24")
+    );
+}
+
+#[test]
+fn lines_fabsim_does_not_model_are_refused_by_name() {
+    let run = run_file(SCENARIO, "rejoin-n3");
+    let files = BTreeMap::new();
+    let ctx = context(&run, &files);
     let refused = |line: &str| {
         let mut net = run.engine.network().clone();
         let dev = net.device_by_name("n2").expect("n2");

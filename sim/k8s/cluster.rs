@@ -2,7 +2,7 @@
 //! order (kube-controller-manager's node IPAM), pod names (Deployment / DaemonSet / static),
 //! scheduling, and the CNI ADD that gives a started pod its address.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
@@ -77,6 +77,9 @@ pub struct Cluster {
     /// Nodes whose kubelet is not running (`systemctl stop kubelet`, `kubeadm reset`), by node
     /// name: kept apart from `nodes` because a stopped kubelet outlives its Node object.
     pub kubelets_down: BTreeMap<String, KubeletDown>,
+    /// Nodes whose host has `/etc/kubernetes/kubelet.conf` (written when it registered, removed
+    /// by `kubeadm reset`): their kubelet can start, and `kubeadm join` refuses to run there.
+    pub kubelet_confs: BTreeSet<String>,
 }
 
 /// A node whose kubelet stopped: containers keep running, nothing new starts there, and the
@@ -87,9 +90,6 @@ pub struct KubeletDown {
     pub since_ms: u64,
     /// Until when the Node still shows the Ready it last posted (None: it was not Ready).
     pub ready_until_ms: Option<u64>,
-    /// `kubeadm reset` removed `/etc/kubernetes/kubelet.conf`: only `kubeadm join` brings the
-    /// kubelet back.
-    pub reset: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -256,6 +256,7 @@ impl Cluster {
             cluster_dns: super::services::indexed_ip(service_cidr, 10),
             control_plane: None,
             kubelets_down: BTreeMap::new(),
+            kubelet_confs: BTreeSet::new(),
         }
     }
 
@@ -265,7 +266,7 @@ impl Cluster {
 
     /// A node joins: node IPAM gives it the next free podCIDR of `--pod-network-cidr` from its
     /// cursor (`--allocate-node-cidrs` is on when kubeadm has a pod network CIDR); none when the
-    /// range is used up (the node's `CIDRNotAvailable`).
+    /// range is used up (the node's `CIDRNotAvailable`). Its kubelet is configured.
     pub fn add_node(
         &mut self,
         name: &str,
@@ -288,6 +289,7 @@ impl Cluster {
                 String::new(),
             );
         }
+        self.kubelet_confs.insert(name.to_string());
         self.nodes.push(KNode {
             name: name.to_string(),
             device,

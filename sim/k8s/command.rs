@@ -409,14 +409,21 @@ fn kubeadm_join(
 }
 
 /// `dev` joins the cluster (kube-proxy, and calico-node once Calico is installed, start there).
-/// After `kubeadm reset` the host joins again; its Node, if nobody deleted it, is the one the
-/// kubelet registers with (podCIDR kept).
+/// Refused while the host has a kubelet.conf (joined and not reset, even if its Node was
+/// deleted). After `kubeadm reset` the host joins again; its Node, if nobody deleted it, is the
+/// one the kubelet registers with (podCIDR kept).
 pub fn join_cluster(net: &mut Network, st: &State, dev: DeviceId, now: u64) -> Result<CommandOutcome, String> {
     kubelet_of(net, dev)?;
     let node = node_name(net, dev);
     let cluster = net.cluster.as_deref().ok_or("no cluster")?;
-    let was_reset = cluster.kubelets_down.get(&node).is_some_and(|d| d.reset);
-    if was_reset && cluster.node(&node).is_some() && cluster.ready(&node, now) {
+    if cluster.kubelet_confs.contains(&node) {
+        return Ok(CommandOutcome::failed(format!(
+            "[preflight] Running pre-flight checks\n\
+             error execution phase preflight: [preflight] Some fatal errors occurred:\n\
+             \t[ERROR FileAvailable--etc-kubernetes-kubelet.conf]: /etc/kubernetes/kubelet.conf already exists ({node})\n"
+        )));
+    }
+    if cluster.node(&node).is_some() && cluster.ready(&node, now) {
         // kubeadm's kubelet-start phase (phases/join/kubelet.go) refuses a name whose Node
         // still reports Ready: the reset kubelet's last status is younger than the grace period.
         return Ok(CommandOutcome::failed(format!(
@@ -425,13 +432,6 @@ pub fn join_cluster(net: &mut Network, st: &State, dev: DeviceId, now: u64) -> R
              error execution phase kubelet-start: a Node with name \"{node}\" and status \"Ready\" already exists \
              in the cluster. You must delete the existing Node or change the name of this new joining Node\n\
              To see the stack trace of this error execute with --v=5 or higher\n"
-        )));
-    }
-    if !was_reset && cluster.node(&node).is_some() {
-        return Ok(CommandOutcome::failed(format!(
-            "[preflight] Running pre-flight checks\n\
-             error execution phase preflight: [preflight] Some fatal errors occurred:\n\
-             \t[ERROR FileAvailable--etc-kubernetes-kubelet.conf]: /etc/kubernetes/kubelet.conf already exists ({node})\n"
         )));
     }
     if let Some(failed) = preflight(net, dev) {

@@ -43,21 +43,18 @@ pub(super) fn systemctl(
     };
     match *verb {
         "stop" => {
-            stop(cluster, &node, ctx, false);
+            stop(cluster, &node, ctx);
             Ok(CommandOutcome::ok(""))
         }
         "start" | "restart" => {
-            // A restart within the grace period changes nothing the cluster sees.
-            match cluster.kubelets_down.get(&node) {
-                None => Ok(CommandOutcome::ok("")),
-                // Without /etc/kubernetes/kubelet.conf the kubelet exits at start (systemd
-                // keeps restarting it); only `kubeadm join` configures it again.
-                Some(down) if down.reset => Ok(CommandOutcome::ok("")),
-                Some(_) => {
-                    register(net, st, dev, ctx.now)?;
-                    Ok(CommandOutcome::ok(""))
-                }
+            // Without /etc/kubernetes/kubelet.conf (never joined, or reset) the kubelet exits
+            // at start and systemd keeps restarting it; only `kubeadm join` configures it. A
+            // configured kubelet registers: its Node again if it was deleted meanwhile (a
+            // restart of a running one too), else nothing the cluster sees changes.
+            if cluster.kubelet_confs.contains(&node) {
+                register(net, st, dev, ctx.now)?;
             }
+            Ok(CommandOutcome::ok(""))
         }
         _ => Err(format!(
             "systemctl {verb} kubelet: fabsim runs systemctl stop|start|restart kubelet"
@@ -65,17 +62,15 @@ pub(super) fn systemctl(
     }
 }
 
-/// The kubelet on `node` stops at `ctx.now` (again: nothing changes but `reset`).
-fn stop(cluster: &mut Cluster, node: &str, ctx: &Context<'_>, reset: bool) {
+/// The kubelet on `node` stops at `ctx.now` (stopping it again changes nothing).
+fn stop(cluster: &mut Cluster, node: &str, ctx: &Context<'_>) {
     let ready_until = cluster
         .ready(node, ctx.now)
         .then_some(ctx.now + ctx.node_monitor_grace_ms);
-    let down = cluster.kubelets_down.entry(node.to_string()).or_insert(KubeletDown {
+    cluster.kubelets_down.entry(node.to_string()).or_insert(KubeletDown {
         since_ms: ctx.now,
         ready_until_ms: ready_until,
-        reset,
     });
-    down.reset |= reset;
 }
 
 /// The kubelet on `dev` runs and registers its Node: creates it when it is missing (node
@@ -139,11 +134,10 @@ pub(super) fn rm_cni_files(net: &mut Network, dev: DeviceId, args: &[&str]) -> R
         ));
     }
     let node = node_name(net, dev);
-    let allowed = net.cluster.as_deref().is_none_or(|c| {
-        c.kubelets_down
-            .get(&node)
-            .is_some_and(|down| down.reset || c.node(&node).is_none())
-    });
+    let allowed = net
+        .cluster
+        .as_deref()
+        .is_none_or(|c| !c.kubelet_running(&node) && (!c.kubelet_confs.contains(&node) || c.node(&node).is_none()));
     if !allowed {
         return Err(format!(
             "rm {}: fabsim clears the CNI files of a node whose kubelet is stopped and whose Node is deleted \
@@ -206,7 +200,8 @@ pub(super) fn kubeadm_reset(
                 "kubeadm reset on {node}: fabsim resets worker nodes; resetting the control-plane node ends the cluster"
             ));
         }
-        stop(cluster, &node, ctx, true);
+        stop(cluster, &node, ctx);
+        cluster.kubelet_confs.remove(&node);
         cluster.reboot_nodes(std::slice::from_ref(&node));
     }
     out += "[preflight] Running pre-flight checks\n\
