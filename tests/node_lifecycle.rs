@@ -56,7 +56,7 @@ fn a_stopped_kubelet_goes_not_ready_after_the_grace_period_and_its_pods_keep_run
     let (nodes, _) = printed(&run, "stop-kubelet", "kubectl get nodes");
     assert_has(&nodes, &["n2 Ready <none> ..."]);
     let down = &cluster(&run).kubelets_down["n2"];
-    assert_eq!(down.ready_until_ms, Some(down.since_ms + 40_000));
+    assert_eq!((down.stale_from_ms, down.was_ready), (down.since_ms + 40_000, true));
     let (nodes, _) = printed(&run, "not-ready", "kubectl get nodes");
     assert_has(
         &nodes,
@@ -66,9 +66,14 @@ fn a_stopped_kubelet_goes_not_ready_after_the_grace_period_and_its_pods_keep_run
             "n3 Ready <none> ...",
         ],
     );
+    // Its status is stale, not failing: conditions Unknown, the unreachable taint.
     assert_has(
         &out_in(&run, "n1", "kubectl describe node n2"),
-        &["Taints: node.kubernetes.io/not-ready:NoSchedule"],
+        &[
+            "Taints: node.kubernetes.io/unreachable:NoSchedule",
+            "Ready Unknown ... NodeStatusUnknown Kubelet stopped posting node status.",
+            "MemoryPressure Unknown ... NodeStatusUnknown Kubelet stopped posting node status.",
+        ],
     );
     // Containers outlive the kubelet; a pod bound to the node does not start.
     assert_eq!(pod_ip(&run, "p2"), p2);

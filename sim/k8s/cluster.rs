@@ -88,8 +88,11 @@ pub struct Cluster {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KubeletDown {
     pub since_ms: u64,
-    /// Until when the Node still shows the Ready it last posted (None: it was not Ready).
-    pub ready_until_ms: Option<u64>,
+    /// When the lifecycle controller finds its status too old (`since_ms` + the grace period)
+    /// and sets its conditions Unknown.
+    pub stale_from_ms: u64,
+    /// The Node was Ready when the kubelet stopped (it shows so until `stale_from_ms`).
+    pub was_ready: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -314,9 +317,18 @@ impl Cluster {
     /// node-monitor grace period.
     pub fn ready(&self, node: &str, now: u64) -> bool {
         match self.kubelets_down.get(node) {
-            Some(down) => down.ready_until_ms.is_some_and(|until| now < until),
+            Some(down) => down.was_ready && now < down.stale_from_ms,
             None => self.calico.as_ref().is_some_and(|c| c.is_started(node)),
         }
+    }
+
+    /// The stopped kubelet's status is older than the grace period: the Node's conditions are
+    /// Unknown (`NodeStatusUnknown`), since when.
+    pub fn status_unknown_since(&self, node: &str, now: u64) -> Option<u64> {
+        self.kubelets_down
+            .get(node)
+            .map(|d| d.stale_from_ms)
+            .filter(|&t| now >= t)
     }
 
     /// Whether the node's kubelet runs (starts pods bound to it).
@@ -325,7 +337,7 @@ impl Cluster {
     }
 
     /// The node's taints as `kubectl describe node` lists them: `spec.taints`, then the ones
-    /// the node lifecycle controller adds for a cordoned or not-Ready node.
+    /// the node lifecycle controller adds for a cordoned, unreachable or not-Ready node.
     pub fn taints(&self, node: &KNode, now: u64) -> Vec<String> {
         self.node_taints(node, now).iter().map(Taint::to_string).collect()
     }
@@ -335,7 +347,9 @@ impl Cluster {
         if node.unschedulable {
             t.push(Taint::unschedulable());
         }
-        if !self.ready(&node.name, now) {
+        if self.status_unknown_since(&node.name, now).is_some() {
+            t.push(Taint::unreachable());
+        } else if !self.ready(&node.name, now) {
             t.push(Taint::not_ready());
         }
         t

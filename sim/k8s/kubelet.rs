@@ -64,12 +64,11 @@ pub(super) fn systemctl(
 
 /// The kubelet on `node` stops at `ctx.now` (stopping it again changes nothing).
 fn stop(cluster: &mut Cluster, node: &str, ctx: &Context<'_>) {
-    let ready_until = cluster
-        .ready(node, ctx.now)
-        .then_some(ctx.now + ctx.node_monitor_grace_ms);
+    let was_ready = cluster.ready(node, ctx.now);
     cluster.kubelets_down.entry(node.to_string()).or_insert(KubeletDown {
         since_ms: ctx.now,
-        ready_until_ms: ready_until,
+        stale_from_ms: ctx.now + ctx.node_monitor_grace_ms,
+        was_ready,
     });
 }
 

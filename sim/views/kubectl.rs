@@ -618,6 +618,41 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
         .map(String::from)
         .to_vec(),
     ];
+    // A stopped kubelet's Node, past the grace period: every condition Unknown.
+    if let Some(stale) = cluster.status_unknown_since(name, now) {
+        let last = cluster.kubelets_down.get(name).map_or(stale, |d| d.since_ms);
+        for t in ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"] {
+            rows.push(
+                [
+                    t,
+                    "Unknown",
+                    &describe_time(last),
+                    &describe_time(stale),
+                    "NodeStatusUnknown",
+                    "Kubelet stopped posting node status.",
+                ]
+                .map(String::from)
+                .to_vec(),
+            );
+        }
+    } else {
+        condition_rows(&mut rows, ready, hb, since, describe_time(ready_since));
+    }
+    for line in tabwriter(&rows).lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    out.push_str("Addresses:\n");
+    let _ = writeln!(out, "  InternalIP:  {}", n.internal_ip);
+    let _ = writeln!(out, "  Hostname:    {name}");
+    if let Some(c) = n.pod_cidr {
+        let _ = writeln!(out, "PodCIDR:                      {c}");
+        let _ = writeln!(out, "PodCIDRs:                     {c}");
+    }
+    Ok(out)
+}
+
+/// A posting kubelet's conditions: no pressure, and Ready or the CNI's NotReady.
+fn condition_rows(rows: &mut Vec<Vec<String>>, ready: bool, hb: String, since: String, ready_since: String) {
     for (t, reason, msg) in [
         (
             "MemoryPressure",
@@ -649,7 +684,7 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
             "Ready".into(),
             "True".into(),
             hb.clone(),
-            describe_time(ready_since),
+            ready_since,
             "KubeletReady".into(),
             "kubelet is posting ready status".into(),
         ]);
@@ -663,17 +698,6 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
             "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized".into(),
         ]);
     }
-    for line in tabwriter(&rows).lines() {
-        let _ = writeln!(out, "  {line}");
-    }
-    out.push_str("Addresses:\n");
-    let _ = writeln!(out, "  InternalIP:  {}", n.internal_ip);
-    let _ = writeln!(out, "  Hostname:    {name}");
-    if let Some(c) = n.pod_cidr {
-        let _ = writeln!(out, "PodCIDR:                      {c}");
-        let _ = writeln!(out, "PodCIDRs:                     {c}");
-    }
-    Ok(out)
 }
 
 /// `kubectl get ippools|blockaffinities` of the crd.projectcalico.org/v1 objects: the CRD's
