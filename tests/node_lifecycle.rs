@@ -307,6 +307,8 @@ fn lines_fabsim_does_not_model_are_refused_by_name() {
         refused("rm -rf /etc/kubernetes"),
         "rm -rf /etc/kubernetes: fabsim models `rm -rf` of the CNI files (/etc/cni/net.d, /var/lib/cni) only"
     );
+    // Not recursive: rm refuses a directory; fabsim names what it models.
+    assert!(refused("rm /var/lib/cni").starts_with("rm /var/lib/cni: fabsim models `rm -rf` of the CNI files"));
     assert_eq!(
         refused("kubeadm reset --dry-run"),
         "kubeadm reset --dry-run: fabsim models kubeadm reset [-f|--force]"

@@ -3,7 +3,7 @@
 //! step 4, §2.4 step 4).
 //!
 //! A stopped kubelet leaves its containers running but starts nothing; the Node keeps the
-//! Ready it last posted for the node-monitor grace period. When the kubelet starts again and
+//! Ready it last posted for the node-monitor grace period, then its status is Unknown. When the kubelet starts again and
 //! its Node object is gone (`kubectl delete node`), it creates it anew and node IPAM gives it
 //! a podCIDR from kube-controller-manager's current `--cluster-cidr`; a Node that still
 //! exists keeps its podCIDR (immutable). Calico's state for the node (its block affinities)
@@ -116,11 +116,12 @@ const CNI_DIRS: [&str; 2] = ["/etc/cni/net.d", "/var/lib/cni"];
 /// rewrites the configuration when its pod starts again, and Calico's block affinities stay
 /// (`kept_cni_state`). At any other time removing the configuration would take the node's CNI
 /// away under a running calico-node, which fabsim does not model: that is an error saying so.
-pub(super) fn rm_cni_files(net: &mut Network, dev: DeviceId, args: &[&str]) -> Result<CommandOutcome, String> {
+pub(super) fn rm_cni_files(net: &Network, dev: DeviceId, args: &[&str]) -> Result<CommandOutcome, String> {
     let (flags, paths): (Vec<&str>, Vec<&str>) = args.iter().partition(|a| a.starts_with('-'));
-    let recursive = flags
-        .iter()
-        .any(|f| f.starts_with("-r") || f.starts_with("-fr") || *f == "--recursive");
+    let recursive = flags.iter().any(|f| match f.strip_prefix("--") {
+        Some(long) => long == "recursive",
+        None => f.contains(['r', 'R']),
+    });
     let under_cni = |p: &str| {
         let p = p.trim_end_matches('*').trim_end_matches('/');
         CNI_DIRS.iter().any(|d| p == *d || p.starts_with(&format!("{d}/")))
