@@ -41,6 +41,8 @@ fuzz_target!(|data: &[u8]| {
             files: &files,
             base: Path::new("/nonexistent"),
             pod_start_ms: 0,
+            static_pod_restart_ms: 20_000,
+            node_monitor_grace_ms: 40_000,
         };
         if fabsim::k8s::run_line(&mut net, st, *dev, line, &ctx).is_ok() {
             let _ = fabsim::k8s::realize(&mut net);

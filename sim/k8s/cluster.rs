@@ -2,7 +2,7 @@
 //! order (kube-controller-manager's node IPAM), pod names (Deployment / DaemonSet / static),
 //! scheduling, and the CNI ADD that gives a started pod its address.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
@@ -74,6 +74,25 @@ pub struct Cluster {
     /// The static-pod manifests kubeadm wrote and the flags the components run with (none for
     /// a cluster read from a snapshot: its files were not dumped).
     pub control_plane: Option<ControlPlane>,
+    /// Nodes whose kubelet is not running (`systemctl stop kubelet`, `kubeadm reset`), by node
+    /// name: kept apart from `nodes` because a stopped kubelet outlives its Node object.
+    pub kubelets_down: BTreeMap<String, KubeletDown>,
+    /// Nodes whose host has `/etc/kubernetes/kubelet.conf` (written when it registered, removed
+    /// by `kubeadm reset`): their kubelet can start, and `kubeadm join` refuses to run there.
+    pub kubelet_confs: BTreeSet<String>,
+}
+
+/// A node whose kubelet stopped: containers keep running, nothing new starts there, and the
+/// node lifecycle controller marks the Node NotReady once its status is older than
+/// kube-controller-manager's `--node-monitor-grace-period`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KubeletDown {
+    pub since_ms: u64,
+    /// When the lifecycle controller finds its status too old (`since_ms` + the grace period)
+    /// and sets its conditions Unknown.
+    pub stale_from_ms: u64,
+    /// The Node was Ready when the kubelet stopped (it shows so until `stale_from_ms`).
+    pub was_ready: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -93,6 +112,9 @@ pub struct KNode {
     pub taints: Vec<Taint>,
     /// `spec.unschedulable` (`kubectl cordon`).
     pub unschedulable: bool,
+    /// Calico blocks still affine to the node's name when its kubelet registered the Node
+    /// again: calico-ipam keeps handing out their addresses (`Cluster::kept_cni_state`).
+    pub kept_blocks: Vec<ipnet::IpNet>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -236,6 +258,8 @@ impl Cluster {
             services: Vec::new(),
             cluster_dns: super::services::indexed_ip(service_cidr, 10),
             control_plane: None,
+            kubelets_down: BTreeMap::new(),
+            kubelet_confs: BTreeSet::new(),
         }
     }
 
@@ -245,7 +269,7 @@ impl Cluster {
 
     /// A node joins: node IPAM gives it the next free podCIDR of `--pod-network-cidr` from its
     /// cursor (`--allocate-node-cidrs` is on when kubeadm has a pod network CIDR); none when the
-    /// range is used up (the node's `CIDRNotAvailable`).
+    /// range is used up (the node's `CIDRNotAvailable`). Its kubelet is configured.
     pub fn add_node(
         &mut self,
         name: &str,
@@ -268,6 +292,7 @@ impl Cluster {
                 String::new(),
             );
         }
+        self.kubelet_confs.insert(name.to_string());
         self.nodes.push(KNode {
             name: name.to_string(),
             device,
@@ -283,26 +308,48 @@ impl Cluster {
                 Vec::new()
             },
             unschedulable: false,
+            kept_blocks: Vec::new(),
         });
     }
 
-    /// A node is Ready once its CNI is initialised (calico-node has started on it).
-    pub fn ready(&self, node: &str) -> bool {
-        self.calico.as_ref().is_some_and(|c| c.is_started(node))
+    /// A node is Ready at `now` once its CNI is initialised (calico-node has started on it),
+    /// as long as its kubelet runs; a stopped kubelet's Node keeps its last Ready for the
+    /// node-monitor grace period.
+    pub fn ready(&self, node: &str, now: u64) -> bool {
+        match self.kubelets_down.get(node) {
+            Some(down) => down.was_ready && now < down.stale_from_ms,
+            None => self.calico.as_ref().is_some_and(|c| c.is_started(node)),
+        }
+    }
+
+    /// The stopped kubelet's status is older than the grace period: the Node's conditions are
+    /// Unknown (`NodeStatusUnknown`), since when.
+    pub fn status_unknown_since(&self, node: &str, now: u64) -> Option<u64> {
+        self.kubelets_down
+            .get(node)
+            .map(|d| d.stale_from_ms)
+            .filter(|&t| now >= t)
+    }
+
+    /// Whether the node's kubelet runs (starts pods bound to it).
+    pub fn kubelet_running(&self, node: &str) -> bool {
+        !self.kubelets_down.contains_key(node)
     }
 
     /// The node's taints as `kubectl describe node` lists them: `spec.taints`, then the ones
-    /// the node lifecycle controller adds for a cordoned or not-Ready node.
-    pub fn taints(&self, node: &KNode) -> Vec<String> {
-        self.node_taints(node).iter().map(Taint::to_string).collect()
+    /// the node lifecycle controller adds for a cordoned, unreachable or not-Ready node.
+    pub fn taints(&self, node: &KNode, now: u64) -> Vec<String> {
+        self.node_taints(node, now).iter().map(Taint::to_string).collect()
     }
 
-    fn node_taints(&self, node: &KNode) -> Vec<Taint> {
+    fn node_taints(&self, node: &KNode, now: u64) -> Vec<Taint> {
         let mut t = node.taints.clone();
         if node.unschedulable {
             t.push(Taint::unschedulable());
         }
-        if !self.ready(&node.name) {
+        if self.status_unknown_since(&node.name, now).is_some() {
+            t.push(Taint::unreachable());
+        } else if !self.ready(&node.name, now) {
             t.push(Taint::not_ready());
         }
         t
@@ -538,10 +585,10 @@ impl Cluster {
                 continue;
             }
             if self.pods[i].node.is_none() {
-                self.pods[i].node = self.pick_node(i);
+                self.pods[i].node = self.pick_node(i, now);
             }
             let Some(node) = self.pods[i].node.clone() else {
-                let message = self.fit_error(&self.pods[i]);
+                let message = self.fit_error(&self.pods[i], now);
                 let pod = &mut self.pods[i];
                 if pod.failed_scheduling.last().is_none_or(|e| e.message != message) {
                     pod.failed_scheduling.push(SchedulerEvent {
@@ -552,11 +599,15 @@ impl Cluster {
                 pod.waiting = Some(message);
                 continue;
             };
+            if !self.kubelet_running(&node) {
+                // Bound, but no kubelet runs there to start it: Pending with no reason shown.
+                continue;
+            }
             if self.pods[i].host_network {
                 self.start(i, now);
                 continue;
             }
-            if !self.ready(&node) {
+            if !self.ready(&node, now) {
                 self.pods[i].waiting = Some("container runtime network not ready: cni plugin not initialized".into());
                 continue;
             }
@@ -598,14 +649,14 @@ impl Cluster {
     /// (`unfit_reason`), the one with the fewest PreferNoSchedule taints it does not tolerate,
     /// then the fewest pods, ties by join order. (kube-scheduler's scores differ in detail and
     /// it breaks ties at random; a scenario pins placement where it matters.)
-    fn pick_node(&self, i: usize) -> Option<String> {
+    fn pick_node(&self, i: usize, now: u64) -> Option<String> {
         let pod = &self.pods[i];
         if let Some(pinned) = &pod.pinned_node {
-            return self.ready(pinned).then(|| pinned.clone());
+            return self.ready(pinned, now).then(|| pinned.clone());
         }
         self.nodes
             .iter()
-            .filter(|n| self.unfit_reason(pod, n).is_none())
+            .filter(|n| self.unfit_reason(pod, n, now).is_none())
             .min_by_key(|n| {
                 let preferred_against = n
                     .taints
@@ -627,11 +678,11 @@ impl Cluster {
     /// nodeSelector) — and a node's status is the first failure's reason
     /// (`pkg/scheduler/framework/plugins/{nodeunschedulable,tainttoleration,nodeaffinity}`).
     /// None when the pod fits. A not-Ready node fails by its not-ready taint.
-    fn unfit_reason(&self, pod: &Pod, node: &KNode) -> Option<String> {
+    fn unfit_reason(&self, pod: &Pod, node: &KNode, now: u64) -> Option<String> {
         if node.unschedulable && !taints::tolerates(pod, &Taint::unschedulable()) {
             return Some("node(s) were unschedulable".into());
         }
-        let taints = self.node_taints(node);
+        let taints = self.node_taints(node, now);
         let untolerated = taints
             .iter()
             .find(|t| t.effect.blocks_scheduling() && !taints::tolerates(pod, t));
@@ -667,14 +718,14 @@ impl Cluster {
     /// DefaultPreemption's PostFilter message — every rejection here is
     /// UnschedulableAndUnresolvable, so preemption cannot help on any node. With no nodes at
     /// all the scheduler gives up before filtering (`ErrNoNodesAvailable`).
-    pub fn fit_error(&self, pod: &Pod) -> String {
+    pub fn fit_error(&self, pod: &Pod, now: u64) -> String {
         let n = self.nodes.len();
         if n == 0 {
             return "no nodes available to schedule pods".into();
         }
         let mut histogram: BTreeMap<String, usize> = BTreeMap::new();
         for node in &self.nodes {
-            if let Some(reason) = self.unfit_reason(pod, node) {
+            if let Some(reason) = self.unfit_reason(pod, node, now) {
                 *histogram.entry(reason).or_default() += 1;
             }
         }
@@ -790,9 +841,9 @@ mod tests {
         assert_eq!(c.pods[0].failed_scheduling.len(), 1, "the same message is one event");
         let not_ready = "node.kubernetes.io/not-ready:NoSchedule";
         assert_eq!(
-            c.taints(&c.nodes[0]),
+            c.taints(&c.nodes[0], 5),
             ["node-role.kubernetes.io/control-plane:NoSchedule", not_ready]
         );
-        assert_eq!(c.taints(&c.nodes[1]), [not_ready]);
+        assert_eq!(c.taints(&c.nodes[1], 5), [not_ready]);
     }
 }

@@ -1,6 +1,7 @@
 //! The runbook's cluster commands, as an engineer types them on a host: `kubeadm init|join`,
-//! `kubectl apply -f URL|run|delete pod`, and the host preparation kubeadm's preflight checks
-//! (`sysctl -w`, `modprobe`). Each changes the cluster (and, through `realize`, the network);
+//! `kubectl apply -f URL|run|delete pod`, the host preparation kubeadm's preflight checks
+//! (`sysctl -w`, `modprobe`), and the kubelet's life (`kubeadm reset`, `systemctl`, `rm -rf` of
+//! the CNI files: `kubelet`). Each changes the cluster (and, through `realize`, the network);
 //! the text it prints is what the real tool prints for the parts fabsim models.
 //!
 //! A command fabsim does not model is an error naming it, never silently skipped.
@@ -83,6 +84,8 @@ pub fn is_change(line: &str) -> bool {
         ["kubeadm", ..]
             | ["sysctl", "-w", ..]
             | ["modprobe", ..]
+            | ["systemctl", ..]
+            | ["rm", ..]
             | ["kubectl", "apply" | "create" | "run" | "delete" | "patch", ..]
             | ["kubectl", "cordon" | "uncordon" | "drain" | "label" | "taint", ..]
             | ["kubectl", "rollout", "restart" | "status", ..]
@@ -106,6 +109,9 @@ pub struct Context<'a> {
     /// How long the kubelet takes to restart a static pod whose manifest changed, during which
     /// the component is down: the scenario's `timing: static_pod_restart`.
     pub static_pod_restart_ms: u64,
+    /// kube-controller-manager's `--node-monitor-grace-period`: how long a stopped kubelet's
+    /// Node keeps its last Ready: the scenario's `timing: node_monitor_grace`.
+    pub node_monitor_grace_ms: u64,
 }
 
 impl Context<'_> {
@@ -161,11 +167,14 @@ pub fn run_line(
         "kubeadm" => match args.first() {
             Some(&"init") => kubeadm_init(net, st, dev, &args[1..], now, pins),
             Some(&"join") => kubeadm_join(net, st, dev, &args[1..], now),
+            Some(&"reset") => super::kubelet::kubeadm_reset(net, dev, &args[1..], ctx),
             _ => Err(format!(
-                "`kubeadm {}`: fabsim runs kubeadm init and kubeadm join",
+                "`kubeadm {}`: fabsim runs kubeadm init, join and reset",
                 args.join(" ")
             )),
         },
+        "systemctl" => super::kubelet::systemctl(net, st, dev, &args, ctx),
+        "rm" => super::kubelet::rm_cni_files(net, dev, &args),
         "kubectl" => kubectl(net, st, &args, ctx),
         "calicoctl" => calico_datastore::calicoctl(net, &args, ctx),
         "ip" => super::ip_cmd::ip(net, st, dev, &args),
@@ -223,7 +232,7 @@ fn preflight(net: &Network, dev: DeviceId) -> Option<CommandOutcome> {
 }
 
 /// The kubeadm/kubelet a host has, or why `kubeadm` cannot run there.
-fn kubelet_of(net: &Network, dev: DeviceId) -> Result<crate::model::Kubelet, String> {
+pub(super) fn kubelet_of(net: &Network, dev: DeviceId) -> Result<crate::model::Kubelet, String> {
     let d = net.device(dev);
     d.kubelet.clone().ok_or_else(|| {
         format!(
@@ -234,13 +243,13 @@ fn kubelet_of(net: &Network, dev: DeviceId) -> Result<crate::model::Kubelet, Str
 }
 
 /// The node name kubelet registers: the hostname, lower-cased.
-fn node_name(net: &Network, dev: DeviceId) -> String {
+pub(super) fn node_name(net: &Network, dev: DeviceId) -> String {
     let d = net.device(dev);
     d.hostname.as_deref().unwrap_or(&d.name).to_ascii_lowercase()
 }
 
 /// kubelet's InternalIP: the configured one, else the address of the default route's interface.
-fn internal_ip(net: &Network, st: &State, dev: DeviceId) -> Result<Ipv4Addr, String> {
+pub(super) fn internal_ip(net: &Network, st: &State, dev: DeviceId) -> Result<Ipv4Addr, String> {
     let configured = net.device(dev).kubelet.as_ref().and_then(|k| k.node_ip);
     configured
         .or_else(|| probe_source(net, st, dev, Ipv4Addr::new(8, 8, 8, 8)))
@@ -360,7 +369,7 @@ pub fn init_cluster(
 
 /// A kube-system pod of the control plane or an add-on. Everything kubeadm and the Calico
 /// manifest deploy tolerates the control-plane taint.
-fn system_pod(owner: Owner, component: Option<&str>, node: Option<&str>, host_network: bool) -> PodSpec {
+pub(super) fn system_pod(owner: Owner, component: Option<&str>, node: Option<&str>, host_network: bool) -> PodSpec {
     PodSpec {
         namespace: "kube-system".into(),
         owner,
@@ -400,38 +409,35 @@ fn kubeadm_join(
 }
 
 /// `dev` joins the cluster (kube-proxy, and calico-node once Calico is installed, start there).
+/// Refused while the host has a kubelet.conf (joined and not reset, even if its Node was
+/// deleted). After `kubeadm reset` the host joins again; its Node, if nobody deleted it, is the
+/// one the kubelet registers with (podCIDR kept).
 pub fn join_cluster(net: &mut Network, st: &State, dev: DeviceId, now: u64) -> Result<CommandOutcome, String> {
-    let kubelet = kubelet_of(net, dev)?;
+    kubelet_of(net, dev)?;
     let node = node_name(net, dev);
     let cluster = net.cluster.as_deref().ok_or("no cluster")?;
-    if cluster.node(&node).is_some() {
+    if cluster.kubelet_confs.contains(&node) {
         return Ok(CommandOutcome::failed(format!(
             "[preflight] Running pre-flight checks\n\
              error execution phase preflight: [preflight] Some fatal errors occurred:\n\
              \t[ERROR FileAvailable--etc-kubernetes-kubelet.conf]: /etc/kubernetes/kubelet.conf already exists ({node})\n"
         )));
     }
+    if cluster.node(&node).is_some() && cluster.ready(&node, now) {
+        // kubeadm's kubelet-start phase (phases/join/kubelet.go) refuses a name whose Node
+        // still reports Ready: the reset kubelet's last status is younger than the grace period.
+        return Ok(CommandOutcome::failed(format!(
+            "[preflight] Running pre-flight checks\n\
+             [preflight] Reading configuration from the cluster...\n\
+             error execution phase kubelet-start: a Node with name \"{node}\" and status \"Ready\" already exists \
+             in the cluster. You must delete the existing Node or change the name of this new joining Node\n\
+             To see the stack trace of this error execute with --v=5 or higher\n"
+        )));
+    }
     if let Some(failed) = preflight(net, dev) {
         return Ok(failed);
     }
-    let ip = internal_ip(net, st, dev)?;
-    let mut cluster = net.cluster.take().ok_or("no cluster")?;
-    cluster.add_node(&node, dev, ip, false, &kubelet.version, now);
-    cluster.create_pod(
-        system_pod(Owner::DaemonSet("kube-proxy".into()), None, Some(&node), true),
-        now,
-    );
-    if cluster.calico.is_some() {
-        cluster.create_pod(
-            system_pod(Owner::DaemonSet("calico-node".into()), None, Some(&node), true),
-            now,
-        );
-    }
-    net.cluster = Some(cluster);
-    start_calico_nodes(net, st, now)?;
-    if let Some(c) = net.cluster.as_mut() {
-        c.reconcile(now);
-    }
+    super::kubelet::register(net, st, dev, now)?;
     Ok(CommandOutcome::ok(
         "[preflight] Running pre-flight checks\n\
          [preflight] Reading configuration from the cluster...\n\

@@ -7,6 +7,8 @@
 //! - `realize` keeps the network model in line with it: each pod becomes a network namespace
 //!   (a device) joined to its node by a `cali…` veth, each node gets `tunl0` and the BIRD
 //!   configuration confd renders for it;
+//! - `kubelet` runs the kubelet's life on a node (`systemctl stop|start|restart kubelet`,
+//!   `kubeadm reset`) and the Node's registration when it starts;
 //! - `node_ops` runs node maintenance (`kubectl cordon|uncordon|drain|label|taint`, `kubectl
 //!   delete node|pod`), `taints` holds taints and the tolerations fabsim knows;
 //! - `pod_facts` holds what a scenario injects about a pod's containers (readiness, restarts,
@@ -27,6 +29,7 @@ mod command;
 mod control_plane;
 pub(crate) mod ip_cmd;
 mod kubeadm_config;
+mod kubelet;
 mod manifests;
 mod names;
 mod node_ipam;

@@ -563,7 +563,8 @@ fn evict_intolerant(cluster: &mut Cluster, nodes: &[String], now: u64) {
 /// felix's routes go). The node's IPAM blocks and BlockAffinities stay: releasing them is
 /// calico-kube-controllers' garbage collection, which fabsim does not model.
 ///
-/// Not modelled: a kubelet still running on the host re-registers the Node.
+/// A kubelet still running on the host registers the Node again only when it restarts
+/// (`kubelet::register`: it registers once per start).
 fn delete_nodes(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOutcome, String> {
     let p = parse("delete", args, &[])?;
     let (names, extra) = node_names(&p.words);

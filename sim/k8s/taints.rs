@@ -68,6 +68,12 @@ impl Taint {
         Taint::no_schedule("node.kubernetes.io/not-ready")
     }
 
+    /// The node lifecycle controller's taint on a node whose kubelet stopped posting status
+    /// (its Ready condition Unknown).
+    pub fn unreachable() -> Taint {
+        Taint::no_schedule("node.kubernetes.io/unreachable")
+    }
+
     /// The node lifecycle controller's taint on a cordoned node (`spec.unschedulable`).
     pub fn unschedulable() -> Taint {
         Taint::no_schedule("node.kubernetes.io/unschedulable")

@@ -38,6 +38,10 @@ struct RawScenario {
 /// the new one, which then initialises); FIDELITY.md lists it as unverified.
 const STATIC_POD_RESTART_MS: u64 = 20_000;
 
+/// `timing: node_monitor_grace`'s default: kube-controller-manager's `--node-monitor-grace-period`
+/// default in v1.28 (its flag reference; later releases raised it to 50s).
+const NODE_MONITOR_GRACE_MS: u64 = 40_000;
+
 /// Durations the references do not fix, set per scenario (FIDELITY.md lists the defaults).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,6 +52,9 @@ struct RawTiming {
     ping_interval: Option<Spanned<String>>,
     /// From a static-pod manifest's change to its component serving again (default 20s).
     static_pod_restart: Option<Spanned<String>>,
+    /// kube-controller-manager's `--node-monitor-grace-period`: a stopped kubelet's Node goes
+    /// NotReady that long after its last status (default 40s).
+    node_monitor_grace: Option<Spanned<String>>,
 }
 
 /// Facts the references show but fabsim cannot derive (clarifications.md "Scripted facts").
@@ -436,6 +443,7 @@ pub struct Timing {
     pub pod_start_ms: u64,
     pub ping_interval_ms: u64,
     pub static_pod_restart_ms: u64,
+    pub node_monitor_grace_ms: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -580,6 +588,7 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
         pod_start_ms: duration(&raw.timing.pod_start, 0),
         ping_interval_ms: duration(&raw.timing.ping_interval, 1000),
         static_pod_restart_ms: duration(&raw.timing.static_pod_restart, STATIC_POD_RESTART_MS),
+        node_monitor_grace_ms: duration(&raw.timing.node_monitor_grace, NODE_MONITOR_GRACE_MS),
     };
     if timing.ping_interval_ms == 0 {
         if let Some(i) = &raw.timing.ping_interval {

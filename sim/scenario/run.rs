@@ -398,6 +398,8 @@ struct Session<'a> {
     pod_start_ms: u64,
     /// `timing: static_pod_restart` (a changed manifest's component is down that long).
     static_pod_restart_ms: u64,
+    /// `timing: node_monitor_grace` (a stopped kubelet's Node goes NotReady after it).
+    node_monitor_grace_ms: u64,
     stdin: Option<&'a str>,
     files: &'a std::collections::BTreeMap<String, String>,
     base: &'a Path,
@@ -430,6 +432,7 @@ fn run_commands(
         base: session.base,
         pod_start_ms: session.pod_start_ms,
         static_pod_restart_ms: session.static_pod_restart_ms,
+        node_monitor_grace_ms: session.node_monitor_grace_ms,
     };
     // The step's files are on the host before its commands run: a static-pod manifest among
     // them is a new manifest for the kubelet.
@@ -519,6 +522,7 @@ fn apply(
             pins: &scn.pinned_pods,
             pod_start_ms: scn.timing.pod_start_ms,
             static_pod_restart_ms: scn.timing.static_pod_restart_ms,
+            node_monitor_grace_ms: scn.timing.node_monitor_grace_ms,
             stdin: stdin.as_deref(),
             files,
             base: &scn.base,

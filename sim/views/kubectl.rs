@@ -308,7 +308,12 @@ fn get_nodes(cluster: &Cluster, now: u64, only: Option<&str>, wide: bool) -> Str
     }
     for n in nodes {
         // printNode: the Ready condition, then `SchedulingDisabled` for a cordoned node.
-        let mut status = if cluster.ready(&n.name) { "Ready" } else { "NotReady" }.to_string();
+        let mut status = if cluster.ready(&n.name, now) {
+            "Ready"
+        } else {
+            "NotReady"
+        }
+        .to_string();
         if n.unschedulable {
             status += ",SchedulingDisabled";
         }
@@ -620,7 +625,7 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
     let Some(n) = cluster.node(name) else {
         return Ok(format!("Error from server (NotFound): nodes \"{name}\" not found\n"));
     };
-    let ready = cluster.ready(name);
+    let ready = cluster.ready(name, now);
     let ready_since = cluster
         .calico
         .as_ref()
@@ -630,7 +635,7 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
     let _ = writeln!(out, "Name:               {name}");
     let _ = writeln!(out, "Roles:              {}", role(n));
     let _ = writeln!(out, "CreationTimestamp:  {}", describe_time(n.joined_ms));
-    let taints = cluster.taints(n);
+    let taints = cluster.taints(n, now);
     match taints.split_first() {
         None => out.push_str("Taints:             <none>\n"),
         Some((first, rest)) => {
@@ -666,6 +671,41 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
         .map(String::from)
         .to_vec(),
     ];
+    // A stopped kubelet's Node, past the grace period: every condition Unknown.
+    if let Some(stale) = cluster.status_unknown_since(name, now) {
+        let last = cluster.kubelets_down.get(name).map_or(stale, |d| d.since_ms);
+        for t in ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"] {
+            rows.push(
+                [
+                    t,
+                    "Unknown",
+                    &describe_time(last),
+                    &describe_time(stale),
+                    "NodeStatusUnknown",
+                    "Kubelet stopped posting node status.",
+                ]
+                .map(String::from)
+                .to_vec(),
+            );
+        }
+    } else {
+        condition_rows(&mut rows, ready, hb, since, describe_time(ready_since));
+    }
+    for line in tabwriter(&rows).lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    out.push_str("Addresses:\n");
+    let _ = writeln!(out, "  InternalIP:  {}", n.internal_ip);
+    let _ = writeln!(out, "  Hostname:    {name}");
+    if let Some(c) = n.pod_cidr {
+        let _ = writeln!(out, "PodCIDR:                      {c}");
+        let _ = writeln!(out, "PodCIDRs:                     {c}");
+    }
+    Ok(out)
+}
+
+/// A posting kubelet's conditions: no pressure, and Ready or the CNI's NotReady.
+fn condition_rows(rows: &mut Vec<Vec<String>>, ready: bool, hb: String, since: String, ready_since: String) {
     for (t, reason, msg) in [
         (
             "MemoryPressure",
@@ -697,7 +737,7 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
             "Ready".into(),
             "True".into(),
             hb.clone(),
-            describe_time(ready_since),
+            ready_since,
             "KubeletReady".into(),
             "kubelet is posting ready status".into(),
         ]);
@@ -711,17 +751,6 @@ fn describe_node(cluster: &Cluster, now: u64, name: &str) -> Result<String, Comm
             "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized".into(),
         ]);
     }
-    for line in tabwriter(&rows).lines() {
-        let _ = writeln!(out, "  {line}");
-    }
-    out.push_str("Addresses:\n");
-    let _ = writeln!(out, "  InternalIP:  {}", n.internal_ip);
-    let _ = writeln!(out, "  Hostname:    {name}");
-    if let Some(c) = n.pod_cidr {
-        let _ = writeln!(out, "PodCIDR:                      {c}");
-        let _ = writeln!(out, "PodCIDRs:                     {c}");
-    }
-    Ok(out)
 }
 
 /// `kubectl get ippools|blockaffinities` of the crd.projectcalico.org/v1 objects: the CRD's
