@@ -602,6 +602,9 @@ fn run_change(case: &str, lab: &Lab, body: &str) {
 /// neighbour's restart only the one with it: a node whose every session went down and came
 /// back during the step was restarted, and the one restarted first had its sessions back
 /// first (the rollout moves on only when a node is Ready, all of its sessions Established).
+/// A node with a single session cannot tell the two apart: its peer's restart would count as
+/// its own (none in the seed lab, where every node has its leaf and, until s6-mesh-off, the
+/// mesh; after it no step restarts anything).
 fn restarted(a: &Waypoint, b: &Waypoint) -> Vec<DeviceId> {
     let since = |st: &State, i: usize| -> BTreeMap<std::net::Ipv4Addr, (BgpState, u64)> {
         st.devices[i]
