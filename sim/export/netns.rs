@@ -52,6 +52,25 @@ bird_ns() { ( cd "$2" && ip netns exec "$1" bird -c bird.cfg -s "$RUN/$3.ctl" -P
   wait_pid "$RUN/$3.pid" bird; }
 "#;
 
+/// The variables every script of the lab starts with (`LAB`: the directory the script is in).
+fn variables(p: &str) -> String {
+    format!(
+        "set -eu\nPREFIX={p}\nLAB=$(cd \"$(dirname \"$0\")\" && pwd)\nRUN={}\n",
+        run_dir(p)
+    )
+}
+
+/// A script that runs `body` — lines as `up.sh` writes them — on the running lab `prefix`,
+/// with up.sh's variables and functions, so that what it creates is recorded for `down.sh`
+/// too. `tests/differential.rs` moves a running lab from one step's export to the next's
+/// with it. Written into the lab's directory (`$LAB` is the script's own).
+pub fn change_script(prefix: &str, body: &str) -> String {
+    format!(
+        "#!/bin/sh\n# Changes the running lab {prefix} (its up.sh's lines).\n{}{FUNCTIONS}\n{body}",
+        variables(prefix)
+    )
+}
+
 pub(super) fn write(net: &Network, st: &State, opts: &Options, lab: &mut Lab) {
     let p = &opts.prefix;
     let mut up = String::new();
@@ -60,12 +79,10 @@ pub(super) fn write(net: &Network, st: &State, opts: &Options, lab: &mut Lab) {
     for l in &lab.limits {
         let _ = writeln!(up, "# LIMIT: {l}");
     }
-    let _ = writeln!(
-        up,
-        "set -eu\nPREFIX={p}\nLAB=$(cd \"$(dirname \"$0\")\" && pwd)\nRUN={}\n\
-         if [ -e \"$RUN/created\" ]; then echo \"lab $PREFIX is already up (run down.sh)\" >&2; exit 1; fi\n\
-         mkdir -p \"$RUN\"\n: > \"$RUN/created\"",
-        run_dir(p)
+    up.push_str(&variables(p));
+    up.push_str(
+        "if [ -e \"$RUN/created\" ]; then echo \"lab $PREFIX is already up (run down.sh)\" >&2; exit 1; fi\n\
+         mkdir -p \"$RUN\"\n: > \"$RUN/created\"\n",
     );
     up.push_str(FUNCTIONS);
     for l in &lab.limits {

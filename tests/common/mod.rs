@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use fabsim::scenario::{self, has_line, Run};
+use fabsim::scenario::{self, has_line, Opened, Run};
 use fabsim::views;
 
 /// The bundled seed-lab scenario: every stage, the BGP ones on BIRD configurations confd
@@ -14,13 +14,16 @@ pub const SEED_SCENARIOS: [&str; 1] = ["scenarios/seed-lab.yaml"];
 
 /// The seed-lab scenario that has `step`, replayed up to and including it.
 pub fn run_to(step: &str) -> Run {
-    for file in SEED_SCENARIOS {
-        let opened = scenario::open(Path::new(file)).unwrap_or_else(|e| panic!("{e}"));
-        if opened.scenario.as_ref().is_some_and(|s| s.step_index(step).is_some()) {
-            return scenario::run(&opened, Some(step)).unwrap_or_else(|e| panic!("{e}"));
-        }
-    }
-    panic!("no bundled seed-lab scenario has a step {step}");
+    scenario::run(&seed_scenario(step), Some(step)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The bundled seed-lab scenario that has `step`, opened.
+pub fn seed_scenario(step: &str) -> Opened {
+    SEED_SCENARIOS
+        .iter()
+        .map(|file| scenario::open(Path::new(file)).unwrap_or_else(|e| panic!("{e}")))
+        .find(|o| o.scenario.as_ref().is_some_and(|s| s.step_index(step).is_some()))
+        .unwrap_or_else(|| panic!("no bundled seed-lab scenario has a step {step}"))
 }
 
 /// The scenario `file` replayed up to and including `step`.
