@@ -433,9 +433,15 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "runbook-unmodelled-command",
+            files: scenario("  - id: a\n    on: h1\n    run: ethtool -K ens3 tso off\n"),
+            args: &["run", "s.yaml"],
+            message: "s.yaml:5:10: error: `ethtool -K ens3 tso off`: ethtool: command not found (fabsim's Linux shell runs: ip route|addr|link, ping, tracepath, traceroute, birdcl where BIRD runs, vtysh where FRR runs)",
+        },
+        Case {
+            name: "runbook-unmodelled-unit",
             files: scenario("  - id: a\n    on: h1\n    run: systemctl restart networking\n"),
             args: &["run", "s.yaml"],
-            message: "s.yaml:5:10: error: `systemctl restart networking`: systemctl: command not found (fabsim's Linux shell runs: ip route|addr|link, ping, tracepath, traceroute, birdcl where BIRD runs, vtysh where FRR runs)",
+            message: "s.yaml:5:10: error: systemctl restart networking: fabsim models the kubelet unit only (stop, start, restart); the container runtime and the host's network services are not modelled",
         },
         Case {
             name: "runbook-bad-prefix",
