@@ -108,11 +108,11 @@ fn addr_at(cidr: Ipv4Net, offset: u64) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(cidr.network()).wrapping_add(1).wrapping_add(offset as u32))
 }
 
-/// `GetIndexedIP(cidr, n)`: the n-th address of the range (1: `kubernetes`, 10: kubeadm's DNS).
 fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
+/// `GetIndexedIP(cidr, n)`: the n-th address of the range (1: `kubernetes`, 10: kubeadm's DNS).
 pub fn indexed_ip(cidr: Ipv4Net, n: u32) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(cidr.network()).wrapping_add(n))
 }

@@ -14,7 +14,7 @@ use super::clock::{evaluate_during, pass_time, FlowReport, Until, Watch};
 use super::explain::explain_probe;
 use super::fabric::{Fabric, FabricState};
 use super::fault;
-use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step};
+use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step, Timing};
 use super::impact::{peer_changes, PeerChange, ReachDelta, ReachGrid, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
 use super::tap::Tap;
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
@@ -394,12 +394,9 @@ fn run_step(
 /// directory.
 struct Session<'a> {
     pins: &'a [Pin],
-    /// `timing: pod_start` (the cluster's controllers read it when they replace a pod).
-    pod_start_ms: u64,
-    /// `timing: static_pod_restart` (a changed manifest's component is down that long).
-    static_pod_restart_ms: u64,
-    /// `timing: node_monitor_grace` (a stopped kubelet's Node goes NotReady after it).
-    node_monitor_grace_ms: u64,
+    /// The scenario's `timing:` (pod start, static pod restart, node monitor grace), which the
+    /// cluster's controllers read.
+    timing: &'a Timing,
     stdin: Option<&'a str>,
     files: &'a std::collections::BTreeMap<String, String>,
     base: &'a Path,
@@ -430,9 +427,9 @@ fn run_commands(
         stdin: session.stdin,
         files: session.files,
         base: session.base,
-        pod_start_ms: session.pod_start_ms,
-        static_pod_restart_ms: session.static_pod_restart_ms,
-        node_monitor_grace_ms: session.node_monitor_grace_ms,
+        pod_start_ms: session.timing.pod_start_ms,
+        static_pod_restart_ms: session.timing.static_pod_restart_ms,
+        node_monitor_grace_ms: session.timing.node_monitor_grace_ms,
     };
     // The step's files are on the host before its commands run: a static-pod manifest among
     // them is a new manifest for the kubelet.
@@ -520,9 +517,7 @@ fn apply(
     {
         let session = Session {
             pins: &scn.pinned_pods,
-            pod_start_ms: scn.timing.pod_start_ms,
-            static_pod_restart_ms: scn.timing.static_pod_restart_ms,
-            node_monitor_grace_ms: scn.timing.node_monitor_grace_ms,
+            timing: &scn.timing,
             stdin: stdin.as_deref(),
             files,
             base: &scn.base,
