@@ -172,3 +172,35 @@ devices:
     assert_eq!(err.to_string(), want);
     fs::remove_dir_all(&dir).ok();
 }
+
+/// `scope link` on a device route and `scope global` on a gateway route are iproute2's own
+/// defaults, so they add the route; another scope is a warning at its line (fabsim has no such
+/// route), and the lines after it still run.
+#[test]
+fn a_pods_link_scope_gateway_route_is_what_iproute2_makes() {
+    let path = Path::new("tests/data/containerlab/pod-gateway.clab.yml");
+    let loaded = load_topology(path).unwrap_or_else(|e| panic!("{e}"));
+    let pod = loaded.net.device_by_name("pod").expect("pod");
+    let routes: Vec<String> = loaded
+        .net
+        .device(pod)
+        .statics
+        .iter()
+        .filter(|r| r.origin == RouteOrigin::Manual)
+        .map(|r| format!("{} {:?} {:?}", r.prefix, r.via, r.dev))
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            "169.254.1.1/32 None Some(\"eth0\")",
+            "0.0.0.0/0 Some(169.254.1.1) Some(\"eth0\")"
+        ]
+    );
+    let warnings: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(
+        warnings[0].contains("pod-gateway.clab.yml:13:11")
+            && warnings[0].contains("`ip route … scope host`: fabsim does not model this scope here"),
+        "{warnings:#?}"
+    );
+}

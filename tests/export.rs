@@ -354,3 +354,269 @@ fn a_gone_pods_veth_is_deleted_and_built_nowhere() {
         )]
     );
 }
+
+/// A real tool the export checks run when it is installed: `None` (skip, said once) without
+/// it, unless `env` is `required` (CI), which makes a missing tool a failure.
+fn real_tool(name: &str, env: &str) -> Option<String> {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return Some(name.to_string());
+    }
+    assert!(
+        std::env::var(env).as_deref() != Ok("required"),
+        "{env}=required but `{name}` is not installed"
+    );
+    eprintln!("SKIP the {name} checks: `{name}` is not installed (set {env}=required to fail instead)");
+    None
+}
+
+/// The real daemons' own configuration checks: `bird -p` (parse and exit) and FRR's
+/// `vtysh -C` (dry run of the integrated config through vtysh's grammar, no daemon needed).
+/// A configuration already accepted is not checked again: most steps change few files.
+struct RealCheckers {
+    bird: Option<String>,
+    vtysh: Option<String>,
+    accepted: std::cell::RefCell<std::collections::BTreeSet<String>>,
+}
+
+impl RealCheckers {
+    fn find() -> RealCheckers {
+        RealCheckers {
+            bird: real_tool("bird", "FABSIM_BIRD"),
+            vtysh: real_tool("vtysh", "FABSIM_DIFFERENTIAL"),
+            accepted: Default::default(),
+        }
+    }
+
+    /// Whether `files` (a configuration and what it includes) still need a check by `tool`.
+    fn is_new(&self, tool: &str, files: &[&str]) -> bool {
+        self.accepted
+            .borrow_mut()
+            .insert(format!("{tool}\0{}", files.join("\0")))
+    }
+}
+
+/// Runs `program args` in `dir` and fails with its output when it refuses.
+fn accepts(label: &str, dir: &Path, program: &str, args: &[&str]) {
+    let out = Command::new(program).args(args).current_dir(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{label}: `{program} {}` in {} refused it:\n{}{}",
+        args.join(" "),
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The network at one moment exported to every target, each written out and checked by what
+/// would consume it: the netns scripts by `sh -n`, every BIRD configuration the lab starts by
+/// stock BIRD 1.6's parser, every `frr.conf` by FRR's vtysh, the containerlab topology and the
+/// snapshot directory read back by fabsim itself with the same devices.
+fn exports_everywhere(label: &str, net: &fabsim::model::Network, st: &fabsim::engine::State, real: &RealCheckers) {
+    // Tests run in parallel: each export gets a directory of its own.
+    static EXPORTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = EXPORTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = common::scratch(&format!("export-everywhere-{}-{n}", std::process::id()));
+    // Pods' network namespaces are the cluster's to make again when a dump is read back.
+    let pods: std::collections::BTreeSet<fabsim::model::DeviceId> = net
+        .cluster
+        .iter()
+        .flat_map(|c| c.netns.values().map(|n| n.device))
+        .collect();
+    let hosts_and_switches: Vec<&str> = (0..net.devices.len())
+        .map(|i| fabsim::model::DeviceId(i as u32))
+        .filter(|id| !pods.contains(id))
+        .map(|id| net.device(id).name.as_str())
+        .collect();
+    for target in [
+        Target::Frr,
+        Target::Bird,
+        Target::Netns,
+        Target::Containerlab,
+        Target::Snapshot,
+    ] {
+        let lab = export::export(net, st, target, &opts());
+        let out = dir.join(format!("{target:?}"));
+        lab.write(&out)
+            .unwrap_or_else(|e| panic!("{label} {target:?}: cannot write: {e}"));
+        let paths: std::collections::BTreeSet<&Path> = lab.files.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(paths.len(), lab.files.len(), "{label} {target:?}: a path written twice");
+        for p in &paths {
+            assert!(
+                p.is_relative() && !p.components().any(|c| c == std::path::Component::ParentDir),
+                "{label} {target:?}: {} leaves the lab directory",
+                p.display()
+            );
+        }
+        match target {
+            Target::Frr => {
+                let confs: Vec<&Path> = paths.iter().copied().filter(|p| p.ends_with("frr.conf")).collect();
+                let switches = net.devices.iter().filter(|d| d.kind == DeviceKind::Eos).count();
+                assert_eq!(confs.len(), switches, "{label}: one frr.conf per EOS switch");
+                if let Some(vtysh) = &real.vtysh {
+                    for conf in confs {
+                        if real.is_new(vtysh, &[file(&lab, conf.to_str().unwrap())]) {
+                            let conf = out.join(conf);
+                            accepts(label, &out, vtysh, &["-C", "-f", conf.to_str().unwrap()]);
+                        }
+                    }
+                }
+            }
+            Target::Bird => {
+                // Every file of every BIRD the model runs, under its host's directory.
+                for dev in &net.devices {
+                    for (name, _) in dev.bird.iter().flat_map(|b| &b.files) {
+                        let path = format!("{}/{name}", export::file_name(&dev.name));
+                        assert!(paths.contains(Path::new(&path)), "{label}: no {path}");
+                    }
+                }
+            }
+            Target::Netns => {
+                for script in ["up.sh", "down.sh"] {
+                    accepts(label, &out, "sh", &["-n", script]);
+                }
+                if let Some(bird) = &real.bird {
+                    for cfg in paths.iter().filter(|p| p.ends_with("bird.cfg")) {
+                        // bird.cfg with the files beside it that it includes.
+                        let dir = cfg.parent().unwrap();
+                        let texts: Vec<&str> = lab
+                            .files
+                            .iter()
+                            .filter(|f| f.path.parent() == Some(dir))
+                            .map(|f| f.text.as_str())
+                            .collect();
+                        if real.is_new(bird, &texts) {
+                            accepts(label, &out.join(dir), bird, &["-p", "-c", "bird.cfg"]);
+                        }
+                    }
+                }
+            }
+            Target::Containerlab | Target::Snapshot => {
+                let input = if target == Target::Snapshot {
+                    out.clone()
+                } else {
+                    out.join("lab.clab.yml")
+                };
+                let back = scenario::open(&input)
+                    .unwrap_or_else(|e| panic!("{label}: fabsim cannot read its own {target:?} export back:\n{e}"));
+                for name in &hosts_and_switches {
+                    assert!(
+                        back.net.device_by_name(name).is_some(),
+                        "{label}: {name} is missing from the {target:?} export read back"
+                    );
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The bundled scenarios, each exported after every step by a test of its own (they run in
+/// parallel); `every_bundled_scenario_has_its_export_test` keeps the list whole.
+const SCENARIOS: [&str; 3] = [
+    "scenarios/seed-lab-bgp.yaml",
+    "scenarios/seed-lab-no-outage.yaml",
+    "scenarios/seed-lab.yaml",
+];
+
+/// Issue #6: `fabsim export` works for every bundled scenario step — the network after each
+/// step of `file`, as the runbook left it. Returns how many steps were exported.
+fn every_step_exports(file: &str) -> usize {
+    let real = RealCheckers::find();
+    let opened = scenario::open(Path::new(file)).unwrap_or_else(|e| panic!("{e}"));
+    let mut steps = 0;
+    let mut at_step =
+        |step: &scenario::StepReport, engine: &fabsim::engine::Engine, _: Option<&scenario::ReachMatrix>| {
+            exports_everywhere(
+                &format!("{file} after {}", step.id),
+                engine.network(),
+                engine.state(),
+                &real,
+            );
+            steps += 1;
+        };
+    scenario::run_watched(&opened, None, fabsim::engine::DEFAULT_SEED, &mut at_step).unwrap_or_else(|e| panic!("{e}"));
+    steps
+}
+
+#[test]
+fn every_bundled_scenario_has_its_export_test() {
+    let mut files: Vec<String> = std::fs::read_dir("scenarios")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .map(|p| p.display().to_string())
+        .collect();
+    files.sort();
+    assert_eq!(files, SCENARIOS, "a scenario without an export test below");
+}
+
+#[test]
+fn seed_lab_bgp_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[0]) >= 10);
+}
+
+#[test]
+fn seed_lab_no_outage_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[1]) >= 20);
+}
+
+#[test]
+fn seed_lab_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[2]) >= 20);
+}
+
+/// Issue #6: `fabsim export` works for every bundled topology and for generated fabrics in every
+/// underlay, Calico peering mode and encapsulation.
+#[test]
+fn every_bundled_topology_and_generated_fabric_exports_to_every_target() {
+    let real = RealCheckers::find();
+    let mut inputs: Vec<_> = std::fs::read_dir("topologies")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    inputs.sort();
+    inputs.push("topologies/rfc7938/rfc7938.clab.yml".into());
+    for input in &inputs {
+        let opened = scenario::open(input).unwrap_or_else(|e| panic!("{e}"));
+        let run = scenario::run(&opened, None).unwrap_or_else(|e| panic!("{e}"));
+        exports_everywhere(
+            &input.display().to_string(),
+            run.engine.network(),
+            run.engine.state(),
+            &real,
+        );
+    }
+    use fabsim::gen::{CalicoMode, Encap, LeafSpine, Underlay};
+    let dir = common::scratch(&format!("export-generated-{}", std::process::id()));
+    let mut fabrics = 0;
+    for underlay in [Underlay::Ospf, Underlay::Ebgp] {
+        for calico in [CalicoMode::Tor, CalicoMode::Mesh, CalicoMode::Rr] {
+            for encap in [Encap::None, Encap::Ipip, Encap::IpipCrosssubnet, Encap::Vxlan] {
+                let mut plan = LeafSpine::new(2, 4, 2);
+                plan.pods_per_node = 1;
+                plan.underlay = underlay;
+                plan.calico = calico;
+                plan.encap = encap;
+                let label = format!("gen 2x4x2 {underlay:?} {calico:?} {encap:?}");
+                if let Err(why) = plan.check() {
+                    eprintln!("{label}: not a fabric gen makes ({why})");
+                    continue;
+                }
+                let file = dir.join("fabric.yaml");
+                std::fs::write(&file, plan.generate()).unwrap();
+                let opened = scenario::open(&file).unwrap_or_else(|e| panic!("{label}: {e}"));
+                let run = scenario::run(&opened, None).unwrap_or_else(|e| panic!("{label}: {e}"));
+                exports_everywhere(&label, run.engine.network(), run.engine.state(), &real);
+                fabrics += 1;
+            }
+        }
+    }
+    assert!(fabrics >= 20, "only {fabrics} generated fabrics");
+    let _ = std::fs::remove_dir_all(&dir);
+}

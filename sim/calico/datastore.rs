@@ -911,9 +911,12 @@ fn ippool(
         }
     }
     // Overlap is checked on create only (clientv3 `Create`); an update keeps its CIDR anyway.
+    // A dump (`ctx.expected`) creates nothing: it shows pools that exist, and overlapping ones
+    // do exist when one was created through the CRD (`kubectl apply`, seed-lab.md I1).
+    let creating = ctx.expected.is_none();
     for other in existing
         .values()
-        .filter(|o| o.name != name && !existing.contains_key(name))
+        .filter(|o| creating && o.name != name && !existing.contains_key(name))
     {
         if other.cidr.contains(&cidr.network()) || cidr.contains(&other.cidr.network()) {
             let reason = format!(
@@ -1567,6 +1570,23 @@ mod tests {
         let crd = "apiVersion: crd.projectcalico.org/v1\nkind: IPPool\nmetadata: {name: p}\nspec: {cidr: 10.66.0.0/16, ipipMode: always, vxlanMode: Always}\n";
         let (ds, _) = load(crd).expect("crd objects are not validated");
         assert_eq!(ds.ip_pools["p"].ipip_mode, EncapMode::Never);
+    }
+
+    /// calicoctl refuses to create a pool overlapping another; a dump shows pools that exist,
+    /// overlapping ones included (one created through the CRD), and reads as it is.
+    #[test]
+    fn overlapping_pools_are_refused_on_create_and_read_from_a_dump() {
+        let two = "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: old}\nspec: {cidr: 10.66.0.0/16}\n---\n\
+                   apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: new}\nspec: {cidr: 10.66.0.0/16, blockSize: 24}\n";
+        let refused = load(two).expect_err("overlap").to_string();
+        assert!(
+            refused.contains("IPPool(new) CIDR overlaps with IPPool(old) CIDR 10.66.0.0/16"),
+            "{refused}"
+        );
+        let mut ds = Datastore::default();
+        ds.load_yaml_expecting(two, "resources.yaml", Some(&["IPPool"]))
+            .expect("a dump creates nothing");
+        assert_eq!(ds.ip_pools.keys().collect::<Vec<_>>(), ["new", "old"]);
     }
 
     #[test]

@@ -127,6 +127,7 @@ impl RouteSpec {
             onlink: false,
         };
         let mut prefix = None;
+        let mut scope = None;
         let mut it = args.iter();
         while let Some(w) = it.next() {
             let mut value = |what: &str| {
@@ -156,6 +157,7 @@ impl RouteSpec {
                     }
                 },
                 "onlink" => spec.onlink = true,
+                "scope" => scope = Some(value("a scope")?),
                 "blackhole" if prefix.is_none() => spec.blackhole = true,
                 "to" if prefix.is_none() => prefix = Some(value("a prefix")?),
                 p if prefix.is_none() => prefix = Some(p),
@@ -178,6 +180,17 @@ impl RouteSpec {
         };
         if spec.blackhole && (spec.via.is_some() || spec.dev.is_some()) {
             return Err("`ip route … blackhole` takes no gateway or device".into());
+        }
+        // iproute2 gives a route without a gateway scope link and one with a gateway scope
+        // global (`iproute_modify`, `!gw_ok`): saying so changes nothing. Other scopes are
+        // routes fabsim has no form for.
+        match (scope, spec.via) {
+            (None | Some("link"), None) | (None | Some("global" | "universe"), Some(_)) => {}
+            (Some(other), _) => {
+                return Err(format!(
+                    "`ip route … scope {other}`: fabsim does not model this scope here"
+                ))
+            }
         }
         Ok(spec)
     }
