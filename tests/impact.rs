@@ -222,3 +222,46 @@ fn over_the_endpoint_limit_the_matrix_is_skipped_and_said_so() {
     assert!(s["reach"].is_null());
     assert!(strings(&s["findings"]).is_empty(), "{:#}", s["findings"]);
 }
+
+/// k8s-cidr-migrations.md P1-11/P1-12 (check C21): a scenario's `hardcoded:` addresses are
+/// watched. Each is written for what first holds it (a Service, a pod, a host); the step after
+/// which it points at nothing is a finding naming the config and what it was written for, once;
+/// a host that is off still holds its configured address (the outage is the matrix's, not the
+/// config's); an address nothing ever held is a warning at its line.
+#[test]
+fn hard_coded_addresses_are_findings_when_what_they_meant_goes() {
+    let doc = json(&["tests/data/hardcoded.yaml"]);
+    let hard_coded = |id: &str| -> Vec<String> {
+        strings(&step(&doc, id)["findings"])
+            .into_iter()
+            .filter(|f| f.starts_with("hard-coded "))
+            .collect()
+    };
+    for quiet in ["cluster", "join-n2", "calico", "pinned", "n3-down"] {
+        assert_eq!(hard_coded(quiet), Vec::<String>::new(), "{quiet}");
+    }
+    assert_eq!(
+        hard_coded("recreate"),
+        [
+            "hard-coded 10.96.0.100 in prometheus.yml in monitoring/prometheus-config points at nothing now: \
+          no Service, pod or host has it; it was written for Service default/pinned — update the config \
+          (k8s-cidr-migrations.md P1-11/P1-12: find hard-coded addresses before the window)"
+        ]
+    );
+    let gone = hard_coded("web-gone");
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    assert!(
+        gone[0].starts_with("hard-coded 10.66.217.2 in DB_HOST of the client app points at nothing now")
+            && gone[0].contains("it was written for pod default/web"),
+        "{gone:?}"
+    );
+    let warnings = step(&doc, "n3-down")["warnings"].as_array().expect("warnings").clone();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0]["span"]["line"], 8);
+    assert_eq!(warnings[0]["span"]["col"], 5);
+    let message = warnings[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("hard-coded 10.99.99.99 (a forgotten syslog target) never pointed at anything"),
+        "{message}"
+    );
+}

@@ -29,8 +29,20 @@ struct RawScenario {
     pinned: RawPinned,
     #[serde(default)]
     timing: RawTiming,
+    /// Addresses written into workload configuration (`scenario::hardcoded`).
+    #[serde(default)]
+    hardcoded: Vec<Spanned<RawHardcoded>>,
     #[serde(default)]
     steps: Vec<RawStep>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHardcoded {
+    address: Spanned<String>,
+    /// The config that holds it (free text: a file, a ConfigMap, an application).
+    #[serde(rename = "in")]
+    written_in: String,
 }
 
 /// `timing: static_pod_restart`'s default: no reference gives the time from a manifest edit to
@@ -481,6 +493,7 @@ pub struct Scenario {
     pub base: PathBuf,
     pub pinned_pods: Vec<crate::k8s::Pin>,
     pub timing: Timing,
+    pub hardcoded: Vec<super::hardcoded::Hardcoded>,
     pub steps: Vec<Step>,
 }
 
@@ -577,6 +590,20 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
             )),
         }
     }
+    let mut hardcoded = Vec::new();
+    for h in &raw.hardcoded {
+        match h.value.address.value.parse::<Ipv4Addr>() {
+            Ok(address) => hardcoded.push(super::hardcoded::Hardcoded {
+                address,
+                written_in: h.value.written_in.clone(),
+                span: span_of(file, h),
+            }),
+            Err(_) => errors.push(Diagnostic::error(
+                span_of(file, &h.value.address),
+                format!("expected an IPv4 address, found `{}`", h.value.address.value),
+            )),
+        }
+    }
     let mut duration = |d: &Option<Spanned<String>>, default: u64| match d {
         None => default,
         Some(d) => duration_of(file, d).unwrap_or_else(|e| {
@@ -613,6 +640,7 @@ pub fn parse_scenario(text: &str, file: &str, base: &Path) -> Result<Scenario, I
         base: base.to_path_buf(),
         pinned_pods,
         timing,
+        hardcoded,
         steps,
     })
 }

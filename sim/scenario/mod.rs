@@ -8,6 +8,7 @@ mod explain;
 pub mod fabric;
 pub mod fault;
 pub mod file;
+pub mod hardcoded;
 pub mod html;
 mod impact;
 pub mod junit;

@@ -15,6 +15,7 @@ use super::explain::explain_probe;
 use super::fabric::{Fabric, FabricState};
 use super::fault;
 use super::file::{is_scenario, load_scenario, Action, Check, Expectation, Scenario, Step, Timing};
+use super::hardcoded;
 use super::impact::{peer_changes, PeerChange, ReachDelta, ReachGrid, ReachMatrix, DEFAULT_REACH_ENDPOINTS};
 use super::tap::Tap;
 use crate::dataplane::{probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
@@ -226,8 +227,12 @@ fn run_with(
             .scenario
             .as_ref()
             .map(|s| s.reach_limit.unwrap_or(DEFAULT_REACH_ENDPOINTS)),
+        hardcoded: hardcoded::Watch::default(),
     };
     let (reach, dataplane) = seen.observe(engine.network(), engine.state(), &fabric);
+    let declared = opened.scenario.as_ref().map_or(&[][..], |s| &s.hardcoded[..]);
+    seen.hardcoded = hardcoded::Watch::new(declared);
+    seen.hardcoded.check(engine.network(), engine.state());
     let start = StepReport {
         id: "start".into(),
         name: Some("topology boots and converges".into()),
@@ -270,8 +275,11 @@ fn run_with(
         })?,
         None => scn.steps.len().saturating_sub(1),
     };
-    for step in scn.steps.iter().take(last + 1) {
-        let report = run_step(&mut run.engine, step, scn, &mut seen, &run.fabric, &mut run.tap)?;
+    for (i, step) in scn.steps.iter().take(last + 1).enumerate() {
+        let mut report = run_step(&mut run.engine, step, scn, &mut seen, &run.fabric, &mut run.tap)?;
+        if i == last {
+            report.warnings.extend(seen.hardcoded.never_held());
+        }
         after_step(&report, &run.engine, seen.matrix.as_ref());
         run.steps.push(report);
     }
@@ -280,11 +288,13 @@ fn run_with(
 
 /// The reachability matrix the run carries from step to step: the previous one, the
 /// data-plane findings already reported (a loop that persists is reported once, when it
-/// appears), and how many endpoints a matrix may have (None: no matrix at all).
+/// appears), and how many endpoints a matrix may have (None: no matrix at all); and the
+/// hard-coded addresses with what they were written for.
 struct Seen {
     matrix: Option<ReachMatrix>,
     findings: Vec<String>,
     limit: Option<usize>,
+    hardcoded: hardcoded::Watch,
 }
 
 impl Seen {
@@ -360,6 +370,7 @@ fn run_step(
     let peers = peer_changes(net, &before, st);
     let (reach, dataplane) = seen.observe(net, st, fabric);
     findings.extend(dataplane);
+    findings.extend(seen.hardcoded.check(net, st));
     findings.extend(net.cluster.iter().flat_map(|c| c.unschedulable_since(start_ms)));
     let flows = watch.reports();
     for e in &step.during {
