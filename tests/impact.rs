@@ -265,3 +265,41 @@ fn hard_coded_addresses_are_findings_when_what_they_meant_goes() {
         "{message}"
     );
 }
+
+/// Issue #7 item 3: a cluster range that shares addresses with an external network the topology
+/// declares is a finding naming both and what they share. The seed lab's ranges (pool
+/// 10.66.0.0/16, services 10.96.0.0/12) stay clear of its internet (segment 10.0.137.0/24,
+/// 8.8.8.8); a pool over 10.0.128.0/17 or 8.0.0.0/7 would not.
+#[test]
+fn a_cluster_range_over_an_external_network_is_a_finding() {
+    let run = run_to("s1-calico");
+    let net = run.engine.network();
+    let mut cluster = net.cluster.as_deref().expect("cluster").clone();
+    assert_eq!(cluster.external_overlaps(net), Vec::<String>::new());
+    let pools =
+        "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: wide}\nspec: {cidr: 10.0.128.0/17}\n---\n\
+                 apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: eights}\nspec: {cidr: 8.0.0.0/7}\n";
+    let calico = cluster.calico.as_mut().expect("calico");
+    calico.datastore.load_yaml(pools, "pools.yaml").expect("valid pools");
+    let found = cluster.external_overlaps(net);
+    let external = net
+        .devices
+        .iter()
+        .find(|d| d.kind == fabsim::model::DeviceKind::External)
+        .expect("the seed lab's internet");
+    assert_eq!(
+        found,
+        [
+            format!(
+                "IPPool eights 8.0.0.0/7 overlaps external network {} (its destination 8.8.8.8): an address in both \
+                 is ambiguous (k8s-cidr-migrations.md §2.1: ranges conflicting with other systems)",
+                external.name
+            ),
+            format!(
+                "IPPool wide 10.0.128.0/17 overlaps external network {} (its segment 10.0.137.0/24): an address in \
+                 both is ambiguous (k8s-cidr-migrations.md §2.1: ranges conflicting with other systems)",
+                external.name
+            ),
+        ]
+    );
+}

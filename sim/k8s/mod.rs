@@ -27,6 +27,7 @@ mod calico_datastore;
 mod cluster;
 mod command;
 mod control_plane;
+mod external_overlap;
 pub(crate) mod ip_cmd;
 mod kubeadm_config;
 mod kubelet;
