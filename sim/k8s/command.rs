@@ -474,6 +474,9 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
             if let Some(services) = service_cmd::manifests(&text) {
                 return service_cmd::apply(net, verb, services?, &source, namespace, now);
             }
+            if let Some(applied) = super::kube_proxy_config::apply(net, &text, namespace) {
+                return applied;
+            }
             match pod_manifest(&text) {
                 Some(pod) => create_pod_from_manifest(net, pod, now),
                 None => calico_datastore::kubectl_apply(net, file, ctx),
