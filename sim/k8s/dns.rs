@@ -155,6 +155,48 @@ pub fn query(net: &Network, st: &State, dev: DeviceId, server: Ipv4Addr) -> Reac
     }
 }
 
+/// A name looked up by a pod's libc resolver (musl's, as in the busybox and alpine images): a
+/// name with fewer dots than `ndots` is tried with each search domain, then as it is; one with
+/// more, as it is only; each candidate is asked of the first nameserver that answers. `Ok(None)`:
+/// no address (no server answers, or NXDOMAIN/NODATA for every candidate); `Err`: a candidate
+/// outside the cluster domain had to be asked, which CoreDNS forwards upstream (not modelled).
+pub fn resolve(net: &Network, st: &State, dev: DeviceId, name: &str) -> Result<Option<Ipv4Addr>, String> {
+    let cluster = net.cluster.as_deref().ok_or("no cluster")?;
+    let dns = cluster
+        .pod_on_device(dev)
+        .and_then(|p| p.dns.as_ref())
+        .ok_or_else(|| format!("{name}: fabsim resolves names in pods that use the cluster DNS only"))?;
+    let ndots = dns
+        .options
+        .iter()
+        .find_map(|o| o.strip_prefix("ndots:")?.parse::<usize>().ok())
+        .unwrap_or(1);
+    let mut candidates: Vec<String> = Vec::new();
+    if name.matches('.').count() < ndots && !name.ends_with('.') {
+        candidates.extend(dns.searches.iter().map(|s| format!("{name}.{s}")));
+    }
+    candidates.push(name.to_string());
+    let Some(_) = dns
+        .nameservers
+        .iter()
+        .find(|ns| query(net, st, dev, **ns) == Reached::CoreDns)
+    else {
+        return Ok(None);
+    };
+    for c in candidates {
+        match cluster.coredns_answer(&c) {
+            Some(Answer::Addresses(ips)) => return Ok(ips.first().copied()),
+            Some(Answer::NxDomain | Answer::NoData) => {}
+            None => {
+                return Err(format!(
+                    "{c}: CoreDNS forwards names outside the cluster domain upstream, which fabsim does not model"
+                ))
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// The kube-proxy rule on the node of `dev`'s pod for `server`:53/UDP, by Service name.
 fn rule_for(net: &Network, dev: DeviceId, server: Ipv4Addr) -> Option<String> {
     let cluster = net.cluster.as_deref()?;

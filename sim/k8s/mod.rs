@@ -55,7 +55,9 @@ pub use command::{
     start_calico_nodes, CommandOutcome, Context, Follow, InitOptions,
 };
 pub use control_plane::{is_manifest_path, write_manifests, ControlPlane};
-pub use dns::{dns_findings, query as dns_query, Answer as DnsAnswer, PodDns, Reached as DnsReached};
+pub use dns::{
+    dns_findings, query as dns_query, resolve as resolve_name, Answer as DnsAnswer, PodDns, Reached as DnsReached,
+};
 pub use kube_proxy_config::wrong_source_findings;
 pub use kubeadm_config::kubeadm_config;
 pub use kubelet_config::KUBELET_CONFIG_PATH;
