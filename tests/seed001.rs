@@ -271,6 +271,22 @@ fn kube_proxy_cluster_cidr_decides_who_is_masqueraded() {
         on_n2.len() == 1 && on_n2[0].contains(&format!("(default/client-a {a})")),
         "{on_n2:?}"
     );
+    // `fabsim explain --tcp` says what the backend saw.
+    let o = common::fabsim(&[
+        "explain",
+        SCENARIO,
+        "--step",
+        "uncordon-n3",
+        "--tcp",
+        "80",
+        "client-a",
+        &cluster_ip(&run, "default", "web").to_string(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!("; the backend saw source {seen}, masqueraded by kube-proxy")),
+        "{text}"
+    );
     let run = run_until(&opened, Some("kube-proxy"));
     assert_eq!(
         printed(&run, "kube-proxy", "kubectl apply -f kube-proxy.yaml"),
