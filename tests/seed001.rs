@@ -203,6 +203,20 @@ fn kubelet_cluster_dns_follows_sed_and_restart() {
         &step(&run, "cluster-dns-n2").findings.join("\n"),
         &["/var/lib/kubelet/config.yaml on n2 says clusterDNS [10.100.0.10] but the kubelet still runs with [10.96.0.10]: ..."],
     );
+    // A clusterDNS that is no address: the restarted kubelet exits, as after `systemctl stop`.
+    let mut typo = scenario::open(Path::new(SCENARIO)).unwrap_or_else(|e| panic!("{e}"));
+    let sc = typo.scenario.as_mut().expect("a scenario");
+    for s in sc.steps.iter_mut().filter(|s| s.id == "cluster-dns-n2") {
+        if let Action::Run { lines, .. } = &mut s.action {
+            for (l, _) in lines.iter_mut() {
+                *l = l.replace("- 10.100.0.10/", "- 10.100.0.300/");
+            }
+        }
+    }
+    let run = run_until(&typo, Some("cluster-dns-n2"));
+    let c = run.engine.network().cluster.as_ref().expect("a cluster");
+    assert!(!c.kubelet_running("n2"));
+    assert!(c.kubelet_running("n3"));
 }
 
 #[test]
