@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use super::cluster::{Cluster, Owner, Pod, PodPhase};
-use crate::dataplane::{probe, IcmpError, ProbeKind, ProbeOutcome};
+use crate::dataplane::{error_text, probe, IcmpError, ProbeKind, ProbeOutcome};
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
 
@@ -151,7 +151,7 @@ pub fn query(net: &Network, st: &State, dev: DeviceId, server: Ipv4Addr) -> Reac
         (ProbeOutcome::Reply { .. }, None) => Reached::Lost(format!("{server} runs no DNS server")),
         (ProbeOutcome::Lost { reason }, _) => Reached::Lost(reason.clone()),
         (ProbeOutcome::LocalNoRoute, _) => Reached::Lost(format!("no route to {server}")),
-        (ProbeOutcome::Error { from, error, .. }, _) => Reached::Lost(format!("{from} answered {error:?}")),
+        (ProbeOutcome::Error { from, error, .. }, _) => Reached::Lost(format!("{from}: {}", error_text(error))),
     }
 }
 
