@@ -356,6 +356,18 @@ fn variant_forgetting_the_calico_pool_leaves_pods_container_creating() {
         pod.waiting.as_deref(),
         Some("failed to setup network for sandbox: no configured Calico pools for node n2")
     );
+    // The first pods to start after the pool change are the CoreDNS pod drain-n2 moves: stuck
+    // too, on a node that never left. Each is a finding when it gets stuck.
+    let first = run
+        .steps
+        .iter()
+        .find(|s| s.findings.iter().any(|f| f.contains("is stuck ContainerCreating")))
+        .map(|s| s.id.as_str());
+    assert_eq!(first, Some("drain-n2"));
+    assert_has(
+        &step(&run, "uncordon-n2").findings.join("\n"),
+        &["pod default/client-a on n2 is stuck ContainerCreating: failed to setup network for sandbox: no configured Calico pools for node n2"],
+    );
     assert_has(
         &out_in(&run, "n1", "kubectl get pods -o wide"),
         &["client-a 0/1 ContainerCreating 0 ... <none> n2 ..."],
@@ -394,6 +406,10 @@ fn variant_with_stale_ipam_blocks_has_no_ips_available() {
     assert_eq!(
         pod.waiting.as_deref(),
         Some("failed to setup network for sandbox: No IPs available in pools: [10.240.0.0/26]")
+    );
+    assert_has(
+        &step(&run, "uncordon-n2").findings.join("\n"),
+        &["pod default/client-a on n2 is stuck ContainerCreating: failed to setup network for sandbox: No IPs available in pools: [10.240.0.0/26]"],
     );
     assert_has(
         &out_in(&run, "n1", "kubectl get pods -o wide"),

@@ -20,6 +20,9 @@ use super::taints::{self, Effect, Taint};
 use crate::calico::install::Calico;
 use crate::model::DeviceId;
 
+/// How the kubelet reports a pod whose CNI ADD failed (the sandbox's error follows).
+const SANDBOX_FAILED: &str = "failed to setup network for sandbox";
+
 /// kube-controller-manager's `--node-cidr-mask-size` for IPv4 (kubeadm's default).
 const NODE_CIDR_MASK: u8 = 24;
 
@@ -638,7 +641,7 @@ impl Cluster {
                     self.pods[i].container_id = Some(cid);
                     self.start(i, now);
                 }
-                Err(e) => self.pods[i].waiting = Some(format!("failed to setup network for sandbox: {e}")),
+                Err(e) => self.pods[i].waiting = Some(format!("{SANDBOX_FAILED}: {e}")),
             }
         }
     }
@@ -719,6 +722,23 @@ impl Cluster {
             return Some("node(s) didn't match Pod's node affinity/selector".into());
         }
         None
+    }
+
+    /// Findings for the pods stuck ContainerCreating because the CNI could not give their
+    /// sandbox an address (no Calico pool for the node, no address left: P1-6, P1-7, C11).
+    pub fn stuck_sandboxes(&self) -> Vec<String> {
+        self.pods
+            .iter()
+            .filter(|p| p.phase == PodPhase::Pending)
+            .filter_map(|p| {
+                let why = p.waiting.as_deref().filter(|w| w.starts_with(SANDBOX_FAILED))?;
+                let node = p.node.as_deref()?;
+                Some(format!(
+                    "pod {}/{} on {node} is stuck ContainerCreating: {why}",
+                    p.namespace, p.name
+                ))
+            })
+            .collect()
     }
 
     /// Findings for the pods the scheduler first failed to place at or after `since_ms` and
