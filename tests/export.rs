@@ -517,10 +517,11 @@ fn exports_everywhere(label: &str, net: &fabsim::model::Network, st: &fabsim::en
 
 /// The bundled scenarios, each exported after every step by a test of its own (they run in
 /// parallel); `every_bundled_scenario_has_its_export_test` keeps the list whole.
-const SCENARIOS: [&str; 3] = [
+const SCENARIOS: [&str; 4] = [
     "scenarios/seed-lab-bgp.yaml",
     "scenarios/seed-lab-no-outage.yaml",
     "scenarios/seed-lab.yaml",
+    "scenarios/seed001-pod-and-service-cidr.yaml",
 ];
 
 /// Issue #6: `fabsim export` works for every bundled scenario step — the network after each
@@ -568,6 +569,11 @@ fn seed_lab_no_outage_exports_after_every_step() {
 #[test]
 fn seed_lab_exports_after_every_step() {
     assert!(every_step_exports(SCENARIOS[2]) >= 20);
+}
+
+#[test]
+fn seed001_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[3]) >= 10);
 }
 
 /// Issue #6: `fabsim export` works for every bundled topology and for generated fabrics in every

@@ -502,7 +502,8 @@ fn tunnel_device(net: &Network, st: &State, dev: DeviceId, encap: Encap) -> Opti
     })
 }
 
-fn error_text(e: &IcmpError) -> &'static str {
+/// An ICMP error in words, for explanations and findings.
+pub fn error_text(e: &IcmpError) -> &'static str {
     match e {
         IcmpError::NetUnreachable => "no route (net unreachable)",
         IcmpError::HostUnreachable => "next hop does not answer ARP (host unreachable)",

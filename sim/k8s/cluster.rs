@@ -8,6 +8,8 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::control_plane::ControlPlane;
+use super::dns::PodDns;
+use super::kubelet_config::KubeletConfig;
 use super::names;
 use super::node_ipam::RangeAllocator;
 use super::pod_facts::PodFacts;
@@ -17,6 +19,9 @@ use super::services::Service;
 use super::taints::{self, Effect, Taint};
 use crate::calico::install::Calico;
 use crate::model::DeviceId;
+
+/// How the kubelet reports a pod whose CNI ADD failed (the sandbox's error follows).
+const SANDBOX_FAILED: &str = "failed to setup network for sandbox";
 
 /// kube-controller-manager's `--node-cidr-mask-size` for IPv4 (kubeadm's default).
 const NODE_CIDR_MASK: u8 = 24;
@@ -80,6 +85,12 @@ pub struct Cluster {
     /// Nodes whose host has `/etc/kubernetes/kubelet.conf` (written when it registered, removed
     /// by `kubeadm reset`): their kubelet can start, and `kubeadm join` refuses to run there.
     pub kubelet_confs: BTreeSet<String>,
+    /// Each node's `/var/lib/kubelet/config.yaml` (`kubelet_config`), by node name.
+    pub kubelet_configs: BTreeMap<String, KubeletConfig>,
+    /// `clusterCIDR` in the `kube-proxy` ConfigMap (kubeadm: the pod subnet).
+    pub kube_proxy_config_cidr: Option<Ipv4Net>,
+    /// The `clusterCIDR` each node's kube-proxy read from the ConfigMap when its pod started.
+    pub kube_proxy_cidrs: BTreeMap<String, Option<Ipv4Net>>,
 }
 
 /// A node whose kubelet stopped: containers keep running, nothing new starts there, and the
@@ -160,6 +171,9 @@ pub struct Pod {
     pub node_selector: BTreeMap<String, String>,
     /// What the scenario injected about its containers (`inject: pods:`), until they restart.
     pub facts: Option<PodFacts>,
+    /// The resolv.conf the kubelet gave its sandbox (None: not a ClusterFirst pod, or not
+    /// started yet).
+    pub dns: Option<PodDns>,
 }
 
 impl Pod {
@@ -260,6 +274,9 @@ impl Cluster {
             control_plane: None,
             kubelets_down: BTreeMap::new(),
             kubelet_confs: BTreeSet::new(),
+            kubelet_configs: BTreeMap::new(),
+            kube_proxy_config_cidr: pod_cidr,
+            kube_proxy_cidrs: BTreeMap::new(),
         }
     }
 
@@ -293,6 +310,7 @@ impl Cluster {
             );
         }
         self.kubelet_confs.insert(name.to_string());
+        self.ensure_kubelet_config(name);
         self.nodes.push(KNode {
             name: name.to_string(),
             device,
@@ -387,6 +405,7 @@ impl Cluster {
             pinned_node,
             node_selector: spec.node_selector,
             facts: None,
+            dns: None,
         });
         name
     }
@@ -622,13 +641,23 @@ impl Cluster {
                     self.pods[i].container_id = Some(cid);
                     self.start(i, now);
                 }
-                Err(e) => self.pods[i].waiting = Some(format!("failed to setup network for sandbox: {e}")),
+                Err(e) => self.pods[i].waiting = Some(format!("{SANDBOX_FAILED}: {e}")),
             }
         }
     }
 
     fn start(&mut self, i: usize, now: u64) {
+        let dns = self.pods[i]
+            .node
+            .as_deref()
+            .and_then(|node| self.pod_dns(&self.pods[i], node));
+        if self.pods[i].owner == Owner::DaemonSet("kube-proxy".into()) {
+            if let Some(node) = self.pods[i].node.clone() {
+                self.kube_proxy_cidrs.insert(node, self.kube_proxy_config_cidr);
+            }
+        }
         let pod = &mut self.pods[i];
+        pod.dns = dns;
         pod.phase = PodPhase::Running;
         pod.started_ms = Some(now);
         pod.waiting = None;
@@ -693,6 +722,23 @@ impl Cluster {
             return Some("node(s) didn't match Pod's node affinity/selector".into());
         }
         None
+    }
+
+    /// Findings for the pods stuck ContainerCreating because the CNI could not give their
+    /// sandbox an address (no Calico pool for the node, no address left: P1-6, P1-7, C11).
+    pub fn stuck_sandboxes(&self) -> Vec<String> {
+        self.pods
+            .iter()
+            .filter(|p| p.phase == PodPhase::Pending)
+            .filter_map(|p| {
+                let why = p.waiting.as_deref().filter(|w| w.starts_with(SANDBOX_FAILED))?;
+                let node = p.node.as_deref()?;
+                Some(format!(
+                    "pod {}/{} on {node} is stuck ContainerCreating: {why}",
+                    p.namespace, p.name
+                ))
+            })
+            .collect()
     }
 
     /// Findings for the pods the scheduler first failed to place at or after `since_ms` and

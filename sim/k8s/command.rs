@@ -72,7 +72,10 @@ const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/12";
 /// command a view answers)?
 pub fn is_change(line: &str) -> bool {
     let Ok(words) = shell_words(line) else { return false };
-    let w: Vec<&str> = words.iter().map(String::as_str).skip_while(|w| *w == "sudo").collect();
+    let mut w: Vec<&str> = words.iter().map(String::as_str).skip_while(|w| *w == "sudo").collect();
+    if let ["kubectl", rest @ ..] = w.as_slice() {
+        w = std::iter::once("kubectl").chain(verb_first(rest)).collect();
+    }
     if let ["ip", rest @ ..] = w.as_slice() {
         return super::ip_cmd::is_change(rest);
     }
@@ -449,7 +452,20 @@ pub fn join_cluster(net: &mut Network, st: &State, dev: DeviceId, now: u64) -> R
     ))
 }
 
+/// kubectl's words with a leading namespace flag (`kubectl -n kube-system rollout restart …`,
+/// as runbooks write it) moved after the verb, where the command matchers look for it.
+fn verb_first<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    match args {
+        [flag @ ("-n" | "--namespace"), ns, rest @ ..] => rest.iter().copied().chain([*flag, *ns]).collect(),
+        [flag, rest @ ..] if flag.starts_with("--namespace=") => {
+            rest.iter().copied().chain(std::iter::once(*flag)).collect()
+        }
+        _ => args.to_vec(),
+    }
+}
+
 fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> Result<CommandOutcome, String> {
+    let args = &verb_first(args)[..];
     let now = ctx.now;
     let Some(cluster) = net.cluster.as_deref() else {
         return Ok(CommandOutcome::failed(
@@ -473,6 +489,9 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
             let (text, source) = ctx.read(file)?;
             if let Some(services) = service_cmd::manifests(&text) {
                 return service_cmd::apply(net, verb, services?, &source, namespace, now);
+            }
+            if let Some(applied) = super::kube_proxy_config::apply(net, &text, namespace) {
+                return applied;
             }
             match pod_manifest(&text) {
                 Some(pod) => create_pod_from_manifest(net, pod, now),

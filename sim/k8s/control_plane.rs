@@ -394,8 +394,9 @@ fn manifest_names() -> String {
 fn manifest_on(net: &Network, dev: DeviceId, path: &str) -> Result<Option<Component>, String> {
     let Some(file) = path.strip_prefix(MANIFEST_DIR) else {
         return Err(format!(
-            "{path}: fabsim edits only the static-pod manifests ({})",
-            manifest_names()
+            "{path}: fabsim edits only the static-pod manifests ({}) and {}",
+            manifest_names(),
+            super::kubelet_config::KUBELET_CONFIG_PATH
         ));
     };
     let cp = net.cluster.as_deref().and_then(|c| c.control_plane.as_ref());
@@ -403,11 +404,24 @@ fn manifest_on(net: &Network, dev: DeviceId, path: &str) -> Result<Option<Compon
 }
 
 /// `sed -i … FILE…` on `dev`: the manifests it edits are written back (and their static pods
-/// restarted); a manifest path this host does not have gets sed's own error and exit status 2.
+/// restarted), the kubelet's configuration too (read at its next start); a path this host does
+/// not have gets sed's own error and exit status 2.
 pub fn sed(net: &mut Network, dev: DeviceId, args: &[&str], ctx: &Context<'_>) -> Result<CommandOutcome, String> {
     let sed::InPlace { commands, files } = sed::in_place(args)?;
     let mut out = CommandOutcome::ok("");
     for path in files {
+        if path == super::kubelet_config::KUBELET_CONFIG_PATH {
+            let node = super::command::node_name(net, dev);
+            let cluster = net.cluster.as_deref_mut();
+            match cluster.and_then(|c| c.kubelet_config_text(&node).map(str::to_string).map(|t| (c, t))) {
+                Some((cluster, text)) => cluster.write_kubelet_config(&node, sed::apply(&text, &commands)),
+                None => {
+                    out.output += &format!("sed: can't read {path}: No such file or directory\n");
+                    out.status = 2;
+                }
+            }
+            continue;
+        }
         let Some(component) = manifest_on(net, dev, path)? else {
             out.output += &format!("sed: can't read {path}: No such file or directory\n");
             out.status = 2;

@@ -52,6 +52,14 @@ pub(super) fn systemctl(
             // configured kubelet registers: its Node again if it was deleted meanwhile (a
             // restart of a running one too), else nothing the cluster sees changes.
             if cluster.kubelet_confs.contains(&node) {
+                // A (re)started kubelet reads /var/lib/kubelet/config.yaml; `start` of a
+                // running unit does nothing. A file it cannot use makes it exit: systemd keeps
+                // restarting it, the node is down as with `systemctl stop`.
+                let reads = *verb == "restart" || !cluster.kubelet_running(&node);
+                if reads && cluster.load_kubelet_config(&node).is_err() {
+                    stop(cluster, &node, ctx);
+                    return Ok(CommandOutcome::ok(""));
+                }
                 register(net, st, dev, ctx.now)?;
             }
             Ok(CommandOutcome::ok(""))
@@ -81,6 +89,7 @@ pub(super) fn register(net: &mut Network, st: &State, dev: DeviceId, now: u64) -
     let ip = internal_ip(net, st, dev)?;
     let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
     cluster.kubelets_down.remove(&node);
+    cluster.ensure_kubelet_config(&node);
     if cluster.node(&node).is_none() {
         cluster.add_node(&node, dev, ip, false, &kubelet.version, now);
         let kept = cluster.affine_blocks(&node);
@@ -202,6 +211,7 @@ pub(super) fn kubeadm_reset(
         }
         stop(cluster, &node, ctx);
         cluster.kubelet_confs.remove(&node);
+        cluster.kubelet_configs.remove(&node);
         cluster.reboot_nodes(std::slice::from_ref(&node));
     }
     out += "[preflight] Running pre-flight checks\n\

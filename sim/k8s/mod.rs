@@ -21,16 +21,22 @@
 //! - `node_ipam` is kube-controller-manager's range allocator (podCIDRs: bitmap and cursor);
 //! - `manifests` writes the static-pod manifests of `kubeadm init`, `control_plane` runs the
 //!   components with their flags (edits restart them: `sed -i`, `sed` its `s` command);
-//! - `kubeadm_config` is the kubeadm-config ConfigMap (the ranges `kubeadm init` was given).
+//! - `kubeadm_config` is the kubeadm-config ConfigMap (the ranges `kubeadm init` was given);
+//! - `kubelet_config` is each node's `/var/lib/kubelet/config.yaml` (clusterDNS), `dns` the
+//!   pods' resolv.conf, CoreDNS's answers and the DNS findings, `kube_proxy_config` the
+//!   `kube-proxy` ConfigMap's `clusterCIDR` and the wrong-source-IP finding.
 
 mod calico_datastore;
 mod cluster;
 mod command;
 mod control_plane;
+mod dns;
 mod external_overlap;
 pub(crate) mod ip_cmd;
+mod kube_proxy_config;
 mod kubeadm_config;
 mod kubelet;
+mod kubelet_config;
 mod manifests;
 mod names;
 mod node_ipam;
@@ -50,7 +56,12 @@ pub use command::{
     start_calico_nodes, CommandOutcome, Context, Follow, InitOptions,
 };
 pub use control_plane::{is_manifest_path, write_manifests, ControlPlane};
+pub use dns::{
+    dns_findings, query as dns_query, resolve as resolve_name, Answer as DnsAnswer, PodDns, Reached as DnsReached,
+};
+pub use kube_proxy_config::wrong_source_findings;
 pub use kubeadm_config::kubeadm_config;
+pub use kubelet_config::KUBELET_CONFIG_PATH;
 pub use names::{netns_name, veth_name};
 pub use observed::{adopt as adopt_observed, Dump, CALICO_KINDS, K8S_KINDS};
 pub use pod_facts::{inject as inject_pod_facts, FactsFor, PodEvent, PodFacts, PodTarget};

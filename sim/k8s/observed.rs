@@ -323,6 +323,8 @@ fn pod(cluster: &Cluster, ds: &Datastore, p: &KubePod, warnings: &mut Vec<Diagno
         pinned_node: None,
         node_selector: p.node_selector.clone(),
         facts: None,
+        // A dump does not show the resolv.conf its sandbox got.
+        dns: None,
         // The scheduler's history is not in a dump; a pending pod gets its events from the
         // next scheduling pass.
         failed_scheduling: Vec::new(),

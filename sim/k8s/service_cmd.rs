@@ -261,8 +261,18 @@ pub(super) fn delete_specs(
 
 /// `kubectl delete svc|service|services NAME…` (or `service/NAME`).
 pub(super) fn delete_named(net: &mut Network, rest: &[&str], namespace: &str) -> Result<CommandOutcome, String> {
+    // The namespace flag's value (`-n kube-system`) is not a name.
+    let flag_values: Vec<usize> = rest
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| matches!(**w, "-n" | "--namespace"))
+        .map(|(i, _)| i + 1)
+        .collect();
     let names: Vec<(String, String)> = rest
         .iter()
+        .enumerate()
+        .filter(|(i, _)| !flag_values.contains(i))
+        .map(|(_, w)| w)
         .filter(|w| !w.starts_with('-'))
         .filter(|w| !["svc", "service", "services"].contains(w))
         .map(|w| {

@@ -284,17 +284,22 @@ pub(super) fn program_kube_proxy(net: &mut Network, cluster: &Cluster) {
             });
         }
     }
-    let rules = KubeProxy {
-        cluster_cidr: cluster.pod_cidr,
-        services,
-    };
     for node in &cluster.nodes {
         let runs = cluster.pods.iter().any(|p| {
             p.owner == Owner::DaemonSet("kube-proxy".into())
                 && p.node.as_deref() == Some(node.name.as_str())
                 && p.phase == PodPhase::Running
         });
-        net.devices[node.device.idx()].kube_proxy = runs.then(|| rules.clone());
+        // Each kube-proxy runs with the clusterCIDR its pod read at start (`kube_proxy_config`).
+        let rules = || KubeProxy {
+            cluster_cidr: cluster
+                .kube_proxy_cidrs
+                .get(&node.name)
+                .copied()
+                .unwrap_or(cluster.kube_proxy_config_cidr),
+            services: services.clone(),
+        };
+        net.devices[node.device.idx()].kube_proxy = runs.then(rules);
     }
 }
 

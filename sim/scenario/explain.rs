@@ -74,6 +74,20 @@ pub fn explain_probe(net: &Network, st: &State, p: &Probe, dst: Ipv4Addr) -> Exp
     }
     let back: Vec<&str> = p.back.iter().map(|h| net.device(h.device).name.as_str()).collect();
     let mut result = describe_probe(net, p);
+    // Through a Service: the source the backend saw (a masqueraded request carries a node's).
+    let delivered = matches!(p.outcome, ProbeOutcome::Reply { .. });
+    let at_backend = p.forward.last().and_then(|h| h.received).filter(|_| delivered);
+    if let (Some(n), Some(r)) = (p.service_nat.as_ref(), at_backend) {
+        let masqueraded = if n.masquerade {
+            ", masqueraded by kube-proxy"
+        } else {
+            ""
+        };
+        result.push_str(&format!(
+            "; the backend saw source {}{masqueraded}",
+            r.inner.map_or(r.src, |i| i.src)
+        ));
+    }
     if !back.is_empty() {
         result.push_str(&format!(" (answer back via {})", back.join(" → ")));
     }

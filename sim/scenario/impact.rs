@@ -123,12 +123,18 @@ impl ReachMatrix {
         let mut findings = causes.findings(net);
         // The apiserver's repair loop warns about each Service left outside the service range;
         // the control plane's flags may disagree with each other and with kubeadm-config; a
-        // node registered again may keep its old Calico blocks; a range may overlap an
+        // node registered again may keep its old Calico blocks; pods may be stuck without an
+        // address from the CNI; pods whose nameserver does not answer, kubelets whose
+        // clusterDNS is not kube-dns, pods kube-proxy masquerades; a range may overlap an
         // external network.
         if let Some(cluster) = net.cluster.as_deref() {
             findings.extend(cluster.out_of_range_services());
             findings.extend(cluster.control_plane_findings());
             findings.extend(cluster.kept_cni_state());
+            findings.extend(cluster.stuck_sandboxes());
+            findings.extend(crate::k8s::dns_findings(net, st));
+            findings.extend(cluster.cluster_dns_findings());
+            findings.extend(crate::k8s::wrong_source_findings(net));
             findings.extend(cluster.external_overlaps(net));
         }
         ReachMatrix {

@@ -246,6 +246,21 @@ fn exec(
     super::linux::run(net, st, target, &line, sent)
 }
 
+/// kubectl's STATUS without injected facts (`printPod`: the phase, unless a container is
+/// waiting with a reason): a pod bound to a node whose kubelet runs but that is not running
+/// yet has its containers waiting as `ContainerCreating` (the kubelet's default waiting reason
+/// while the sandbox is not up, e.g. when the CNI ADD fails); unbound, or on a node whose
+/// kubelet is stopped, it is `Pending`.
+fn pod_status(cluster: &Cluster, p: &Pod) -> &'static str {
+    match (p.phase, p.node.as_deref()) {
+        (PodPhase::Running, _) => "Running",
+        (PodPhase::Pending, Some(node)) if cluster.kubelet_running(node) && cluster.node(node).is_some() => {
+            "ContainerCreating"
+        }
+        (PodPhase::Pending, _) => "Pending",
+    }
+}
+
 fn is_calico_kind(word: &str, plural: &str) -> bool {
     let singular = plural.trim_end_matches('s').trim_end_matches("ie").to_string();
     let full = format!("{plural}.crd.projectcalico.org");
@@ -389,7 +404,7 @@ fn get_pods(
         row.extend([
             p.name.clone(),
             ready.unwrap_or_else(|| if running { "1/1" } else { "0/1" }.into()),
-            status.unwrap_or_else(|| if running { "Running" } else { "Pending" }.into()),
+            status.unwrap_or_else(|| pod_status(cluster, p).into()),
             restarts(p, now),
             human_duration(now.saturating_sub(p.created_ms)),
         ]);

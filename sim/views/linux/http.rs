@@ -12,8 +12,17 @@ use crate::engine::{local_iface, State};
 use crate::model::{DeviceId, Network};
 use crate::views::CommandError;
 
-/// `http://A[:PORT][/PATH]` (names are not resolved: fabsim has no DNS yet).
-fn parse_url(url: &str) -> Result<(Ipv4Addr, u16, String), CommandError> {
+/// A URL's parts: its host, its port, its path, and its `HOST[:PORT]` as written (busybox wget
+/// names the server by it).
+struct Url {
+    host: String,
+    port: u16,
+    path: String,
+    hostport: String,
+}
+
+/// `http://HOST[:PORT][/PATH]`: HOST an address, or a name a pod resolves (`k8s::resolve_name`).
+fn parse_url(url: &str) -> Result<Url, CommandError> {
     let bad = || {
         CommandError::new(format!(
             "fabsim: expected a URL like http://10.0.0.1[:80]/, found `{url}`"
@@ -27,7 +36,24 @@ fn parse_url(url: &str) -> Result<(Ipv4Addr, u16, String), CommandError> {
         Some((h, p)) => (h, p.parse().map_err(|_| bad())?),
         None => (hostport, 80),
     };
-    Ok((host.parse().map_err(|_| bad())?, port, path))
+    if host.is_empty() {
+        return Err(bad());
+    }
+    Ok(Url {
+        host: host.to_string(),
+        port,
+        path,
+        hostport: hostport.to_string(),
+    })
+}
+
+/// The URL's host as an address: a dotted quad, else the name through the pod's resolver
+/// (None: it does not resolve). A name where fabsim has no resolver is an error.
+fn resolve(net: &Network, st: &State, dev: DeviceId, host: &str) -> Result<Option<Ipv4Addr>, CommandError> {
+    if let Ok(ip) = host.parse() {
+        return Ok(Some(ip));
+    }
+    crate::k8s::resolve_name(net, st, dev, host).map_err(CommandError::new)
 }
 
 /// Why a connection fails, as the TCP stack reports it.
@@ -92,7 +118,13 @@ pub(crate) fn curl(net: &Network, st: &State, dev: DeviceId, args: &[String]) ->
         }
     }
     let url = url.ok_or_else(|| CommandError::new("curl: no URL specified!"))?;
-    let (dst, port, path) = parse_url(url)?;
+    let Url { host, port, path, .. } = parse_url(url)?;
+    let Some(dst) = resolve(net, st, dev, &host)? else {
+        if silent && !show_errors {
+            return Ok(String::new());
+        }
+        return Ok(format!("curl: (6) Could not resolve host: {host}\n"));
+    };
     match connect(net, st, dev, dst, port) {
         Ok(server) if path == "/" || path == server.path => Ok(server.body.clone()),
         Ok(_) => Ok(String::new()), // a 404 page is not modelled
@@ -122,8 +154,18 @@ pub(crate) fn wget(net: &Network, st: &State, dev: DeviceId, args: &[String]) ->
         .iter()
         .find(|a| !a.starts_with('-'))
         .ok_or_else(|| CommandError::new("BusyBox wget: missing URL"))?;
-    let (dst, port, path) = parse_url(url)?;
-    let mut out = format!("Connecting to {dst} ({dst}:{port})\n");
+    let Url {
+        host,
+        port,
+        path,
+        hostport,
+    } = parse_url(url)?;
+    // busybox resolves first (`xhost2sockaddr`: `bad address` and exit), then names the server
+    // as the URL wrote it (`HOST[:PORT]`, wget.c's `server.host`) and the address it connects to.
+    let Some(dst) = resolve(net, st, dev, &host)? else {
+        return Ok(format!("wget: bad address '{hostport}'\n"));
+    };
+    let mut out = format!("Connecting to {hostport} ({dst}:{port})\n");
     let server = match connect(net, st, dev, dst, port) {
         Ok(s) if path == "/" || path == s.path => s,
         Ok(_) => return Ok(out + "wget: server returned error: HTTP/1.1 404 Not Found\n"),

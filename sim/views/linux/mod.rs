@@ -6,6 +6,7 @@
 mod addr;
 mod bbping;
 mod http;
+mod nslookup;
 mod ping;
 mod route;
 mod trace;
@@ -80,6 +81,7 @@ fn run_as(
         "calicoctl" => super::calicoctl::calicoctl(net, st, dev, args),
         "kubectl" => super::kubectl::kubectl(net, st, args, sent),
         "cat" => cat(net, dev, args),
+        "nslookup" => nslookup::nslookup(net, st, dev, args),
         _ => Err(CommandError::new(format!(
             "{cmd}: command not found (fabsim's Linux shell runs: ip route|addr|link, \
              ping, tracepath, traceroute, birdcl where BIRD runs, vtysh where FRR runs)"
@@ -88,11 +90,32 @@ fn run_as(
 }
 
 /// `cat FILE` for the files fabsim generates: the BIRD configuration confd renders into the
-/// calico-node container (`/etc/calico/confd/config/`), readable from the node it runs on, and
-/// the static-pod manifests on the control-plane node (`/etc/kubernetes/manifests/`).
+/// calico-node container (`/etc/calico/confd/config/`), readable from the node it runs on, the
+/// static-pod manifests on the control-plane node (`/etc/kubernetes/manifests/`), a node's
+/// kubelet configuration and a pod's `/etc/resolv.conf`.
 fn cat(net: &Network, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
     let mut out = String::new();
+    let cluster = net.cluster.as_deref();
     for path in args {
+        if path == "/etc/resolv.conf" {
+            // A pod's, as its sandbox got it; a host's own is not modelled.
+            let pod = cluster.and_then(|c| c.pod_on_device(dev));
+            let Some(dns) = pod.and_then(|p| p.dns.as_ref()) else {
+                return Err(CommandError::new(
+                    "cat /etc/resolv.conf: fabsim models the resolv.conf of pods that use the cluster DNS only",
+                ));
+            };
+            out.push_str(&dns.resolv_conf());
+            continue;
+        }
+        if path == crate::k8s::KUBELET_CONFIG_PATH {
+            let node = cluster.and_then(|c| c.nodes.iter().find(|n| n.device == dev));
+            match node.and_then(|n| cluster.and_then(|c| c.kubelet_config_text(&n.name))) {
+                Some(text) => out.push_str(text),
+                None => out.push_str(&format!("cat: {path}: No such file or directory\n")),
+            }
+            continue;
+        }
         let manifest = net
             .cluster
             .as_deref()
