@@ -8,6 +8,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::control_plane::ControlPlane;
+use super::host_local::HostLocalStore;
 use super::names;
 use super::node_ipam::RangeAllocator;
 use super::pod_facts::PodFacts;
@@ -15,7 +16,7 @@ use super::realize::Netns;
 use super::rollout::{Rollout, StatusUpdate};
 use super::services::Service;
 use super::taints::{self, Effect, Taint};
-use crate::calico::install::Calico;
+use crate::calico::install::{Calico, CniIpam};
 use crate::model::DeviceId;
 
 /// kube-controller-manager's `--node-cidr-mask-size` for IPv4 (kubeadm's default).
@@ -80,6 +81,14 @@ pub struct Cluster {
     /// Nodes whose host has `/etc/kubernetes/kubelet.conf` (written when it registered, removed
     /// by `kubeadm reset`): their kubelet can start, and `kubeadm join` refuses to run there.
     pub kubelet_confs: BTreeSet<String>,
+    /// Each host's host-local IPAM directory (`host_local::STATE_DIR`), by node name, when the
+    /// CNI uses host-local: it outlives the Node object until `rm -rf` clears it.
+    pub host_local: BTreeMap<String, HostLocalStore>,
+    /// `etcdctl snapshot save` files taken so far (`etcd`), with when.
+    pub etcd_snapshots: Vec<(String, u64)>,
+    /// Direct etcd writes and control-plane edits so far, with when (`etcd`): the rollback
+    /// check (k8s-cidr-migrations.md §5 C1) compares them with the snapshots.
+    pub etcd_writes: Vec<(String, u64)>,
 }
 
 /// A node whose kubelet stopped: containers keep running, nothing new starts there, and the
@@ -260,6 +269,9 @@ impl Cluster {
             control_plane: None,
             kubelets_down: BTreeMap::new(),
             kubelet_confs: BTreeSet::new(),
+            host_local: BTreeMap::new(),
+            etcd_snapshots: Vec::new(),
+            etcd_writes: Vec::new(),
         }
     }
 
@@ -524,6 +536,16 @@ impl Cluster {
 
     /// The CNI DEL of a pod's sandbox: its address goes back to IPAM.
     pub(super) fn release(&mut self, pod: &Pod) {
+        let host_local = self
+            .calico
+            .as_ref()
+            .is_some_and(|c| c.cni_ipam == CniIpam::HostLocalPodCidr);
+        if host_local {
+            if let (Some(ip), Some(store)) = (pod.ip, pod.node.as_ref().and_then(|n| self.host_local.get_mut(n))) {
+                store.release(ip);
+            }
+            return;
+        }
         if let (Some(ip), Some(calico)) = (pod.ip, self.calico.as_mut()) {
             // An address IPAM no longer knows (released already) needs no release.
             let _ = calico.release(ip);
@@ -616,7 +638,17 @@ impl Cluster {
             let cid = names::container_id(&pod.namespace, &pod.name, self.sandboxes);
             let handle = format!("k8s-pod-network.{cid}");
             let Some(calico) = self.calico.as_mut() else { continue };
-            match calico.assign(&node, &handle, now) {
+            let assigned = match calico.cni_ipam {
+                CniIpam::CalicoIpam => calico.assign(&node, &handle, now).map_err(|e| e.to_string()),
+                CniIpam::HostLocalPodCidr => {
+                    let pod_cidr = self.nodes.iter().find(|n| n.name == node).and_then(|n| n.pod_cidr);
+                    match pod_cidr {
+                        None => Err("usePodCidr found but there is no IPv4 CIDR configured".to_string()),
+                        Some(cidr) => self.host_local.entry(node.clone()).or_default().allocate(cidr, &cid),
+                    }
+                }
+            };
+            match assigned {
                 Ok(ip) => {
                     self.pods[i].ip = Some(ip);
                     self.pods[i].container_id = Some(cid);
