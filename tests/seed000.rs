@@ -244,6 +244,24 @@ fn etcd_writes_need_a_snapshot_first_and_run_on_the_control_plane() {
           §1.4 step 1, §5 C1)"
         ]
     );
+    // The etcd static pod the certificates and endpoint of the runbook come from.
+    let net = run.engine.network();
+    let dev = net.device_by_name("etcdhelper-node-0").expect("device");
+    let etcd = fabsim::views::run_command(net, run.engine.state(), dev, "cat /etc/kubernetes/manifests/etcd.yaml")
+        .expect("cat");
+    for line in [
+        "    kubeadm.kubernetes.io/etcd.advertise-client-urls: https://192.168.10.10:2379",
+        "    - etcd",
+        "    - --cert-file=/etc/kubernetes/pki/etcd/server.crt",
+        "    - --data-dir=/var/lib/etcd",
+        "    - --initial-cluster=etcdhelper-node-0=https://192.168.10.10:2380",
+        "    - --key-file=/etc/kubernetes/pki/etcd/server.key",
+        "    - --listen-client-urls=https://127.0.0.1:2379,https://192.168.10.10:2379",
+        "    - --trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt",
+        "        path: /health?exclude=NOSPACE&serializable=true",
+    ] {
+        assert!(etcd.lines().any(|l| l == line), "{line} in\n{etcd}");
+    }
     // etcdhelper's own argument check.
     let (bad, _) = line_at(
         &fresh,

@@ -138,6 +138,19 @@ pub(super) fn declare(
         }
     }
 
+    let cni_ipam = match c.cni_ipam.as_ref() {
+        None => None,
+        Some(v) if v.value == "calico-ipam" => Some(CniIpam::CalicoIpam),
+        Some(v) if v.value == "host-local" => Some(CniIpam::HostLocalPodCidr),
+        Some(v) => {
+            let msg = format!(
+                "expected `calico-ipam` or `host-local` for `cni_ipam`, found `{}`",
+                v.value
+            );
+            return Err(Diagnostic::error(span(&v.referenced), msg).into());
+        }
+    };
+
     // Every host has booted: kubelet and calico-node see addresses and local routes.
     let st = crate::engine::booted_state(net);
     outcome(k8s::init_cluster(net, &st, cp, &opts, 0, &[]), &cp_span)?;
@@ -157,18 +170,8 @@ pub(super) fn declare(
             .as_deref_mut()
             .and_then(|cl| cl.calico.as_mut())
             .ok_or_else(|| Diagnostic::error(cni_span.clone(), "the manifest installed no Calico"))?;
-        if let Some(ipam) = &c.cni_ipam {
-            calico.cni_ipam = match ipam.value.as_str() {
-                "calico-ipam" => CniIpam::CalicoIpam,
-                "host-local" => CniIpam::HostLocalPodCidr,
-                other => {
-                    return Err(Diagnostic::error(
-                        span(&ipam.referenced),
-                        format!("expected `calico-ipam` or `host-local` for `cni_ipam`, found `{other}`"),
-                    )
-                    .into())
-                }
-            };
+        if let Some(ipam) = cni_ipam {
+            calico.cni_ipam = ipam;
         }
         for (key, value) in c.calico_env.iter().flat_map(|e| &e.value.0) {
             calico.env.insert(key.value.clone(), value.value.clone());

@@ -363,6 +363,7 @@ pub fn init_cluster(
     let node = node_name(net, dev);
     let kubeadm_values = KubeadmValues {
         version: &kubelet.version,
+        node: &node,
         advertise: ip,
         pod_subnet: opts.pod_cidr,
         service_subnet: opts.service_cidr,

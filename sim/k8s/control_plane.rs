@@ -130,7 +130,7 @@ fn check(component: Component, flags: &Flags) -> Result<(), String> {
                 _ => Ok(()),
             }
         }
-        Component::Scheduler => Ok(()),
+        Component::Etcd | Component::Scheduler => Ok(()),
     }
 }
 
@@ -466,6 +466,7 @@ mod tests {
         );
         let v = KubeadmValues {
             version: "v1.28.15",
+            node: "n1",
             advertise: Ipv4Addr::new(192, 168, 1, 11),
             pod_subnet: c.pod_cidr,
             service_subnet: c.service_cidr,

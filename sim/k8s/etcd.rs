@@ -133,10 +133,10 @@ fn change_pod_cidr(cluster: &mut Cluster, cidr: &str, now: u64) -> Result<Comman
         .etcd_writes
         .push((format!("etcdhelper change-pod-cidr {cidr}"), now));
     for name in &names {
-        let Some(i) = cluster.nodes.iter().position(|n| n.name == *name) else {
+        let Some(node) = cluster.nodes.iter_mut().find(|n| n.name == *name) else {
             continue;
         };
-        let old = cluster.nodes[i].pod_cidr.map(|c| c.to_string()).unwrap_or_default();
+        let old = node.pod_cidr.map(|c| c.to_string()).unwrap_or_default();
         let new = head.replace_all(&old, NoExpand(&prefix)).into_owned();
         out += &format!("{} {old} > {new}\n", key(name));
         if old.is_empty() {
@@ -151,7 +151,7 @@ fn change_pod_cidr(cluster: &mut Cluster, cidr: &str, now: u64) -> Result<Comman
         let parsed = new.parse::<Ipv4Net>().map_err(|_| {
             format!("etcdhelper wrote podCIDR {new:?} for {name}, which fabsim cannot hold as an IPv4 CIDR")
         })?;
-        cluster.nodes[i].pod_cidr = Some(parsed);
+        node.pod_cidr = Some(parsed);
     }
     cluster.node_pod_cidrs_rewritten(now);
     Ok(CommandOutcome::ok(out))
