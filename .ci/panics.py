@@ -40,6 +40,7 @@ INPUT_BOUNDARY = [
     "sim/k8s/node_ops.rs",
     "sim/k8s/sed.rs",
     "sim/k8s/control_plane.rs",
+    "sim/k8s/etcd.rs",
     "sim/k8s/pod_facts.rs",
     "sim/views/pipe.rs",
     "sim/views/mod.rs",

@@ -517,10 +517,12 @@ fn exports_everywhere(label: &str, net: &fabsim::model::Network, st: &fabsim::en
 
 /// The bundled scenarios, each exported after every step by a test of its own (they run in
 /// parallel); `every_bundled_scenario_has_its_export_test` keeps the list whole.
-const SCENARIOS: [&str; 4] = [
+const SCENARIOS: [&str; 6] = [
     "scenarios/seed-lab-bgp.yaml",
     "scenarios/seed-lab-no-outage.yaml",
     "scenarios/seed-lab.yaml",
+    "scenarios/seed000-expand-pod-cidr.yaml",
+    "scenarios/seed000-mask-only.yaml",
     "scenarios/seed001-pod-and-service-cidr.yaml",
 ];
 
@@ -572,8 +574,18 @@ fn seed_lab_exports_after_every_step() {
 }
 
 #[test]
-fn seed001_exports_after_every_step() {
+fn seed000_exports_after_every_step() {
     assert!(every_step_exports(SCENARIOS[3]) >= 10);
+}
+
+#[test]
+fn seed000_mask_only_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[4]) >= 5);
+}
+
+#[test]
+fn seed001_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[5]) >= 10);
 }
 
 /// Issue #6: `fabsim export` works for every bundled topology and for generated fabrics in every

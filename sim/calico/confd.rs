@@ -74,7 +74,20 @@ impl<'a> Renderer<'a> {
     pub fn new(ds: &'a Datastore) -> Self {
         Renderer {
             ds,
-            kv: keys::Keys::build(ds),
+            kv: keys::Keys::build(ds, None),
+        }
+    }
+
+    /// The view of a calico-node running with `USE_POD_CIDR=true`: the BGP syncer watches no
+    /// BlockAffinities, and each Kubernetes Node's podCIDRs (`pod_cidrs`, by node name) stand
+    /// in for them as confirmed affinities (libcalico-go `bgpNodeUpdateProcessor` with
+    /// `usePodCIDR`; `bgpsyncer.New` adds the BlockAffinity watcher only without it). So BIRD
+    /// aggregates and exports the podCIDR, as far as an IPPool holds it (the export filter
+    /// still accepts only prefixes inside the pools).
+    pub fn with_pod_cidrs(ds: &'a Datastore, pod_cidrs: &BTreeMap<String, Vec<ipnet::Ipv4Net>>) -> Self {
+        Renderer {
+            ds,
+            kv: keys::Keys::build(ds, Some(pod_cidrs)),
         }
     }
 
@@ -98,5 +111,5 @@ impl<'a> Renderer<'a> {
 /// The key/value store confd would hold for this datastore (keys under `/calico`, values as
 /// client.go serialises them), sorted by key.
 pub fn kv_dump(ds: &Datastore) -> BTreeMap<String, String> {
-    keys::Keys::build(ds).dump()
+    keys::Keys::build(ds, None).dump()
 }

@@ -259,8 +259,10 @@ fn links(net: &Network, skip: &BTreeSet<DeviceId>) -> String {
         let ifc = net.iface(*i);
         quote(&format!("{}:{}", net.device(ifc.device).name, ifc.name))
     };
-    let mut o = String::from("links:\n");
-    for l2 in net.l2.iter().filter(|l| l.members.len() == 2).filter(kept) {
+    let links: Vec<_> = net.l2.iter().filter(|l| l.members.len() == 2).filter(kept).collect();
+    // A fabric of segments only (one rack switch and its hosts) still says `links:`, as a list.
+    let mut o = String::from(if links.is_empty() { "links: []\n" } else { "links:\n" });
+    for l2 in links {
         let _ = writeln!(o, "  - [{}, {}]", end(&l2.members[0]), end(&l2.members[1]));
     }
     let segments: Vec<_> = l2_domains(net)

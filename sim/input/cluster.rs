@@ -11,6 +11,8 @@
 //!   service_cidr: 10.96.0.0/12       # kubeadm init --service-cidr (this default)
 //!   cni: https://docs.projectcalico.org/manifests/calico.yaml   # a catalogue manifest
 //!   calico_env: {IP_AUTODETECTION_METHOD: kubernetes-internal-ip}  # calico-node env edits
+//!   cni_ipam: host-local             # the CNI config's ipam: calico-ipam (the manifest's) or
+//!                                    # {"type": "host-local", "subnet": "usePodCidr"}
 //!   calico_resources: |              # in the datastore before calico-node first starts
 //!     apiVersion: projectcalico.org/v3
 //!     kind: IPPool
@@ -23,6 +25,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::topology::yaml::{self, OrderedMap};
+use crate::calico::install::CniIpam;
 use crate::diag::{Diagnostic, InputError, Span, TextOrigin};
 use crate::k8s::{self, CommandOutcome, InitOptions, DEFAULT_SERVICE_CIDR};
 use crate::model::{DeviceId, Network};
@@ -46,6 +49,11 @@ pub(super) struct RawCluster {
     /// calico-node's environment as edited into the manifest before applying it
     /// (`IP_AUTODETECTION_METHOD`, `CALICO_IPV4POOL_*`, …); overrides the manifest's values.
     calico_env: Option<Spanned<OrderedMap<Spanned<String>>>>,
+    /// The `ipam` section of the CNI network config in the manifest's `calico-config`:
+    /// `calico-ipam` (the manifest's) or `host-local`, meaning `{"type": "host-local",
+    /// "subnet": "usePodCidr"}` — pod addresses from the Node's podCIDR (pair it with
+    /// `calico_env: {USE_POD_CIDR: "true"}` so BIRD advertises the podCIDRs).
+    cni_ipam: Option<Spanned<String>>,
     /// Calico resources (IPPool, BGPConfiguration, BGPPeer, Node), in the datastore before
     /// calico-node first starts, so a pool declared here is the one nodes use (calico-node
     /// creates its default pool only when there is none).
@@ -123,11 +131,25 @@ pub(super) fn declare(
         let calico_keys = [
             c.calico_env.as_ref().map(|e| &e.referenced),
             c.calico_resources.as_ref().map(|r| &r.referenced),
+            c.cni_ipam.as_ref().map(|r| &r.referenced),
         ];
         if let Some(at) = calico_keys.into_iter().flatten().next() {
             return Err(Diagnostic::error(span(at), "Calico settings need `cni:` (the Calico manifest)").into());
         }
     }
+
+    let cni_ipam = match c.cni_ipam.as_ref() {
+        None => None,
+        Some(v) if v.value == "calico-ipam" => Some(CniIpam::CalicoIpam),
+        Some(v) if v.value == "host-local" => Some(CniIpam::HostLocalPodCidr),
+        Some(v) => {
+            let msg = format!(
+                "expected `calico-ipam` or `host-local` for `cni_ipam`, found `{}`",
+                v.value
+            );
+            return Err(Diagnostic::error(span(&v.referenced), msg).into());
+        }
+    };
 
     // Every host has booted: kubelet and calico-node see addresses and local routes.
     let st = crate::engine::booted_state(net);
@@ -148,6 +170,9 @@ pub(super) fn declare(
             .as_deref_mut()
             .and_then(|cl| cl.calico.as_mut())
             .ok_or_else(|| Diagnostic::error(cni_span.clone(), "the manifest installed no Calico"))?;
+        if let Some(ipam) = cni_ipam {
+            calico.cni_ipam = ipam;
+        }
         for (key, value) in c.calico_env.iter().flat_map(|e| &e.value.0) {
             calico.env.insert(key.value.clone(), value.value.clone());
         }

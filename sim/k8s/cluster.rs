@@ -9,6 +9,7 @@ use ipnet::Ipv4Net;
 
 use super::control_plane::ControlPlane;
 use super::dns::PodDns;
+use super::host_local::HostLocalStore;
 use super::kubelet_config::KubeletConfig;
 use super::names;
 use super::node_ipam::RangeAllocator;
@@ -17,7 +18,7 @@ use super::realize::Netns;
 use super::rollout::{Rollout, StatusUpdate};
 use super::services::Service;
 use super::taints::{self, Effect, Taint};
-use crate::calico::install::Calico;
+use crate::calico::install::{Calico, CniIpam};
 use crate::model::DeviceId;
 
 /// How the kubelet reports a pod whose CNI ADD failed (the sandbox's error follows).
@@ -91,6 +92,14 @@ pub struct Cluster {
     pub kube_proxy_config_cidr: Option<Ipv4Net>,
     /// The `clusterCIDR` each node's kube-proxy read from the ConfigMap when its pod started.
     pub kube_proxy_cidrs: BTreeMap<String, Option<Ipv4Net>>,
+    /// Each host's host-local IPAM directory (`host_local::STATE_DIR`), by node name, when the
+    /// CNI uses host-local: it outlives the Node object until `rm -rf` clears it.
+    pub host_local: BTreeMap<String, HostLocalStore>,
+    /// `etcdctl snapshot save` files taken so far (`etcd`), with when.
+    pub etcd_snapshots: Vec<(String, u64)>,
+    /// Direct etcd writes and control-plane edits so far, with when (`etcd`): the rollback
+    /// check (k8s-cidr-migrations.md §5 C1) compares them with the snapshots.
+    pub etcd_writes: Vec<(String, u64)>,
 }
 
 /// A node whose kubelet stopped: containers keep running, nothing new starts there, and the
@@ -277,6 +286,9 @@ impl Cluster {
             kubelet_configs: BTreeMap::new(),
             kube_proxy_config_cidr: pod_cidr,
             kube_proxy_cidrs: BTreeMap::new(),
+            host_local: BTreeMap::new(),
+            etcd_snapshots: Vec::new(),
+            etcd_writes: Vec::new(),
         }
     }
 
@@ -543,6 +555,16 @@ impl Cluster {
 
     /// The CNI DEL of a pod's sandbox: its address goes back to IPAM.
     pub(super) fn release(&mut self, pod: &Pod) {
+        let host_local = self
+            .calico
+            .as_ref()
+            .is_some_and(|c| c.cni_ipam == CniIpam::HostLocalPodCidr);
+        if host_local {
+            if let (Some(ip), Some(store)) = (pod.ip, pod.node.as_ref().and_then(|n| self.host_local.get_mut(n))) {
+                store.release(ip);
+            }
+            return;
+        }
         if let (Some(ip), Some(calico)) = (pod.ip, self.calico.as_mut()) {
             // An address IPAM no longer knows (released already) needs no release.
             let _ = calico.release(ip);
@@ -635,7 +657,17 @@ impl Cluster {
             let cid = names::container_id(&pod.namespace, &pod.name, self.sandboxes);
             let handle = format!("k8s-pod-network.{cid}");
             let Some(calico) = self.calico.as_mut() else { continue };
-            match calico.assign(&node, &handle, now) {
+            let assigned = match calico.cni_ipam {
+                CniIpam::CalicoIpam => calico.assign(&node, &handle, now).map_err(|e| e.to_string()),
+                CniIpam::HostLocalPodCidr => {
+                    let pod_cidr = self.nodes.iter().find(|n| n.name == node).and_then(|n| n.pod_cidr);
+                    match pod_cidr {
+                        None => Err("usePodCidr found but there is no IPv4 CIDR configured".to_string()),
+                        Some(cidr) => self.host_local.entry(node.clone()).or_default().allocate(cidr, &cid),
+                    }
+                }
+            };
+            match assigned {
                 Ok(ip) => {
                     self.pods[i].ip = Some(ip);
                     self.pods[i].container_id = Some(cid);

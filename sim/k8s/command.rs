@@ -70,9 +70,19 @@ const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/12";
 
 /// Does fabsim model `line` as a change to the cluster or host (as opposed to a read-only
 /// command a view answers)?
+/// `NAME=value` before a command (a shell variable assignment).
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=')
+        .is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
 pub fn is_change(line: &str) -> bool {
     let Ok(words) = shell_words(line) else { return false };
-    let mut w: Vec<&str> = words.iter().map(String::as_str).skip_while(|w| *w == "sudo").collect();
+    let mut w: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .skip_while(|w| *w == "sudo" || is_assignment(w))
+        .collect();
     if let ["kubectl", rest @ ..] = w.as_slice() {
         w = std::iter::once("kubectl").chain(verb_first(rest)).collect();
     }
@@ -94,6 +104,8 @@ pub fn is_change(line: &str) -> bool {
             | ["kubectl", "rollout", "restart" | "status", ..]
             | ["kubectl", "set", "env", ..]
             | ["calicoctl", "apply" | "create" | "replace" | "delete" | "patch", ..]
+            | ["etcdctl", ..]
+            | ["etcdhelper" | "./etcdhelper", ..]
     )
 }
 
@@ -157,7 +169,12 @@ pub fn run_line(
 ) -> Result<CommandOutcome, String> {
     let (now, pins) = (ctx.now, ctx.pins);
     let words = shell_words(line).map_err(|e| e.message)?;
-    let words: Vec<String> = words.into_iter().skip_while(|w| w == "sudo").collect();
+    // `sudo`, and environment assignments such as `ETCDCTL_API=3` (etcdctl v3.5 speaks v3
+    // whatever it says).
+    let words: Vec<String> = words
+        .into_iter()
+        .skip_while(|w| w == "sudo" || is_assignment(w))
+        .collect();
     let Some((cmd, args)) = words.split_first() else {
         return Ok(CommandOutcome::ok(""));
     };
@@ -182,7 +199,17 @@ pub fn run_line(
         "calicoctl" => calico_datastore::calicoctl(net, &args, ctx),
         "ip" => super::ip_cmd::ip(net, st, dev, &args),
         "sed" => super::control_plane::sed(net, dev, &args, ctx),
+        "etcdctl" => super::etcd::etcdctl(net, dev, &args, now),
+        "etcdhelper" | "./etcdhelper" => super::etcd::etcdhelper(net, dev, &args, now),
         other => Err(format!("`{other}` is not a command fabsim runs as a change")),
+    }
+}
+
+/// The mirror pods of the control plane's static pods, which the kubelet creates when its
+/// Node is registered (at `kubeadm init`, and again after the Node was deleted).
+pub(super) fn create_mirror_pods(cluster: &mut Cluster, node: &str, now: u64) {
+    for component in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+        cluster.create_pod(system_pod(Owner::Static, Some(component), Some(node), true), now);
     }
 }
 
@@ -339,6 +366,7 @@ pub fn init_cluster(
     let node = node_name(net, dev);
     let kubeadm_values = KubeadmValues {
         version: &kubelet.version,
+        node: &node,
         advertise: ip,
         pod_subnet: opts.pod_cidr,
         service_subnet: opts.service_cidr,
@@ -347,9 +375,7 @@ pub fn init_cluster(
     // kube-controller-manager starts with the manifest's flags.
     cluster.start_node_ipam();
     cluster.add_node(&node, dev, ip, true, &kubelet.version, now);
-    for component in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
-        cluster.create_pod(system_pod(Owner::Static, Some(component), Some(&node), true), now);
-    }
+    create_mirror_pods(&mut cluster, &node, now);
     cluster.create_pod(
         system_pod(Owner::DaemonSet("kube-proxy".into()), None, Some(&node), true),
         now,

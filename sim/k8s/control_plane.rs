@@ -130,7 +130,7 @@ fn check(component: Component, flags: &Flags) -> Result<(), String> {
                 _ => Ok(()),
             }
         }
-        Component::Scheduler => Ok(()),
+        Component::Etcd | Component::Scheduler => Ok(()),
     }
 }
 
@@ -327,9 +327,31 @@ impl Cluster {
         pod.running = read_flags(&text).and_then(|f| check(component, &f).map(|()| f));
         pod.text = text;
         pod.restarting_until = now + restart_ms;
+        self.etcd_writes
+            .push((format!("edit of {MANIFEST_DIR}{}.yaml", component.name()), now));
         if component == Component::ControllerManager {
             self.start_node_ipam();
         }
+        self.mirror_pod_restarted(component, &node, now, restart_ms);
+    }
+
+    /// Is kube-controller-manager crash-looping because node IPAM could not start?
+    pub(super) fn node_ipam_failed(&self) -> bool {
+        self.node_ipam.as_ref().and_then(RangeAllocator::failure).is_some()
+    }
+
+    /// The kubelet's next restart of a crash-looping kube-controller-manager: node IPAM
+    /// rebuilt from the Nodes as they are now.
+    pub(super) fn restart_controller_manager(&mut self, now: u64) {
+        let Some(node) = self.control_plane.as_ref().map(|cp| cp.node.clone()) else {
+            return;
+        };
+        self.start_node_ipam();
+        self.mirror_pod_restarted(Component::ControllerManager, &node, now, 0);
+    }
+
+    /// The static pod's mirror pod after the kubelet (re)started its container at `now`.
+    fn mirror_pod_restarted(&mut self, component: Component, node: &str, now: u64, restart_ms: u64) {
         let crashed = self.crash(component);
         let name = format!("{}-{node}", component.name());
         if let Some(p) = self
@@ -458,6 +480,7 @@ mod tests {
         );
         let v = KubeadmValues {
             version: "v1.28.15",
+            node: "n1",
             advertise: Ipv4Addr::new(192, 168, 1, 11),
             pod_subnet: c.pod_cidr,
             service_subnet: c.service_cidr,

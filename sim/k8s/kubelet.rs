@@ -11,7 +11,10 @@
 //! addresses from the old blocks (`Cluster::kept_cni_state`).
 
 use super::cluster::{Cluster, KubeletDown, Owner};
-use super::command::{internal_ip, kubelet_of, node_name, start_calico_nodes, system_pod, CommandOutcome, Context};
+use super::command::{
+    create_mirror_pods, internal_ip, kubelet_of, node_name, start_calico_nodes, system_pod, CommandOutcome, Context,
+};
+use super::host_local;
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
 
@@ -91,7 +94,13 @@ pub(super) fn register(net: &mut Network, st: &State, dev: DeviceId, now: u64) -
     cluster.kubelets_down.remove(&node);
     cluster.ensure_kubelet_config(&node);
     if cluster.node(&node).is_none() {
+        // kubeadm's role label and taint are not set again (only `kubeadm init|join` marks a
+        // control-plane node), but the kubelet of the control-plane host creates the static
+        // pods' mirror pods for the new Node.
         cluster.add_node(&node, dev, ip, false, &kubelet.version, now);
+        if cluster.control_plane.as_ref().is_some_and(|cp| cp.device == dev) {
+            create_mirror_pods(cluster, &node, now);
+        }
         let kept = cluster.affine_blocks(&node);
         if let Some(n) = cluster.nodes.iter_mut().find(|n| n.name == node) {
             n.kept_blocks = kept;
@@ -125,7 +134,7 @@ const CNI_DIRS: [&str; 2] = ["/etc/cni/net.d", "/var/lib/cni"];
 /// rewrites the configuration when its pod starts again, and Calico's block affinities stay
 /// (`kept_cni_state`). At any other time removing the configuration would take the node's CNI
 /// away under a running calico-node, which fabsim does not model: that is an error saying so.
-pub(super) fn rm_cni_files(net: &Network, dev: DeviceId, args: &[&str]) -> Result<CommandOutcome, String> {
+pub(super) fn rm_cni_files(net: &mut Network, dev: DeviceId, args: &[&str]) -> Result<CommandOutcome, String> {
     let (flags, paths): (Vec<&str>, Vec<&str>) = args.iter().partition(|a| a.starts_with('-'));
     let recursive = flags.iter().any(|f| match f.strip_prefix("--") {
         Some(long) => long == "recursive",
@@ -154,6 +163,16 @@ pub(super) fn rm_cni_files(net: &Network, dev: DeviceId, args: &[&str]) -> Resul
              would lose its configuration while running",
             args.join(" ")
         ));
+    }
+    // host-local's reservations go with their directory or anything above it.
+    let clears_host_local = paths.iter().any(|p| {
+        let p = p.trim_end_matches('*').trim_end_matches('/');
+        host_local::STATE_DIR == p
+            || host_local::STATE_DIR.starts_with(&format!("{p}/"))
+            || p.starts_with(&format!("{}/", host_local::STATE_DIR))
+    });
+    if let Some(cluster) = net.cluster.as_deref_mut().filter(|_| clears_host_local) {
+        cluster.host_local.remove(&node);
     }
     Ok(CommandOutcome::ok(""))
 }

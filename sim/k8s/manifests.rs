@@ -9,6 +9,11 @@
 //! kube-apiserver always gets `--service-cluster-ip-range`. kubeadm v1.28 writes no
 //! `--node-cidr-mask-size`: kube-controller-manager's default (24 for IPv4) applies.
 //!
+//! etcd's is `GetEtcdPodSpec`/`getEtcdCommand` (`cmd/kubeadm/app/phases/etcd/local.go`) for a
+//! single stacked member: client URLs on 127.0.0.1 and the advertise address, the certificates
+//! under `/etc/kubernetes/pki/etcd/`, data in `/var/lib/etcd`, metrics and probes on
+//! 127.0.0.1:2381, with v1.28's `experimental-` flag names.
+//!
 //! The rest of each file (probes, resources, volumes) is the form kubeadm's `staticpod`
 //! helpers give it on an Ubuntu host; nothing in fabsim reads it back but the command.
 
@@ -16,19 +21,26 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-/// A control-plane component kubeadm runs as a static pod (etcd's manifest is not modelled).
+/// A control-plane component kubeadm runs as a static pod.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Component {
+    Etcd,
     ApiServer,
     ControllerManager,
     Scheduler,
 }
 
 impl Component {
-    pub const ALL: [Component; 3] = [Component::ApiServer, Component::ControllerManager, Component::Scheduler];
+    pub const ALL: [Component; 4] = [
+        Component::Etcd,
+        Component::ApiServer,
+        Component::ControllerManager,
+        Component::Scheduler,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
+            Component::Etcd => "etcd",
             Component::ApiServer => "kube-apiserver",
             Component::ControllerManager => "kube-controller-manager",
             Component::Scheduler => "kube-scheduler",
@@ -46,6 +58,8 @@ impl Component {
 /// What kubeadm's ClusterConfiguration says that the manifests depend on.
 pub struct KubeadmValues<'a> {
     pub version: &'a str,
+    /// The node name (etcd's member name).
+    pub node: &'a str,
     pub advertise: Ipv4Addr,
     pub pod_subnet: Option<Ipv4Net>,
     pub service_subnet: Ipv4Net,
@@ -53,9 +67,43 @@ pub struct KubeadmValues<'a> {
 
 const PKI: &str = "/etc/kubernetes/pki";
 
+/// etcd's data directory (ClusterConfiguration `etcd.local.dataDir`).
+const ETCD_DATA: &str = "/var/lib/etcd";
+
+/// The etcd image kubeadm v1.28 deploys (`constants.SupportedEtcdVersion`; **unverified** for
+/// the later v1.28 patch releases, FIDELITY.md).
+const ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.5.9-0";
+
 /// The command kubeadm gives `component`, program name first.
 pub fn command(component: Component, v: &KubeadmValues<'_>) -> Vec<String> {
     let mut args: Vec<(&str, String)> = match component {
+        Component::Etcd => {
+            let (ip, etcd) = (v.advertise, format!("{PKI}/etcd"));
+            vec![
+                ("advertise-client-urls", format!("https://{ip}:2379")),
+                ("cert-file", format!("{etcd}/server.crt")),
+                ("client-cert-auth", "true".into()),
+                ("data-dir", ETCD_DATA.into()),
+                ("experimental-initial-corrupt-check", "true".into()),
+                ("experimental-watch-progress-notify-interval", "5s".into()),
+                ("initial-advertise-peer-urls", format!("https://{ip}:2380")),
+                ("initial-cluster", format!("{}=https://{ip}:2380", v.node)),
+                ("key-file", format!("{etcd}/server.key")),
+                (
+                    "listen-client-urls",
+                    format!("https://127.0.0.1:2379,https://{ip}:2379"),
+                ),
+                ("listen-metrics-urls", "http://127.0.0.1:2381".into()),
+                ("listen-peer-urls", format!("https://{ip}:2380")),
+                ("name", v.node.to_string()),
+                ("peer-cert-file", format!("{etcd}/peer.crt")),
+                ("peer-client-cert-auth", "true".into()),
+                ("peer-key-file", format!("{etcd}/peer.key")),
+                ("peer-trusted-ca-file", format!("{etcd}/ca.crt")),
+                ("snapshot-count", "10000".into()),
+                ("trusted-ca-file", format!("{etcd}/ca.crt")),
+            ]
+        }
         Component::ApiServer => vec![
             ("advertise-address", v.advertise.to_string()),
             ("allow-privileged", "true".into()),
@@ -158,10 +206,16 @@ const CA_VOLUMES: [Volume; 4] = [
 ];
 
 fn volumes(component: Component) -> Vec<Volume> {
+    if component == Component::Etcd {
+        return vec![
+            ("etcd-certs", "/etc/kubernetes/pki/etcd", "DirectoryOrCreate", false),
+            ("etcd-data", ETCD_DATA, "DirectoryOrCreate", false),
+        ];
+    }
     let mut v = CA_VOLUMES.to_vec();
     v.push(("k8s-certs", PKI, "DirectoryOrCreate", true));
     match component {
-        Component::ApiServer => {}
+        Component::Etcd | Component::ApiServer => {}
         Component::ControllerManager => {
             v.push((
                 "flexvolume-dir",
@@ -188,28 +242,44 @@ fn volumes(component: Component) -> Vec<Volume> {
 pub fn manifest(component: Component, v: &KubeadmValues<'_>) -> String {
     let name = component.name();
     let (probe_host, port, cpu) = match component {
+        Component::Etcd => ("127.0.0.1".to_string(), 2381, "100m"),
         Component::ApiServer => (v.advertise.to_string(), 6443, "250m"),
         Component::ControllerManager => ("127.0.0.1".to_string(), 10257, "200m"),
         Component::Scheduler => ("127.0.0.1".to_string(), 10259, "100m"),
     };
+    let scheme = if component == Component::Etcd { "HTTP" } else { "HTTPS" };
     let probe = |kind: &str, path: &str, failures: u32, delay: bool, period: u32| {
-        let mut p = format!("    {kind}:\n      failureThreshold: {failures}\n      httpGet:\n        host: {probe_host}\n        path: {path}\n        port: {port}\n        scheme: HTTPS\n");
+        let mut p = format!("    {kind}:\n      failureThreshold: {failures}\n      httpGet:\n        host: {probe_host}\n        path: {path}\n        port: {port}\n        scheme: {scheme}\n");
         if delay {
             p += "      initialDelaySeconds: 10\n";
         }
         p + &format!("      periodSeconds: {period}\n      timeoutSeconds: 15\n")
     };
-    let health = if component == Component::ApiServer {
-        "/livez"
-    } else {
-        "/healthz"
+    // etcd's liveness: /health?exclude=NOSPACE&serializable=true, startup: the same without
+    // the exclusion (kubeadm v1.28's `GetEtcdProbeEndpoint` callers).
+    let (health, startup) = match component {
+        Component::Etcd => (
+            "/health?exclude=NOSPACE&serializable=true",
+            "/health?serializable=false",
+        ),
+        Component::ApiServer => ("/livez", "/livez"),
+        _ => ("/healthz", "/healthz"),
     };
     let mut y = String::from("apiVersion: v1\nkind: Pod\nmetadata:\n");
-    if component == Component::ApiServer {
-        y += &format!(
-            "  annotations:\n    kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint: {}:6443\n",
-            v.advertise
-        );
+    match component {
+        Component::ApiServer => {
+            y += &format!(
+                "  annotations:\n    kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint: {}:6443\n",
+                v.advertise
+            );
+        }
+        Component::Etcd => {
+            y += &format!(
+                "  annotations:\n    kubeadm.kubernetes.io/etcd.advertise-client-urls: https://{}:2379\n",
+                v.advertise
+            );
+        }
+        _ => {}
     }
     y += &format!(
         "  creationTimestamp: null\n  labels:\n    component: {name}\n    tier: control-plane\n  name: {name}\n  namespace: kube-system\nspec:\n  containers:\n  - command:\n"
@@ -217,17 +287,21 @@ pub fn manifest(component: Component, v: &KubeadmValues<'_>) -> String {
     for arg in command(component, v) {
         y += &format!("    - {arg}\n");
     }
-    y += &format!(
-        "    image: registry.k8s.io/{name}:{}\n    imagePullPolicy: IfNotPresent\n",
-        v.version
-    );
+    let image = match component {
+        Component::Etcd => ETCD_IMAGE.to_string(),
+        _ => format!("registry.k8s.io/{name}:{}", v.version),
+    };
+    y += &format!("    image: {image}\n    imagePullPolicy: IfNotPresent\n");
     y += &probe("livenessProbe", health, 8, true, 10);
     y += &format!("    name: {name}\n");
     if component == Component::ApiServer {
         y += &probe("readinessProbe", "/readyz", 3, false, 1);
     }
     y += &format!("    resources:\n      requests:\n        cpu: {cpu}\n");
-    y += &probe("startupProbe", health, 24, true, 10);
+    if component == Component::Etcd {
+        y += "        memory: 100Mi\n";
+    }
+    y += &probe("startupProbe", startup, 24, true, 10);
     y += "    volumeMounts:\n";
     for (vol, path, _, ro) in volumes(component) {
         y += &format!("    - mountPath: {path}\n      name: {vol}\n");
@@ -249,6 +323,7 @@ mod tests {
     fn values(pods: Option<&str>) -> KubeadmValues<'static> {
         KubeadmValues {
             version: "v1.28.15",
+            node: "n1",
             advertise: Ipv4Addr::new(192, 168, 1, 11),
             pod_subnet: pods.map(|p| p.parse().unwrap()),
             service_subnet: "10.96.0.0/12".parse().unwrap(),

@@ -21,17 +21,26 @@
 //! - `node_ipam` is kube-controller-manager's range allocator (podCIDRs: bitmap and cursor);
 //! - `manifests` writes the static-pod manifests of `kubeadm init`, `control_plane` runs the
 //!   components with their flags (edits restart them: `sed -i`, `sed` its `s` command);
+//! - `address_plan` checks the pod address plan after every step (overlapping podCIDRs, pods
+//!   outside their podCIDR, node IPAM's bitmap and capacity);
+//! - `host_local` is the host-local IPAM plugin on a node (Calico's CNI with `usePodCidr`: pod
+//!   addresses from the Node's podCIDR);
+//! - `etcd` is etcd as the runbook touches it: `etcdctl snapshot save`, etcdhelper's direct
+//!   rewrite of the Nodes' podCIDRs, and the rollback check;
 //! - `kubeadm_config` is the kubeadm-config ConfigMap (the ranges `kubeadm init` was given);
 //! - `kubelet_config` is each node's `/var/lib/kubelet/config.yaml` (clusterDNS), `dns` the
 //!   pods' resolv.conf, CoreDNS's answers and the DNS findings, `kube_proxy_config` the
 //!   `kube-proxy` ConfigMap's `clusterCIDR` and the wrong-source-IP finding.
 
+mod address_plan;
 mod calico_datastore;
 mod cluster;
 mod command;
 mod control_plane;
 mod dns;
+mod etcd;
 mod external_overlap;
+mod host_local;
 pub(crate) mod ip_cmd;
 mod kube_proxy_config;
 mod kubeadm_config;

@@ -106,6 +106,27 @@ impl RangeAllocator {
         Ok(())
     }
 
+    /// The blocks `cidr` touches that the bitmap marks free (none for a CIDR out of range).
+    pub fn free_blocks_of(&self, cidr: Ipv4Net) -> Vec<Ipv4Net> {
+        let Ok((begin, end)) = self.indices(cidr) else {
+            return Vec::new();
+        };
+        (begin..=end)
+            .filter(|i| !self.used[*i])
+            .map(|i| self.block(i))
+            .collect()
+    }
+
+    /// How many blocks are free.
+    pub fn free_count(&self) -> usize {
+        self.used.iter().filter(|u| !**u).count()
+    }
+
+    /// The cluster CIDR and node mask it allocates with.
+    pub fn settings(&self) -> (Ipv4Net, u8) {
+        (self.cluster, self.node_mask)
+    }
+
     fn block(&self, index: usize) -> Ipv4Net {
         let base = u32::from(self.cluster.network());
         let addr = base | ((index as u32) << (32 - u32::from(self.node_mask)));

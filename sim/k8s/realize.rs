@@ -170,8 +170,18 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
     let Some(calico) = cluster.calico.as_mut() else {
         return Ok(warnings);
     };
-    // One confd view for every node: the datastore does not change while they render.
-    let confd = crate::calico::confd::Renderer::new(&calico.datastore);
+    // One confd view for every node: the datastore does not change while they render. Under
+    // USE_POD_CIDR it takes the Nodes' podCIDRs for blocks.
+    let pod_cidrs: BTreeMap<String, Vec<Ipv4Net>> = cluster
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.pod_cidr.into_iter().collect()))
+        .collect();
+    let confd = if calico.use_pod_cidr() {
+        crate::calico::confd::Renderer::with_pod_cidrs(&calico.datastore, &pod_cidrs)
+    } else {
+        crate::calico::confd::Renderer::new(&calico.datastore)
+    };
     for (node, dev) in nodes {
         let Ok(rendered) = confd.render(&node) else { continue };
         if calico.rendered.get(&node) == Some(&rendered) {

@@ -121,22 +121,7 @@ impl ReachMatrix {
             }
         }
         let mut findings = causes.findings(net);
-        // The apiserver's repair loop warns about each Service left outside the service range;
-        // the control plane's flags may disagree with each other and with kubeadm-config; a
-        // node registered again may keep its old Calico blocks; pods may be stuck without an
-        // address from the CNI; pods whose nameserver does not answer, kubelets whose
-        // clusterDNS is not kube-dns, pods kube-proxy masquerades; a range may overlap an
-        // external network.
-        if let Some(cluster) = net.cluster.as_deref() {
-            findings.extend(cluster.out_of_range_services());
-            findings.extend(cluster.control_plane_findings());
-            findings.extend(cluster.kept_cni_state());
-            findings.extend(cluster.stuck_sandboxes());
-            findings.extend(crate::k8s::dns_findings(net, st));
-            findings.extend(cluster.cluster_dns_findings());
-            findings.extend(crate::k8s::wrong_source_findings(net));
-            findings.extend(cluster.external_overlaps(net));
-        }
+        findings.extend(cluster_findings(net, st));
         ReachMatrix {
             endpoints,
             reached,
@@ -155,6 +140,31 @@ impl ReachMatrix {
         let ok = self.reached.iter().filter(|r| **r).count() - n;
         (ok, pairs)
     }
+}
+
+/// What the cluster's state means for the runbook, whether or not a matrix is computed: the
+/// apiserver's repair loop warns about each Service left outside the service range; the
+/// control plane's flags may disagree with each other and with kubeadm-config; a node
+/// registered again may keep its old CNI state; pods may be stuck without an address from the
+/// CNI; pods whose nameserver does not answer, kubelets whose clusterDNS is not kube-dns, pods
+/// kube-proxy masquerades; the pod address plan (overlapping podCIDRs, pods outside their
+/// node's podCIDR, node IPAM's bitmap and capacity), the etcd rollback path
+/// (k8s-cidr-migrations.md §5 C1, C7-C9, C14) and ranges over external networks.
+pub fn cluster_findings(net: &Network, st: &State) -> Vec<String> {
+    let Some(cluster) = net.cluster.as_deref() else {
+        return Vec::new();
+    };
+    let mut findings = cluster.out_of_range_services();
+    findings.extend(cluster.control_plane_findings());
+    findings.extend(cluster.kept_cni_state());
+    findings.extend(cluster.stuck_sandboxes());
+    findings.extend(crate::k8s::dns_findings(net, st));
+    findings.extend(cluster.cluster_dns_findings());
+    findings.extend(crate::k8s::wrong_source_findings(net));
+    findings.extend(cluster.address_plan_findings());
+    findings.extend(cluster.rollback_findings());
+    findings.extend(cluster.external_overlaps(net));
+    findings
 }
 
 fn echo(net: &Network, st: &State, from: &Endpoint, to: &Endpoint) -> Probe {

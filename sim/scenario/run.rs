@@ -310,10 +310,13 @@ impl Seen {
                 let note = format!(
                     "reachability matrix not computed: {n} hosts and pods is over `limits: reach_endpoints` ({limit})"
                 );
-                let new = (!self.findings.contains(&note)).then(|| note.clone());
-                self.findings = vec![note];
+                let found: Vec<String> = std::iter::once(note)
+                    .chain(super::impact::cluster_findings(net, st))
+                    .collect();
+                let new = found.iter().filter(|f| !self.findings.contains(f)).cloned().collect();
+                self.findings = found;
                 self.matrix = None;
-                return (None, new.into_iter().collect());
+                return (None, new);
             }
         };
         let mut delta = match &self.matrix {

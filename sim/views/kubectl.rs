@@ -95,9 +95,10 @@ pub(crate) fn kubectl(
     let positional: Vec<&str> = positional(&args);
     let now = st.time_ms;
     match positional.as_slice() {
-        ["get", "nodes" | "node" | "no", rest @ ..] => {
-            Ok(get_nodes(cluster, now, rest.first().copied(), output == "wide"))
-        }
+        ["get", "nodes" | "node" | "no", rest @ ..] => match output.strip_prefix("jsonpath=") {
+            Some(template) => node_jsonpath(cluster, rest.first().copied(), template),
+            None => Ok(get_nodes(cluster, now, rest.first().copied(), output == "wide")),
+        },
         ["get", "pods" | "pod" | "po", rest @ ..] => {
             let scope = if all_ns { None } else { Some(ns) };
             Ok(get_pods(
@@ -301,6 +302,29 @@ fn role(node: &KNode) -> &'static str {
         "control-plane"
     } else {
         "<none>"
+    }
+}
+
+/// `kubectl get node NAME -o jsonpath=TEMPLATE` for the fields a pod CIDR runbook reads
+/// (`{.metadata.name}`, `{.spec.podCIDR}`, `{.spec.podCIDRs}`): kubectl prints the value
+/// with no newline after it; an unset podCIDR prints nothing.
+fn node_jsonpath(cluster: &Cluster, name: Option<&str>, template: &str) -> Result<String, CommandError> {
+    let Some(name) = name else {
+        return Err(CommandError::new(
+            "fabsim's kubectl -o jsonpath reads one node: kubectl get node NAME -o jsonpath='{.spec.podCIDR}'",
+        ));
+    };
+    let Some(node) = cluster.node(name) else {
+        return Ok(format!("Error from server (NotFound): nodes \"{name}\" not found\n"));
+    };
+    let cidr = node.pod_cidr.map(|c| c.to_string());
+    match template {
+        "{.metadata.name}" => Ok(node.name.clone()),
+        "{.spec.podCIDR}" => Ok(cidr.unwrap_or_default()),
+        "{.spec.podCIDRs}" => Ok(cidr.map(|c| format!("[\"{c}\"]")).unwrap_or_default()),
+        other => Err(CommandError::new(format!(
+            "kubectl -o jsonpath={other}: fabsim prints {{.metadata.name}}, {{.spec.podCIDR}} and {{.spec.podCIDRs}}"
+        ))),
     }
 }
 

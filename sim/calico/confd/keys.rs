@@ -118,7 +118,7 @@ fn canonical_ip(s: &str) -> Option<String> {
 }
 
 impl Keys {
-    pub(crate) fn build(ds: &Datastore) -> Keys {
+    pub(crate) fn build(ds: &Datastore, pod_cidrs: Option<&BTreeMap<String, Vec<ipnet::Ipv4Net>>>) -> Keys {
         let global = ds.bgp_configurations.get("default");
         let mut k = Keys {
             global_as: global
@@ -148,7 +148,7 @@ impl Keys {
         };
         k.hosts_from(ds);
         k.peers_from(ds);
-        k.ipam_from(ds);
+        k.ipam_from(ds, pod_cidrs);
         k.routes_from(ds);
         k
     }
@@ -384,9 +384,20 @@ impl Keys {
     }
 
     /// Block affinities (`/calico/ipam/v2/host/<node>/ipv4/block/<ip>-<len>`) and pools.
-    /// Pending affinities are treated as absent (client.go `updateCache`).
-    fn ipam_from(&mut self, ds: &Datastore) {
-        for a in ds.block_affinities.values() {
+    /// Pending affinities are treated as absent (client.go `updateCache`). With `pod_cidrs`
+    /// (`USE_POD_CIDR`), the Nodes' podCIDRs are the affinities, all confirmed.
+    fn ipam_from(&mut self, ds: &Datastore, pod_cidrs: Option<&BTreeMap<String, Vec<ipnet::Ipv4Net>>>) {
+        for (node, cidrs) in pod_cidrs.into_iter().flatten() {
+            for c in cidrs {
+                let key = cidr_key(&c.to_string());
+                self.blocks
+                    .entry(node.clone())
+                    .or_default()
+                    .insert(key, "confirmed".to_string());
+            }
+        }
+        let affinities = ds.block_affinities.values().filter(|_| pod_cidrs.is_none());
+        for a in affinities {
             if a.state == "pending" || a.deleted || !matches!(a.cidr, IpNet::V4(_)) {
                 continue;
             }

@@ -82,6 +82,7 @@ fn run_as(
         "kubectl" => super::kubectl::kubectl(net, st, args, sent),
         "cat" => cat(net, dev, args),
         "nslookup" => nslookup::nslookup(net, st, dev, args),
+        "grep" | "egrep" => grep_file(net, dev, cmd, args),
         _ => Err(CommandError::new(format!(
             "{cmd}: command not found (fabsim's Linux shell runs: ip route|addr|link, \
              ping, tracepath, traceroute, birdcl where BIRD runs, vtysh where FRR runs)"
@@ -145,6 +146,25 @@ fn cat(net: &Network, dev: DeviceId, args: &[String]) -> Result<String, CommandE
         out.push_str(text);
     }
     Ok(out)
+}
+
+/// `grep [OPTION]... PATTERN FILE` over a file `cat` shows (the manifests, confd's output):
+/// the pipe's grep on the file's text; a file fabsim does not have is grep's error.
+fn grep_file(net: &Network, dev: DeviceId, cmd: &str, args: &[String]) -> Result<String, CommandError> {
+    let Some((file, stage)) = args.split_last().filter(|(_, s)| !s.is_empty()) else {
+        return super::pipe::apply_filters(super::pipe::Flavor::Linux, &[cmd.to_string()], String::new());
+    };
+    let text = cat(net, dev, std::slice::from_ref(file))?;
+    if text.starts_with(&format!("cat: {file}: ")) {
+        return Ok(format!("grep: {file}: No such file or directory\n"));
+    }
+    // The words go back through the pipe's shell-word splitting: quote each.
+    let quoted: Vec<String> = stage
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\'', r"'\''")))
+        .collect();
+    let stage = format!("{cmd} {}", quoted.join(" "));
+    super::pipe::apply_filters(super::pipe::Flavor::Linux, &[stage], text)
 }
 
 fn if_state(st: &State, id: IfId) -> IfState {
