@@ -4,7 +4,10 @@
 
 use std::path::Path;
 
-use fabsim::scenario::{self, has_line, Run, StepReport};
+mod common;
+use common::{pod_cidr, step};
+
+use fabsim::scenario::{self, has_line, Run};
 use fabsim::views;
 
 fn run_to(step: &str) -> Run {
@@ -16,19 +19,6 @@ fn on(run: &Run, device: &str, command: &str) -> String {
     let net = run.engine.network();
     let dev = net.device_by_name(device).expect("device");
     views::run_command(net, run.engine.state(), dev, command).unwrap_or_else(|e| panic!("{}", e.message))
-}
-
-fn step<'a>(run: &'a Run, id: &str) -> &'a StepReport {
-    run.steps.iter().find(|s| s.id == id).expect("step")
-}
-
-fn pod_cidr(run: &Run, node: &str) -> String {
-    let cluster = run.engine.network().cluster.as_deref().expect("cluster");
-    cluster
-        .node(node)
-        .and_then(|n| n.pod_cidr)
-        .map(|c| c.to_string())
-        .unwrap_or_default()
 }
 
 const APISERVER: &str = "/etc/kubernetes/manifests/kube-apiserver.yaml";

@@ -9,37 +9,11 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{assert_has, out_in, run_file};
-use fabsim::k8s::{self, Cluster, PodPhase};
-use fabsim::scenario::{Run, StepReport};
+use common::{assert_has, cluster, out_in, pod_cidr, printed, run_file, step};
+use fabsim::k8s::{self, PodPhase};
+use fabsim::scenario::Run;
 
 const SCENARIO: &str = "tests/data/node-lifecycle.yaml";
-
-fn cluster(run: &Run) -> &Cluster {
-    run.engine.network().cluster.as_deref().expect("a cluster")
-}
-
-fn step<'a>(run: &'a Run, id: &str) -> &'a StepReport {
-    run.steps.iter().find(|s| s.id == id).expect("step")
-}
-
-/// What `command` printed in step `id`, and its exit status.
-fn printed(run: &Run, id: &str, command: &str) -> (String, i32) {
-    let c = step(run, id)
-        .commands
-        .iter()
-        .find(|c| c.command == command)
-        .unwrap_or_else(|| panic!("step {id} ran no `{command}`"));
-    (c.output.clone(), c.status)
-}
-
-fn pod_cidr(run: &Run, node: &str) -> String {
-    cluster(run)
-        .node(node)
-        .and_then(|n| n.pod_cidr)
-        .map(|c| c.to_string())
-        .unwrap_or_default()
-}
 
 fn pod_ip(run: &Run, name: &str) -> String {
     let pod = cluster(run).pod("default", name).expect("pod");

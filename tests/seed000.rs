@@ -8,10 +8,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::run_file;
+use common::{cluster, pod_cidr, run_file, step};
 use fabsim::k8s;
 use fabsim::k8s::Cluster;
-use fabsim::scenario::{Run, StepReport};
+use fabsim::scenario::Run;
 
 const SCENARIO: &str = "scenarios/seed000-expand-pod-cidr.yaml";
 const MASK_ONLY: &str = "scenarios/seed000-mask-only.yaml";
@@ -21,22 +21,6 @@ const NODES: [&str; 4] = [
     "etcdhelper-node-2",
     "etcdhelper-node-3",
 ];
-
-fn cluster(run: &Run) -> &Cluster {
-    run.engine.network().cluster.as_deref().expect("a cluster")
-}
-
-fn step<'a>(run: &'a Run, id: &str) -> &'a StepReport {
-    run.steps.iter().find(|s| s.id == id).expect("step")
-}
-
-fn pod_cidr(run: &Run, node: &str) -> String {
-    cluster(run)
-        .node(node)
-        .and_then(|n| n.pod_cidr)
-        .map(|c| c.to_string())
-        .unwrap_or_default()
-}
 
 /// The steps whose findings include one containing `text`.
 fn steps_with(run: &Run, text: &str) -> Vec<String> {

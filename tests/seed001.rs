@@ -9,9 +9,9 @@ mod common;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
-use common::{assert_has, out_in};
+use common::{assert_has, out_in, printed, step};
 use fabsim::dataplane::{probe, ProbeKind};
-use fabsim::scenario::{self, Action, Opened, Run, StepReport};
+use fabsim::scenario::{self, Action, Opened, Run};
 
 const SCENARIO: &str = "scenarios/seed001-pod-and-service-cidr.yaml";
 
@@ -23,26 +23,9 @@ fn run_until(opened: &Opened, step: Option<&str>) -> Run {
     scenario::run(opened, step).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn step<'a>(run: &'a Run, id: &str) -> &'a StepReport {
-    run.steps
-        .iter()
-        .find(|s| s.id == id)
-        .unwrap_or_else(|| panic!("no step {id}"))
-}
-
 /// The findings a step reported that contain `needle`.
 fn findings<'a>(run: &'a Run, id: &str, needle: &str) -> Vec<&'a String> {
     step(run, id).findings.iter().filter(|f| f.contains(needle)).collect()
-}
-
-/// What a runbook line printed in a step, and its exit status.
-fn printed(run: &Run, id: &str, command: &str) -> (String, i32) {
-    let c = step(run, id)
-        .commands
-        .iter()
-        .find(|c| c.command == command)
-        .unwrap_or_else(|| panic!("step {id} ran no `{command}`"));
-    (c.output.clone(), c.status)
 }
 
 fn cluster_ip(run: &Run, ns: &str, name: &str) -> Ipv4Addr {

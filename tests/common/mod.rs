@@ -113,3 +113,35 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
 }
+
+/// The cluster a run ended with.
+pub fn cluster(run: &Run) -> &fabsim::k8s::Cluster {
+    run.engine.network().cluster.as_deref().expect("a cluster")
+}
+
+/// The report of step `id`.
+pub fn step<'a>(run: &'a Run, id: &str) -> &'a fabsim::scenario::StepReport {
+    run.steps
+        .iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("no step {id}"))
+}
+
+/// What `command` printed in step `id`, and its exit status.
+pub fn printed(run: &Run, id: &str, command: &str) -> (String, i32) {
+    let c = step(run, id)
+        .commands
+        .iter()
+        .find(|c| c.command == command)
+        .unwrap_or_else(|| panic!("step {id} ran no `{command}`"));
+    (c.output.clone(), c.status)
+}
+
+/// A node's podCIDR as text (empty without one).
+pub fn pod_cidr(run: &Run, node: &str) -> String {
+    cluster(run)
+        .node(node)
+        .and_then(|n| n.pod_cidr)
+        .map(|c| c.to_string())
+        .unwrap_or_default()
+}
