@@ -38,7 +38,7 @@ fn pods_take_their_addresses_from_the_node_pod_cidr() {
     for (i, node) in NODES.iter().enumerate() {
         assert_eq!(pod_cidr(&run, node), format!("10.112.{i}.0/24"));
         // host-local: from .2 on (the gateway .1 is skipped), in creation order.
-        let ips: Vec<String> = (1..=100)
+        let ips: Vec<String> = (1..=250)
             .map(|p| {
                 let pod = c.pod("default", &format!("{node}-pod-{p}")).expect("pod");
                 pod.ip.map(|ip| ip.to_string()).unwrap_or_default()
@@ -54,7 +54,7 @@ fn pods_take_their_addresses_from_the_node_pod_cidr() {
             .count();
         let first = 2 + system;
         assert_eq!(ips[0], format!("10.112.{i}.{first}"));
-        assert_eq!(ips[99], format!("10.112.{i}.{}", first + 99));
+        assert_eq!(ips[249], format!("10.112.{i}.{}", first + 249));
     }
     // confd advertises each node's podCIDR: node-0's BIRD config aggregates 10.112.0.0/24.
     let net = run.engine.network();
