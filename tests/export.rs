@@ -422,11 +422,7 @@ fn exports_everywhere(label: &str, net: &fabsim::model::Network, st: &fabsim::en
     let n = EXPORTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = common::scratch(&format!("export-everywhere-{}-{n}", std::process::id()));
     // Pods' network namespaces are the cluster's to make again when a dump is read back.
-    let pods: std::collections::BTreeSet<fabsim::model::DeviceId> = net
-        .cluster
-        .iter()
-        .flat_map(|c| c.netns.values().map(|n| n.device))
-        .collect();
+    let pods = net.pod_devices();
     let hosts_and_switches: Vec<&str> = (0..net.devices.len())
         .map(|i| fabsim::model::DeviceId(i as u32))
         .filter(|id| !pods.contains(id))

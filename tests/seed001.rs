@@ -320,6 +320,26 @@ fn variant_forgetting_kube_proxy_keeps_masquerading_new_range_pods() {
     assert!(masq);
 }
 
+/// After `uncordon-n2`, client-a on n2 has no address: its sandbox waits on the CNI's `error`,
+/// the step reports it stuck, and `kubectl get pods` shows ContainerCreating.
+fn client_a_is_stuck(run: &Run, error: &str) {
+    let c = run.engine.network().cluster.as_ref().expect("a cluster");
+    let pod = c.pod("default", "client-a").expect("client-a");
+    assert_eq!(pod.ip, None);
+    let waiting = format!("failed to setup network for sandbox: {error}");
+    assert_eq!(pod.waiting.as_deref(), Some(waiting.as_str()));
+    assert_has(
+        &step(run, "uncordon-n2").findings.join("\n"),
+        &[&format!(
+            "pod default/client-a on n2 is stuck ContainerCreating: {waiting}"
+        )],
+    );
+    assert_has(
+        &out_in(run, "n1", "kubectl get pods -o wide"),
+        &["client-a 0/1 ContainerCreating 0 ... <none> n2 ..."],
+    );
+}
+
 /// Variant (b): the old pool is disabled but the new one never created (P1-6): calico-ipam
 /// has no pool for any node, so pods started from then on are stuck ContainerCreating with the
 /// CNI's error.
@@ -332,13 +352,7 @@ fn variant_forgetting_the_calico_pool_leaves_pods_container_creating() {
         }
     }
     let run = run_until(&o, Some("uncordon-n2"));
-    let c = run.engine.network().cluster.as_ref().expect("a cluster");
-    let pod = c.pod("default", "client-a").expect("client-a");
-    assert_eq!(pod.ip, None);
-    assert_eq!(
-        pod.waiting.as_deref(),
-        Some("failed to setup network for sandbox: no configured Calico pools for node n2")
-    );
+    client_a_is_stuck(&run, "no configured Calico pools for node n2");
     // The first pods to start after the pool change are the CoreDNS pod drain-n2 moves: stuck
     // too, on a node that never left. Each is a finding when it gets stuck.
     let first = run
@@ -347,14 +361,6 @@ fn variant_forgetting_the_calico_pool_leaves_pods_container_creating() {
         .find(|s| s.findings.iter().any(|f| f.contains("is stuck ContainerCreating")))
         .map(|s| s.id.as_str());
     assert_eq!(first, Some("drain-n2"));
-    assert_has(
-        &step(&run, "uncordon-n2").findings.join("\n"),
-        &["pod default/client-a on n2 is stuck ContainerCreating: failed to setup network for sandbox: no configured Calico pools for node n2"],
-    );
-    assert_has(
-        &out_in(&run, "n1", "kubectl get pods -o wide"),
-        &["client-a 0/1 ContainerCreating 0 ... <none> n2 ..."],
-    );
 }
 
 /// Variant (c): stale IPAM blocks (P1-7). The new pool is one /26 block, and a decommissioned
@@ -383,19 +389,5 @@ fn variant_with_stale_ipam_blocks_has_no_ips_available() {
     std::fs::write(&file, text).expect("write the variant");
     let o = scenario::open(&file).unwrap_or_else(|e| panic!("{e}"));
     let run = run_until(&o, Some("uncordon-n2"));
-    let c = run.engine.network().cluster.as_ref().expect("a cluster");
-    let pod = c.pod("default", "client-a").expect("client-a");
-    assert_eq!(pod.ip, None);
-    assert_eq!(
-        pod.waiting.as_deref(),
-        Some("failed to setup network for sandbox: No IPs available in pools: [10.240.0.0/26]")
-    );
-    assert_has(
-        &step(&run, "uncordon-n2").findings.join("\n"),
-        &["pod default/client-a on n2 is stuck ContainerCreating: failed to setup network for sandbox: No IPs available in pools: [10.240.0.0/26]"],
-    );
-    assert_has(
-        &out_in(&run, "n1", "kubectl get pods -o wide"),
-        &["client-a 0/1 ContainerCreating 0 ... <none> n2 ..."],
-    );
+    client_a_is_stuck(&run, "No IPs available in pools: [10.240.0.0/26]");
 }

@@ -61,10 +61,7 @@ struct ClusterMade {
 fn cluster_made(net: &Network) -> ClusterMade {
     let cluster = net.cluster.as_deref();
     ClusterMade {
-        pods: cluster
-            .iter()
-            .flat_map(|c| c.netns.values().map(|n| n.device))
-            .collect(),
+        pods: net.pod_devices(),
         nodes: cluster.iter().flat_map(|c| c.nodes.iter().map(|n| n.device)).collect(),
     }
 }

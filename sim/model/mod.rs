@@ -409,6 +409,15 @@ impl Network {
     pub fn iface(&self, id: IfId) -> &Interface {
         &self.interfaces[id.idx()]
     }
+    /// The devices that are pods' network namespaces (what the cluster creates, as opposed to
+    /// the topology's hosts and switches).
+    pub fn pod_devices(&self) -> std::collections::BTreeSet<DeviceId> {
+        self.cluster
+            .iter()
+            .flat_map(|c| c.netns.values().map(|n| n.device))
+            .collect()
+    }
+
     /// A device by its name; a pod also by `NAMESPACE/NAME` (its network namespace).
     pub fn device_by_name(&self, name: &str) -> Option<DeviceId> {
         let by_name = self

@@ -81,11 +81,7 @@ impl Fabric {
     /// The drawing's devices and cables. Devices created later (pods) are never part of it;
     /// the topology's own devices and ports keep their ids for the whole run.
     pub fn of(net: &Network) -> Fabric {
-        let pods: BTreeSet<DeviceId> = net
-            .cluster
-            .as_deref()
-            .map(|c| c.netns.values().map(|n| n.device).collect())
-            .unwrap_or_default();
+        let pods = net.pod_devices();
         let drawn = |d: DeviceId| !pods.contains(&d);
         let p2p: Vec<[IfId; 2]> = net
             .l2

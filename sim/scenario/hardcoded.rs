@@ -62,10 +62,7 @@ pub fn holder(net: &Network, st: &State, addr: Ipv4Addr) -> Option<Holder> {
             name: p.name.clone(),
         });
     }
-    let pod_netns: Vec<DeviceId> = cluster
-        .iter()
-        .flat_map(|c| c.netns.values().map(|n| n.device))
-        .collect();
+    let pod_netns = net.pod_devices();
     net.devices.iter().enumerate().find_map(|(i, dev)| {
         if pod_netns.contains(&DeviceId(i as u32)) {
             return None;
@@ -85,7 +82,7 @@ pub fn holder(net: &Network, st: &State, addr: Ipv4Addr) -> Option<Holder> {
 /// seen holding it, when the topology has converged or after a later step (a runbook that
 /// builds the cluster creates the pod first) — and the findings already reported (a stale
 /// address is reported when it goes stale, not after every step).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Watch {
     meant: Vec<(Hardcoded, Option<Holder>)>,
     reported: Vec<String>,

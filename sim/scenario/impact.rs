@@ -33,9 +33,7 @@ pub struct Endpoint {
 /// namespace and name.
 pub fn endpoints(net: &Network, st: &State) -> Vec<Endpoint> {
     let cluster = net.cluster.as_deref();
-    let pod_devices: Vec<DeviceId> = cluster
-        .map(|c| c.netns.values().map(|n| n.device).collect())
-        .unwrap_or_default();
+    let pod_devices = net.pod_devices();
     let mut out: Vec<Endpoint> = net
         .devices
         .iter()
