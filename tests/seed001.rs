@@ -391,3 +391,86 @@ fn variant_with_stale_ipam_blocks_has_no_ips_available() {
     let run = run_until(&o, Some("uncordon-n2"));
     client_a_is_stuck(&run, "No IPs available in pools: [10.240.0.0/26]");
 }
+
+/// §5 C18: `default/kubernetes` stays on 10.96.0.1 after the range moves (the apiserver's
+/// controller never moves an existing Service); deleted, it comes back on 10.100.0.1 at the
+/// controller's next 10-second tick, where the certificate kubeadm signed for 10.96.0.1 does not
+/// cover it. kubeadm refuses to keep that certificate, and signs one for the new range only from
+/// a configuration that says it — without one it signs for its default 10.96.0.0/12 again.
+#[test]
+fn default_kubernetes_moves_only_when_deleted_and_needs_a_new_certificate() {
+    let o = opened();
+    let run = run_until(&o, None);
+    assert_eq!(
+        findings(&run, "apiserver", "Service default/kubernetes is on 10.96.0.1").len(),
+        1,
+        "{:#?}",
+        step(&run, "apiserver").findings
+    );
+    assert_eq!(cluster_ip(&run, "default", "kubernetes"), Ipv4Addr::new(10, 100, 0, 1));
+    let tls = "in-cluster clients of default/kubernetes (10.100.0.1:443) fail TLS: \
+               x509: certificate is valid for 10.96.0.1, 192.168.1.11, not 10.100.0.1";
+    assert_eq!(findings(&run, "kubernetes-service", tls).len(), 1);
+    let (signed, status) = printed(
+        &run,
+        "apiserver-cert",
+        "sudo kubeadm init phase certs apiserver --config kubeadm.yaml",
+    );
+    assert_eq!(status, 0);
+    assert_eq!(
+        signed,
+        "[certs] Generating \"apiserver\" certificate and key\n\
+         [certs] apiserver serving cert is signed for DNS names [kubernetes kubernetes.default \
+         kubernetes.default.svc kubernetes.default.svc.cluster.local n1] and IPs [10.100.0.1 192.168.1.11]\n"
+    );
+    assert!(common::cluster(&run).kubernetes_service_findings().is_empty());
+
+    // The controller's tick: the step that deletes the Service ends with it back, no sooner than
+    // the next multiple of 10 s after the apiserver's last start.
+    let c = common::cluster(&run);
+    let svc = c.service("default", "kubernetes").expect("recreated");
+    let deleted = step(&run, "kubernetes-service");
+    assert!(
+        svc.created_ms > deleted.start_ms && svc.created_ms <= deleted.start_ms + 10_000,
+        "created at {} ms, the step started at {} ms",
+        svc.created_ms,
+        deleted.start_ms
+    );
+
+    // Signing without removing the old pair: kubeadm validates the existing one and refuses it.
+    let mut kept = opened();
+    for s in kept.scenario.as_mut().expect("a scenario").steps.iter_mut() {
+        if let (true, Action::Run { lines, .. }) = (s.id == "apiserver-cert", &mut s.action) {
+            lines.retain(|(l, _)| !l.contains("rm /etc"));
+        }
+    }
+    let run = run_until(&kept, None);
+    let (refused, status) = printed(
+        &run,
+        "apiserver-cert",
+        "sudo kubeadm init phase certs apiserver --config kubeadm.yaml",
+    );
+    assert_eq!(status, 1);
+    assert_eq!(
+        refused,
+        "error execution phase certs/apiserver: certificate apiserver is invalid: \
+         x509: certificate is valid for 10.96.0.1, 192.168.1.11, not 10.100.0.1\n\
+         To see the stack trace of this error execute with --v=5 or higher\n"
+    );
+    assert_eq!(run.failures().count(), 0);
+    assert!(common::cluster(&run).kubernetes_service_findings()[0].starts_with(tls));
+
+    // Signing from flags alone: kubeadm's default service range, not the cluster's.
+    let mut bare = opened();
+    for s in bare.scenario.as_mut().expect("a scenario").steps.iter_mut() {
+        if let (true, Action::Run { lines, .. }) = (s.id == "apiserver-cert", &mut s.action) {
+            for (l, _) in lines.iter_mut() {
+                *l = l.replace(" --config kubeadm.yaml", "");
+            }
+        }
+    }
+    let run = run_until(&bare, None);
+    let (signed, _) = printed(&run, "apiserver-cert", "sudo kubeadm init phase certs apiserver");
+    assert!(signed.ends_with("and IPs [10.96.0.1 192.168.1.11]\n"), "{signed}");
+    assert!(common::cluster(&run).kubernetes_service_findings()[0].starts_with(tls));
+}

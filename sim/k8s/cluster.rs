@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
+use super::apiserver_cert::ApiserverCert;
 use super::control_plane::ControlPlane;
 use super::dns::PodDns;
 use super::host_local::HostLocalStore;
@@ -100,6 +101,12 @@ pub struct Cluster {
     /// Direct etcd writes and control-plane edits so far, with when (`etcd`): the rollback
     /// check (k8s-cidr-migrations.md §5 C1) compares them with the snapshots.
     pub etcd_writes: Vec<(String, u64)>,
+    /// `/etc/kubernetes/pki/apiserver.crt` on the control-plane node (`apiserver_cert`), until
+    /// the runbook removes it.
+    pub apiserver_cert_file: Option<ApiserverCert>,
+    /// When the apiserver's controller next creates a missing `default/kubernetes`
+    /// (`kubernetes_service`).
+    pub kubernetes_service_due: Option<u64>,
 }
 
 /// A node whose kubelet stopped: containers keep running, nothing new starts there, and the
@@ -289,6 +296,8 @@ impl Cluster {
             host_local: BTreeMap::new(),
             etcd_snapshots: Vec::new(),
             etcd_writes: Vec::new(),
+            apiserver_cert_file: None,
+            kubernetes_service_due: None,
         }
     }
 

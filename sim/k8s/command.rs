@@ -12,6 +12,7 @@ use std::path::Path;
 
 use ipnet::Ipv4Net;
 
+use super::apiserver_cert::{ApiserverCert, CertConfig};
 use super::calico_datastore;
 use super::cluster::{Cluster, Owner, Pin, PodSpec, Template};
 use super::control_plane::ControlPlane;
@@ -185,7 +186,16 @@ pub fn run_line(
         // nothing fabsim forwards depends on it.
         "modprobe" => Ok(CommandOutcome::ok("")),
         "kubeadm" => match args.first() {
-            Some(&"init") => kubeadm_init(net, st, dev, &args[1..], now, pins),
+            Some(&"init") => match &args[1..] {
+                ["phase", "certs", "apiserver", rest @ ..] => {
+                    super::apiserver_cert::kubeadm_phase(net, st, dev, rest, ctx)
+                }
+                ["phase", ..] => Err(format!(
+                    "`kubeadm {}`: fabsim runs the init phase `certs apiserver` only",
+                    args.join(" ")
+                )),
+                rest => kubeadm_init(net, st, dev, rest, now, pins),
+            },
             Some(&"join") => kubeadm_join(net, st, dev, &args[1..], now),
             Some(&"reset") => super::kubelet::kubeadm_reset(net, dev, &args[1..], ctx),
             _ => Err(format!(
@@ -194,7 +204,9 @@ pub fn run_line(
             )),
         },
         "systemctl" => super::kubelet::systemctl(net, st, dev, &args, ctx),
-        "rm" => super::kubelet::rm_cni_files(net, dev, &args),
+        "rm" => {
+            super::apiserver_cert::rm(net, dev, &args).unwrap_or_else(|| super::kubelet::rm_cni_files(net, dev, &args))
+        }
         "kubectl" => kubectl(net, st, &args, ctx),
         "calicoctl" => calico_datastore::calicoctl(net, &args, ctx),
         "ip" => super::ip_cmd::ip(net, st, dev, &args),
@@ -384,6 +396,13 @@ pub fn init_cluster(
         cluster.create_pod(system_pod(Owner::Deployment("coredns".into()), None, None, false), now);
     }
     cluster.create_default_services(ip, now);
+    cluster.apiserver_cert_file = Some(ApiserverCert::signed_for(&CertConfig {
+        node: node.clone(),
+        service_subnet: opts.service_cidr,
+        advertise: ip,
+        endpoint: opts.endpoint.clone(),
+        extra_sans: Vec::new(),
+    }));
     cluster.reconcile(now);
     net.cluster = Some(Box::new(cluster));
     Ok(CommandOutcome::ok(format!(
@@ -531,14 +550,14 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         ["delete", "-f", file, ..] => {
             let (text, _) = ctx.read(file)?;
             match service_cmd::manifests(&text) {
-                Some(services) => service_cmd::delete_specs(net, &services?, namespace),
+                Some(services) => service_cmd::delete_specs(net, &services?, namespace, now),
                 None => Err(format!("kubectl delete -f {file}: fabsim deletes Services from a file")),
             }
         }
         ["delete", kind, rest @ ..] if service_cmd::is_service_kind(kind) => {
             let mut names = vec![*kind];
             names.extend_from_slice(rest);
-            service_cmd::delete_named(net, &names, namespace)
+            service_cmd::delete_named(net, &names, namespace, now)
         }
         ["delete", kind, rest @ ..] if calico_datastore::is_calico_kind(kind) => {
             calico_datastore::kubectl_delete(net, kind, rest)

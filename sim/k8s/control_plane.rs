@@ -204,6 +204,17 @@ impl Cluster {
         Some((cidr, mask))
     }
 
+    /// When kube-apiserver last started: the end of its last restart, else the cluster's
+    /// creation.
+    pub(super) fn apiserver_started_ms(&self) -> u64 {
+        let restarted = self
+            .control_plane
+            .as_ref()
+            .and_then(|cp| cp.pod(Component::ApiServer))
+            .map_or(0, |p| p.restarting_until);
+        restarted.max(self.created_ms)
+    }
+
     /// Why kubectl cannot reach the apiserver at `now` (restarting, or not running at all).
     pub fn apiserver_refused(&self, now: u64) -> Option<String> {
         let pod = self.control_plane.as_ref()?.pod(Component::ApiServer)?;

@@ -30,9 +30,13 @@
 //! - `kubeadm_config` is the kubeadm-config ConfigMap (the ranges `kubeadm init` was given);
 //! - `kubelet_config` is each node's `/var/lib/kubelet/config.yaml` (clusterDNS), `dns` the
 //!   pods' resolv.conf, CoreDNS's answers and the DNS findings, `kube_proxy_config` the
-//!   `kube-proxy` ConfigMap's `clusterCIDR` and the wrong-source-IP finding.
+//!   `kube-proxy` ConfigMap's `clusterCIDR` and the wrong-source-IP finding;
+//! - `apiserver_cert` is the apiserver's serving certificate (its SANs, `kubeadm init phase
+//!   certs apiserver`), `kubernetes_service` the apiserver's controller of `default/kubernetes`
+//!   and the findings of both (a Service moved to a range its certificate does not cover).
 
 mod address_plan;
+mod apiserver_cert;
 mod calico_datastore;
 mod cluster;
 mod command;
@@ -46,6 +50,7 @@ mod kube_proxy_config;
 mod kubeadm_config;
 mod kubelet;
 mod kubelet_config;
+mod kubernetes_service;
 mod manifests;
 mod names;
 mod node_ipam;

@@ -164,7 +164,13 @@ pub(super) fn replace_pod(cluster: &mut Cluster, namespace: &str, name: &str, no
 pub fn next_due(net: &Network) -> Option<u64> {
     let cluster = net.cluster.as_deref()?;
     let rollout = cluster.rollout.as_ref().map(|r| r.due_ms);
-    cluster.calico_starts.iter().copied().chain(rollout).min()
+    cluster
+        .calico_starts
+        .iter()
+        .copied()
+        .chain(rollout)
+        .chain(cluster.kubernetes_service_due)
+        .min()
 }
 
 /// Whether a rollout of `namespace/daemonset` is still running.
@@ -186,6 +192,10 @@ pub fn run_due(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
         if cluster.calico_starts.len() < before {
             // The replaced calico-node pods' containers start (every stopped node's at once).
             return super::command::start_calico_nodes(net, st, now);
+        }
+        if cluster.kubernetes_service_due.is_some_and(|due| due <= now) {
+            cluster.sync_kubernetes_service(now);
+            return Ok(());
         }
     }
     let Some(r) = net

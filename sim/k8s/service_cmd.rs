@@ -139,6 +139,8 @@ pub(super) fn apply(
             }
         }
     }
+    // The apiserver recreates `default/kubernetes`, or can now that its address is free.
+    cluster.schedule_kubernetes_service(now);
     Ok(CommandOutcome {
         status: i32::from(failed),
         ..CommandOutcome::ok(out)
@@ -246,6 +248,7 @@ pub(super) fn delete_specs(
     net: &mut Network,
     specs: &[ServiceSpec],
     namespace: &str,
+    now: u64,
 ) -> Result<CommandOutcome, String> {
     let names: Vec<(String, String)> = specs
         .iter()
@@ -256,11 +259,16 @@ pub(super) fn delete_specs(
             )
         })
         .collect();
-    delete(net, &names)
+    delete(net, &names, now)
 }
 
 /// `kubectl delete svc|service|services NAME…` (or `service/NAME`).
-pub(super) fn delete_named(net: &mut Network, rest: &[&str], namespace: &str) -> Result<CommandOutcome, String> {
+pub(super) fn delete_named(
+    net: &mut Network,
+    rest: &[&str],
+    namespace: &str,
+    now: u64,
+) -> Result<CommandOutcome, String> {
     // The namespace flag's value (`-n kube-system`) is not a name.
     let flag_values: Vec<usize> = rest
         .iter()
@@ -283,10 +291,10 @@ pub(super) fn delete_named(net: &mut Network, rest: &[&str], namespace: &str) ->
     if names.is_empty() {
         return Err("kubectl delete service: give the Services' names".into());
     }
-    delete(net, &names)
+    delete(net, &names, now)
 }
 
-fn delete(net: &mut Network, names: &[(String, String)]) -> Result<CommandOutcome, String> {
+fn delete(net: &mut Network, names: &[(String, String)], now: u64) -> Result<CommandOutcome, String> {
     let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
     let (mut out, mut failed) = (String::new(), false);
     for (ns, name) in names {
@@ -301,6 +309,8 @@ fn delete(net: &mut Network, names: &[(String, String)]) -> Result<CommandOutcom
             ));
         }
     }
+    // The apiserver recreates `default/kubernetes`, or can now that its address is free.
+    cluster.schedule_kubernetes_service(now);
     Ok(CommandOutcome {
         status: i32::from(failed),
         ..CommandOutcome::ok(out)

@@ -206,18 +206,9 @@ impl Cluster {
             target_port,
             protocol,
         };
-        self.services.push(Service {
-            namespace: "default".into(),
-            name: "kubernetes".into(),
-            kind: ServiceType::ClusterIP,
-            cluster_ip: Some(indexed_ip(self.service_range(), 1)),
-            ports: vec![port("https", 443, 6443, L4::Tcp)],
-            selector: BTreeMap::new(),
-            labels: strings(&[("component", "apiserver"), ("provider", "kubernetes")]),
-            annotations: BTreeMap::new(),
-            fixed_endpoints: vec![advertise],
-            created_ms: now,
-        });
+        let first = indexed_ip(self.service_range(), 1);
+        self.services
+            .push(super::kubernetes_service::kubernetes_service(first, advertise, now));
         self.services.push(Service {
             namespace: "kube-system".into(),
             name: "kube-dns".into(),

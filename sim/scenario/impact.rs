@@ -154,6 +154,7 @@ pub fn cluster_findings(net: &Network, st: &State) -> Vec<String> {
     };
     let mut findings = cluster.out_of_range_services();
     findings.extend(cluster.control_plane_findings());
+    findings.extend(cluster.kubernetes_service_findings());
     findings.extend(cluster.kept_cni_state());
     findings.extend(cluster.stuck_sandboxes());
     findings.extend(crate::k8s::dns_findings(net, st));
