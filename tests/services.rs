@@ -314,3 +314,82 @@ Events:            <none>
         "Error from server (NotFound): services \"ghost\" not found\n"
     );
 }
+
+/// NodePort Services: the apiserver's node port allocator (30000-32767; a dynamic port from the
+/// upper band above the static one, kept on re-apply; a requested one checked), PORT(S) as
+/// `port:nodePort/PROTOCOL`, and kube-proxy's `KUBE-NODEPORTS` on every node: a request to any
+/// node's address on the node port reaches a backend on another node, masqueraded to the node
+/// (externalTrafficPolicy Cluster), and the answer comes back from the address it was sent to.
+#[test]
+fn node_ports_are_allocated_and_forwarded_by_every_node() {
+    let run = run_file(SCENARIO, "node-ports");
+    let c = common::cluster(&run);
+    let np = |name: &str| {
+        c.service("default", name).expect("created").ports[0]
+            .node_port
+            .expect("a node port")
+    };
+    let dynamic = np("web-np");
+    // The upper band: above 30000 + calculateRangeOffset's 86 for the 2768 ports of the range.
+    assert!((30086..=32767).contains(&dynamic), "{dynamic}");
+    assert_eq!(np("fixed-np"), 30080);
+    assert_eq!(
+        printed(&run, "kubectl apply -f low-np.yaml"),
+        (
+            "The Service \"low-np\" is invalid: spec.ports[0].nodePort: Invalid value: 80: provided port is not in \
+             the valid range. The range of valid ports is 30000-32767\n"
+                .to_string(),
+            1
+        )
+    );
+    assert_eq!(
+        printed(&run, "kubectl apply -f taken-np.yaml"),
+        (
+            "The Service \"taken-np\" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is \
+             already allocated\n"
+                .to_string(),
+            1
+        )
+    );
+    assert_eq!(
+        printed(&run, "kubectl apply -f web-np.yaml").0,
+        "service/web-np unchanged\n"
+    );
+    assert_has(
+        &printed(&run, "kubectl get svc web-np").0,
+        &[&format!("web-np ... NodePort ... 80:{dynamic}/TCP ...")],
+    );
+    assert_has(
+        &printed(&run, "kubectl get svc fixed-np").0,
+        &["fixed-np ... NodePort ... 8080:30080/TCP ..."],
+    );
+    assert_has(
+        &out_in(&run, "n1", "kubectl describe svc fixed-np"),
+        &["NodePort: ... http ... 30080/TCP"],
+    );
+
+    // From the router, outside the cluster, to n3's address: n3 forwards to the pod on n2.
+    let (net, st) = (run.engine.network(), run.engine.state());
+    let dev = |n: &str| net.device_by_name(n).expect("device");
+    let n3 = c.node("n3").expect("n3").internal_ip;
+    let web_pod = pod_ip(&run, "default", "web");
+    let p = probe(net, st, dev("router"), n3, 64, ProbeKind::Tcp { dst_port: 30080 }, 0);
+    let nat = p.service_nat.clone().expect("DNAT on n3");
+    assert_eq!((nat.device, nat.endpoint, nat.target_port), (dev("n3"), web_pod, 80));
+    assert!(nat.masquerade);
+    let at_backend = p.forward.last().and_then(|h| h.received).expect("delivered");
+    let n3_towards_pod = fabsim::dataplane::probe_source(net, st, dev("n3"), web_pod).expect("a route");
+    assert_eq!((at_backend.src, at_backend.dst), (n3_towards_pod, web_pod));
+    assert!(
+        matches!(p.outcome, fabsim::dataplane::ProbeOutcome::Reply { from, .. } if from == n3),
+        "{:?}",
+        p.outcome
+    );
+    // Any node's address works; a port no Service holds is refused by the node itself.
+    assert_has(
+        &out_in(&run, "n1", &format!("curl -s http://192.168.1.12:{dynamic}/")),
+        &["<title>Welcome to nginx!</title>"],
+    );
+    let closed = probe(net, st, dev("router"), n3, 64, ProbeKind::Tcp { dst_port: 30081 }, 0);
+    assert!(closed.service_nat.is_none());
+}

@@ -148,12 +148,13 @@ pub struct ServiceNat {
     pub device: DeviceId,
     /// The rule's `NAMESPACE/NAME:PORTNAME`.
     pub service: String,
+    /// Where the request was sent: the ClusterIP, or for a node port the node's own address.
     pub cluster_ip: Ipv4Addr,
     pub port: u16,
     pub endpoint: Ipv4Addr,
     pub target_port: u16,
     /// The request left the node masqueraded (`KUBE-MARK-MASQ`: a source outside kube-proxy's
-    /// clusterCIDR, or a pod reaching itself).
+    /// clusterCIDR, a pod reaching itself, or any request to a node port).
     pub masquerade: bool,
 }
 
@@ -922,8 +923,18 @@ impl Walk<'_> {
         let Some(proxy) = self.net.device(dev).kube_proxy.as_ref() else {
             return ServiceVerdict::Untouched;
         };
-        let Some(rule) = proxy.rule(pkt.dst, port, protocol) else {
-            return ServiceVerdict::Untouched;
+        // A node port answers on every address of the node (`--dst-type LOCAL`); with
+        // `externalTrafficPolicy: Cluster` (the default, fabsim's only one) its `KUBE-EXT` chain
+        // marks every such request for masquerade, so the backend sees the node.
+        let (rule, node_port) = match proxy.rule(pkt.dst, port, protocol) {
+            Some(r) => (r, false),
+            None => match proxy
+                .node_port_rule(port, protocol)
+                .filter(|_| local_iface(self.net, self.st, dev, pkt.dst).is_some())
+            {
+                Some(r) => (r, true),
+                None => return ServiceVerdict::Untouched,
+            },
         };
         if rule.endpoints.is_empty() {
             return ServiceVerdict::Reject;
@@ -937,7 +948,7 @@ impl Walk<'_> {
             port,
             endpoint,
             target_port,
-            masquerade: proxy.masquerades(pkt.src, endpoint),
+            masquerade: node_port || proxy.masquerades(pkt.src, endpoint),
         });
         pkt.dst = endpoint;
         pkt.kind = Payload::Request(match protocol {

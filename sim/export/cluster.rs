@@ -186,6 +186,9 @@ fn services_list(cluster: &Cluster) -> Value {
                 if let Some(n) = &p.name {
                     o["name"] = n.clone().into();
                 }
+                if let Some(n) = p.node_port {
+                    o["nodePort"] = n.into();
+                }
                 o
             })
             .collect();

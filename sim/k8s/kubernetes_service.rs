@@ -31,6 +31,7 @@ pub(super) fn kubernetes_service(ip: Ipv4Addr, advertise: Ipv4Addr, now: u64) ->
             port: 443,
             target_port: 6443,
             protocol: L4::Tcp,
+            node_port: None,
         }],
         selector: Default::default(),
         labels: [("component", "apiserver"), ("provider", "kubernetes")]

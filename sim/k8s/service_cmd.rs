@@ -99,11 +99,19 @@ fn parse(doc: &serde_json::Value) -> Result<ServiceSpec, String> {
             "UDP" => L4::Udp,
             other => return Err(format!("Service {name}: protocol {other}: fabsim models TCP and UDP")),
         };
+        let node_port = match number("nodePort") {
+            None | Some(0) => None,
+            Some(n) => Some(
+                u16::try_from(n)
+                    .map_err(|_| format!("Service {name}: spec.ports[{i}].nodePort must be between 1 and 65535"))?,
+            ),
+        };
         ports.push(ServicePort {
             name: p.get("name").and_then(|v| v.as_str()).map(str::to_string),
             port,
             target_port,
             protocol,
+            node_port,
         });
     }
     let selector = super::command::string_map(doc, "/spec/selector");
@@ -139,8 +147,6 @@ pub(super) fn apply(
             }
         }
     }
-    // The apiserver recreates `default/kubernetes`, or can now that its address is free.
-    cluster.schedule_kubernetes_service(now);
     Ok(CommandOutcome {
         status: i32::from(failed),
         ..CommandOutcome::ok(out)
@@ -167,10 +173,9 @@ fn apply_one(
         ));
     }
     let note = match spec.kind {
-        ServiceType::NodePort | ServiceType::LoadBalancer => format!(
-            "fabsim: {} Service {ns}/{name}: only its ClusterIP is modelled (no node port, no load balancer)\n",
-            spec.kind.name()
-        ),
+        ServiceType::LoadBalancer => {
+            format!("fabsim: LoadBalancer Service {ns}/{name}: no load balancer exists (its ClusterIP and node ports work)\n")
+        }
         _ => String::new(),
     };
     if let Some(existing) = cluster.service(&ns, &name).cloned() {
@@ -184,9 +189,15 @@ fn apply_one(
                 return Err(invalid(&name, "spec.clusterIPs[0]", ip, "may not change once set"));
             }
         }
+        // The apiserver keeps the node ports a port already has when the update does not say.
+        let mut ports = spec.ports;
+        for (p, old) in ports.iter_mut().zip(&existing.ports) {
+            p.node_port = p.node_port.or(old.node_port);
+        }
+        let ports = node_ports(cluster, &ns, &name, &spec.kind, ports, Some(&existing))?;
         let updated = Service {
             kind: spec.kind,
-            ports: spec.ports,
+            ports,
             selector: spec.selector,
             labels: spec.labels,
             annotations: spec.annotations,
@@ -228,12 +239,13 @@ fn apply_one(
             }
         },
     };
+    let ports = node_ports(cluster, &ns, &name, &spec.kind, spec.ports, None)?;
     cluster.services.push(Service {
         namespace: ns,
         name: name.clone(),
         kind: spec.kind,
         cluster_ip,
-        ports: spec.ports,
+        ports,
         selector: spec.selector,
         labels: spec.labels,
         annotations: spec.annotations,
@@ -241,6 +253,58 @@ fn apply_one(
         created_ms: now,
     });
     Ok(format!("{note}service/{name} created\n"))
+}
+
+/// The node ports of a NodePort or LoadBalancer Service (none for the other types): a
+/// requested one checked against the range and the ports other Services hold, the others
+/// allocated (`allocNodePorts`). `existing`: the Service being updated, whose ports are its own.
+fn node_ports(
+    cluster: &Cluster,
+    ns: &str,
+    name: &str,
+    kind: &ServiceType,
+    mut ports: Vec<ServicePort>,
+    existing: Option<&Service>,
+) -> Result<Vec<ServicePort>, String> {
+    if !matches!(kind, ServiceType::NodePort | ServiceType::LoadBalancer) {
+        ports.iter_mut().for_each(|p| p.node_port = None);
+        return Ok(ports);
+    }
+    let own: Vec<u16> = existing
+        .into_iter()
+        .flat_map(|s| s.ports.iter().filter_map(|p| p.node_port))
+        .collect();
+    let mut taken: Vec<u16> = Vec::new();
+    for (i, p) in ports.iter_mut().enumerate() {
+        let port = match p.node_port {
+            Some(n) if own.contains(&n) && !taken.contains(&n) => n,
+            Some(n) => match cluster.check_node_port(n) {
+                Ok(()) if !taken.contains(&n) => n,
+                Err(AllocError::NotInRange) => {
+                    return Err(format!(
+                        "The Service \"{name}\" is invalid: spec.ports[{i}].nodePort: Invalid value: {n}: provided port is \
+                         not in the valid range. The range of valid ports is {}\n",
+                        super::services::node_port_range()
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "The Service \"{name}\" is invalid: spec.ports[{i}].nodePort: Invalid value: {n}: provided port is \
+                         already allocated\n"
+                    ))
+                }
+            },
+            None => cluster.next_node_port(ns, name, i, &taken).map_err(|_| {
+                format!(
+                    "The Service \"{name}\" is invalid: spec.ports[{i}].nodePort: Internal error: failed to allocate a \
+                     nodePort: range is full\n"
+                )
+            })?,
+        };
+        taken.push(port);
+        p.node_port = Some(port);
+    }
+    Ok(ports)
 }
 
 /// `kubectl delete -f FILE` of Service manifests.

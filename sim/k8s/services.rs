@@ -14,6 +14,8 @@
 //! - Endpoints: the Running and Ready pods the selector selects (`kubernetes` has the
 //!   apiserver's advertise address instead), addresses sorted as the Endpoints controller
 //!   sorts them.
+//! - Node ports: the apiserver's port allocator over 30000-32767 (the same banded bitmap and
+//!   draw as ClusterIPs, `calculateRangeOffset` for ports).
 //! - kube-proxy's rules on each node (`model::KubeProxy`), programmed by `program_kube_proxy`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,9 +35,9 @@ pub const DEFAULT_SERVICE_CIDR: Ipv4Net = match Ipv4Net::new(Ipv4Addr::new(10, 9
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServiceType {
     ClusterIP,
-    /// Accepted, with a ClusterIP; fabsim does not allocate or forward the node port.
+    /// A ClusterIP and a node port per port, which every node's kube-proxy forwards.
     NodePort,
-    /// Accepted, with a ClusterIP; no load balancer exists in fabsim.
+    /// A ClusterIP and node ports; no load balancer exists in fabsim.
     LoadBalancer,
     /// A DNS CNAME only: no ClusterIP, no rules.
     ExternalName(String),
@@ -58,6 +60,8 @@ pub struct ServicePort {
     pub port: u16,
     pub target_port: u16,
     pub protocol: L4,
+    /// The port every node forwards to the Service (NodePort and LoadBalancer Services).
+    pub node_port: Option<u16>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,6 +112,47 @@ fn addr_at(cidr: Ipv4Net, offset: u64) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(cidr.network()).wrapping_add(1).wrapping_add(offset as u32))
 }
 
+/// The apiserver's `--service-node-port-range` default, 30000-32767.
+const NODE_PORTS_BASE: u16 = 30000;
+const NODE_PORTS_SIZE: u16 = 2768;
+
+/// `portallocator.calculateRangeOffset`: min(max(16, size/32), 128) — 86 for the default range.
+fn node_port_range_offset() -> u64 {
+    let size = u64::from(NODE_PORTS_SIZE);
+    if size <= 16 {
+        0
+    } else {
+        (size / 32).clamp(16, 128)
+    }
+}
+
+fn node_port_offset(port: u16) -> Option<u64> {
+    port.checked_sub(NODE_PORTS_BASE)
+        .filter(|at| *at < NODE_PORTS_SIZE)
+        .map(u64::from)
+}
+
+/// The node port range as the apiserver's errors print it.
+pub fn node_port_range() -> String {
+    format!("{NODE_PORTS_BASE}-{}", NODE_PORTS_BASE + NODE_PORTS_SIZE - 1)
+}
+
+/// `randomScanStrategyWithOffset` over a bitmap of `max` items whose first `offset` are the
+/// static band: the upper band from a drawn start, scanning upward with wrap-around, then the
+/// lower band the same way. The apiserver's draw is random; fabsim's is an FNV-1a hash of
+/// `key`, so a run is deterministic.
+fn draw(used: &BTreeSet<u64>, max: u64, offset: u64, key: &str) -> Option<u64> {
+    let r = crate::hash::fnv1a(key.bytes());
+    let scan = |lo: u64, len: u64| -> Option<u64> {
+        if len == 0 {
+            return None;
+        }
+        let start = r % len;
+        (0..len).map(|i| lo + (start + i) % len).find(|at| !used.contains(at))
+    };
+    scan(offset, max.saturating_sub(offset)).or_else(|| scan(0, offset.min(max)))
+}
+
 fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
@@ -146,18 +191,37 @@ impl Cluster {
     pub fn next_cluster_ip(&self, namespace: &str, name: &str) -> Result<Ipv4Addr, AllocError> {
         let cidr = self.service_range();
         let (max, offset) = geometry(cidr);
-        let used = self.allocated();
-        let r = crate::hash::fnv1a(format!("{namespace}/{name}").bytes());
-        let scan = |lo: u64, len: u64| -> Option<u64> {
-            if len == 0 {
-                return None;
-            }
-            let start = r % len;
-            (0..len).map(|i| lo + (start + i) % len).find(|at| !used.contains(at))
-        };
-        scan(offset, max.saturating_sub(offset))
-            .or_else(|| scan(0, offset.min(max)))
+        draw(&self.allocated(), max, offset, &format!("{namespace}/{name}"))
             .map(|at| addr_at(cidr, at))
+            .ok_or(AllocError::Full)
+    }
+
+    /// The node ports existing Services hold, as offsets in the node port range.
+    fn node_ports_allocated(&self) -> BTreeSet<u64> {
+        self.services
+            .iter()
+            .flat_map(|s| s.ports.iter().filter_map(|p| p.node_port))
+            .filter_map(node_port_offset)
+            .collect()
+    }
+
+    /// `PortAllocator.Allocate(port)`: a requested node port.
+    pub fn check_node_port(&self, port: u16) -> Result<(), AllocError> {
+        let at = node_port_offset(port).ok_or(AllocError::NotInRange)?;
+        if self.node_ports_allocated().contains(&at) {
+            return Err(AllocError::Allocated);
+        }
+        Ok(())
+    }
+
+    /// `PortAllocator.AllocateNext()` for port `index` of Service `namespace/name`, the ports
+    /// `taken` by the same request excluded: the upper band first, as for ClusterIPs.
+    pub fn next_node_port(&self, namespace: &str, name: &str, index: usize, taken: &[u16]) -> Result<u16, AllocError> {
+        let mut used = self.node_ports_allocated();
+        used.extend(taken.iter().copied().filter_map(node_port_offset));
+        let (size, offset) = (u64::from(NODE_PORTS_SIZE), node_port_range_offset());
+        draw(&used, size, offset, &format!("{namespace}/{name}/{index}"))
+            .map(|at| NODE_PORTS_BASE + at as u16)
             .ok_or(AllocError::Full)
     }
 
@@ -205,6 +269,7 @@ impl Cluster {
             port,
             target_port,
             protocol,
+            node_port: None,
         };
         let first = indexed_ip(self.service_range(), 1);
         self.services
@@ -271,6 +336,7 @@ pub(super) fn program_kube_proxy(net: &mut Network, cluster: &Cluster) {
                 cluster_ip: ip,
                 port: p.port,
                 protocol: p.protocol,
+                node_port: p.node_port,
                 endpoints: eps.iter().map(|ip| (*ip, p.target_port)).collect(),
             });
         }

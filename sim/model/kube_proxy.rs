@@ -34,6 +34,9 @@ pub struct ServiceRule {
     pub cluster_ip: Ipv4Addr,
     pub port: u16,
     pub protocol: L4,
+    /// The Service's node port (`KUBE-NODEPORTS`: a packet to any of the node's own addresses
+    /// on this port), for NodePort and LoadBalancer Services.
+    pub node_port: Option<u16>,
     /// Ready endpoints (address, target port), in the Endpoints object's order.
     pub endpoints: Vec<(Ipv4Addr, u16)>,
 }
@@ -54,6 +57,14 @@ impl KubeProxy {
         self.services
             .iter()
             .find(|r| r.cluster_ip == dst && r.port == port && r.protocol == protocol)
+    }
+
+    /// The rule a packet to one of the node's own addresses on `port` hits (`KUBE-NODEPORTS`,
+    /// jumped to from `KUBE-SERVICES` for `--dst-type LOCAL`), if any.
+    pub fn node_port_rule(&self, port: u16, protocol: L4) -> Option<&ServiceRule> {
+        self.services
+            .iter()
+            .find(|r| r.node_port == Some(port) && r.protocol == protocol)
     }
 
     /// Whether a packet from `src` to a Service is masqueraded: its source is outside

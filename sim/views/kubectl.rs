@@ -95,6 +95,11 @@ pub(crate) fn kubectl(
     let positional: Vec<&str> = positional(&args);
     let now = st.time_ms;
     match positional.as_slice() {
+        // The views below show one named object or all of them: a second name is refused,
+        // not dropped.
+        ["get", kind, _, extra, ..] => Err(CommandError::new(format!(
+            "kubectl get {kind}: fabsim shows one named object (or all) per command; run it again for {extra}"
+        ))),
         ["get", "nodes" | "node" | "no", rest @ ..] => match output.strip_prefix("jsonpath=") {
             Some(template) => node_jsonpath(cluster, rest.first().copied(), template),
             None => Ok(get_nodes(cluster, now, rest.first().copied(), output == "wide")),

@@ -1,7 +1,8 @@
 //! `kubectl get services|endpoints` as kubectl v1.28 prints them (kubernetes
 //! `pkg/printers/internalversion/printers.go`: `printService` — CLUSTER-IP the first ClusterIP
 //! or `<none>`, EXTERNAL-IP `<none>` for ClusterIP/NodePort, `<pending>` for a LoadBalancer
-//! without status, the name for ExternalName, PORT(S) `port/PROTOCOL` joined by commas,
+//! without status, the name for ExternalName, PORT(S) `port/PROTOCOL` (`port:nodePort/PROTOCOL`
+//! with a node port) joined by commas,
 //! SELECTOR with `-o wide`; `printEndpoints` — `formatEndpoints`: ports, then addresses, at
 //! most three `ip:port`, then ` + N more...`).
 
@@ -59,7 +60,10 @@ pub(crate) fn get_services(cluster: &Cluster, now: u64, ns: Option<&str>, only: 
         let ports: Vec<String> = s
             .ports
             .iter()
-            .map(|p| format!("{}/{}", p.port, p.protocol.as_str()))
+            .map(|p| match p.node_port {
+                Some(n) => format!("{}:{n}/{}", p.port, p.protocol.as_str()),
+                None => format!("{}/{}", p.port, p.protocol.as_str()),
+            })
             .collect();
         let mut row = Vec::new();
         if ns.is_none() {
@@ -132,8 +136,8 @@ fn format_endpoints(addresses: &[Ipv4Addr], ports: &[ServicePort]) -> String {
 /// `tabbedString`: tabwriter minwidth 0, padding 2). The apiserver's defaults fabsim does not
 /// store are filled as it fills them for an IPv4 single-stack cluster: `SingleStack`/`IPv4`
 /// (a headless Service without selector `RequireDualStack`, none for ExternalName), session
-/// affinity `None`, external traffic policy `Cluster` for NodePort and LoadBalancer. Node
-/// ports are not modelled (no `NodePort:` line); Services have no events in fabsim.
+/// affinity `None`, external traffic policy `Cluster` for NodePort and LoadBalancer. A port
+/// with a node port has its `NodePort:` line; Services have no events in fabsim.
 pub(crate) fn describe_service(cluster: &Cluster, ns: &str, name: &str) -> String {
     let Some(s) = cluster.service(ns, name) else {
         return format!("Error from server (NotFound): services \"{name}\" not found\n");
@@ -182,8 +186,11 @@ pub(crate) fn describe_service(cluster: &Cluster, ns: &str, name: &str) -> Strin
     for p in &s.ports {
         let protocol = p.protocol.as_str();
         let name = p.name.clone().unwrap_or_else(|| "<unset>".into());
-        rows.push(vec!["Port:".into(), name, format!("{}/{protocol}", p.port)]);
+        rows.push(vec!["Port:".into(), name.clone(), format!("{}/{protocol}", p.port)]);
         rows.push(cell("TargetPort:", format!("{}/{protocol}", p.target_port)));
+        if let Some(n) = p.node_port {
+            rows.push(vec!["NodePort:".into(), name, format!("{n}/{protocol}")]);
+        }
         rows.push(cell(
             "Endpoints:",
             format_endpoints(&addresses, std::slice::from_ref(p)),

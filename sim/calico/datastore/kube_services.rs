@@ -127,12 +127,10 @@ pub(super) fn service(
                 None
             }
         };
-        if let Some((n, at)) = o.number("nodePort", 65535, ctx) {
-            ctx.warn(
-                at,
-                format!("Service {name:?}: nodePort {n} is not forwarded by fabsim (its ClusterIP is)"),
-            );
-        }
+        let node_port = o
+            .number("nodePort", 65535, ctx)
+            .map(|(n, _)| n as u16)
+            .filter(|n| *n != 0);
         o.finish(ctx);
         if let (Some(port), Some(protocol)) = (port, protocol) {
             ports.push(ServicePort {
@@ -140,6 +138,7 @@ pub(super) fn service(
                 port,
                 target_port: target_port.unwrap_or(port),
                 protocol,
+                node_port,
             });
         }
     }
