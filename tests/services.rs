@@ -393,3 +393,31 @@ fn node_ports_are_allocated_and_forwarded_by_every_node() {
     let closed = probe(net, st, dev("router"), n3, 64, ProbeKind::Tcp { dst_port: 30081 }, 0);
     assert!(closed.service_nat.is_none());
 }
+
+/// After every step each Service is probed from every node whose kube-proxy runs, and each node
+/// port on every node: a Service whose pods are gone is a finding with kube-proxy's reason, and
+/// the NodePort Services of the last step answer everywhere.
+#[test]
+fn services_that_do_not_answer_are_findings_after_every_step() {
+    let run = run_file(SCENARIO, "node-ports");
+    let web = cluster_ip(&run, "default", "web");
+    let gone = &common::step(&run, "web-gone").findings;
+    assert!(
+        gone.contains(&format!(
+            "Service default/web: {web} (80/TCP) does not answer from every node: no ready endpoint: kube-proxy \
+             rejects the connection (connection refused)"
+        )),
+        "{gone:#?}"
+    );
+    // kubernetes → the apiserver on n1's own address answers from n1 too (DNAT into its host).
+    let all: Vec<&String> = run.steps.iter().flat_map(|s| &s.findings).collect();
+    assert!(
+        !all.iter().any(|f| f.starts_with("Service default/kubernetes")),
+        "{all:#?}"
+    );
+    let last = &common::step(&run, "node-ports").findings;
+    assert!(!last.iter().any(|f| f.contains("-np:")), "{last:#?}");
+    assert!(fabsim::k8s::service_findings(run.engine.network(), run.engine.state())
+        .iter()
+        .all(|f| !f.contains("default/web") && !f.contains("-np")));
+}

@@ -360,7 +360,18 @@ fn probe_with(
             return p;
         }
     };
-    let Some((answerer, reply)) = answer else { return p };
+    let Some((answerer, mut reply)) = answer else { return p };
+    if answerer == from && local_iface(net, st, from, reply.dst).is_some() {
+        // The request was DNATed back into its own host: the answer never leaves it, and
+        // conntrack gives it the address the request was sent to.
+        ctx.undo_service_nat(from, &mut reply);
+        p.rtt_us = ctx.delay_us;
+        p.outcome = ProbeOutcome::Reply {
+            from: reply.src,
+            ttl: reply.ttl,
+        };
+        return p;
+    }
     let (end, back) = ctx.walk(answerer, reply, false);
     p.back = back;
     p.rtt_us = ctx.delay_us;
@@ -742,6 +753,12 @@ impl Walk<'_> {
                 if let ServiceVerdict::Reject = self.service_dnat(cur, &mut pkt) {
                     hops.push(hop);
                     return self.reject(cur, None, pkt, hops);
+                }
+                // DNATed to one of its own addresses (the apiserver behind `default/kubernetes`
+                // on its own node): delivered over loopback, never routed.
+                if local_iface(net, st, cur, pkt.dst).is_some() {
+                    hops.push(hop);
+                    return (End::Delivered { dev: cur, pkt }, hops);
                 }
             }
             let Some(route) = st.devices[cur.idx()].fib.lookup(pkt.dst) else {

@@ -33,7 +33,9 @@
 //!   `kube-proxy` ConfigMap's `clusterCIDR` and the wrong-source-IP finding;
 //! - `apiserver_cert` is the apiserver's serving certificate (its SANs, `kubeadm init phase
 //!   certs apiserver`), `kubernetes_service` the apiserver's controller of `default/kubernetes`
-//!   and the findings of both (a Service moved to a range its certificate does not cover).
+//!   and the findings of both (a Service moved to a range its certificate does not cover);
+//! - `service_reach` probes every Service's ClusterIP from each node and its node ports on each
+//!   node after every step (the Services that do not answer, where, and why).
 
 mod address_plan;
 mod apiserver_cert;
@@ -61,6 +63,7 @@ mod realize;
 mod rollout;
 mod sed;
 mod service_cmd;
+mod service_reach;
 mod services;
 mod taints;
 
@@ -83,4 +86,5 @@ pub use realize::{realize, Netns};
 pub use rollout::{
     in_progress as rollout_in_progress, next_due, run_due, status_lines, stuck as rollout_stuck, StatusUpdate,
 };
+pub use service_reach::service_findings;
 pub use services::{AllocError, Service, ServicePort, ServiceType, DEFAULT_SERVICE_CIDR};

@@ -1,0 +1,136 @@
+//! Service reachability after every step (k8s-cidr-migrations.md §5; issue #7's "pod-to-Service
+//! and NodePort reachability through kube-proxy's rules"): each Service port's ClusterIP probed
+//! from every node whose kube-proxy runs, and each node port on every such node from another
+//! node, through kube-proxy's DNAT and the data plane as modelled. A pod's request meets the
+//! same `KUBE-SERVICES` rules on its node, so the node's own connection stands for its pods
+//! (a pod's address differs only in kube-proxy's masquerade decision, which the wrong-source
+//! finding covers).
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use super::cluster::Cluster;
+use super::services::{Service, ServicePort, ServiceType};
+use crate::dataplane::{error_text, probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
+use crate::engine::State;
+use crate::model::{DeviceId, Network, L4};
+
+/// What became of one request to a Service.
+fn verdict(p: &Probe, dst: Ipv4Addr) -> Option<String> {
+    match (&p.outcome, &p.service_nat) {
+        (ProbeOutcome::Reply { .. }, Some(_)) => None,
+        (
+            ProbeOutcome::Error {
+                error: IcmpError::PortUnreachable,
+                ..
+            },
+            None,
+        ) => Some("no ready endpoint: kube-proxy rejects the connection (connection refused)".into()),
+        (ProbeOutcome::Reply { .. }, None) => Some(format!("{dst} answered without kube-proxy's DNAT (no rule)")),
+        (ProbeOutcome::Lost { reason }, _) => Some(reason.clone()),
+        (ProbeOutcome::LocalNoRoute, _) => Some(format!("no route to {dst}")),
+        (ProbeOutcome::Error { from, error, .. }, _) => Some(format!("{from}: {}", error_text(error))),
+    }
+}
+
+fn kind_of(p: &ServicePort) -> ProbeKind {
+    match p.protocol {
+        L4::Tcp => ProbeKind::Tcp { dst_port: p.port },
+        L4::Udp => ProbeKind::Udp { dst_port: p.port },
+    }
+}
+
+/// The nodes whose kube-proxy runs (their hosts have its rules), in join order.
+fn proxied_nodes<'a>(net: &'a Network, cluster: &'a Cluster) -> Vec<(&'a str, DeviceId, Ipv4Addr)> {
+    cluster
+        .nodes
+        .iter()
+        .filter(|n| net.device(n.device).kube_proxy.is_some())
+        .map(|n| (n.name.as_str(), n.device, n.internal_ip))
+        .collect()
+}
+
+/// Failures by (Service, what was asked, the port, why) → the nodes asked from.
+type Failures<'a> = BTreeMap<(String, String, String, String), Vec<&'a str>>;
+
+/// One line per Service, address and reason: its ports that do not answer from which nodes (or
+/// on which node, for a node port), and why.
+pub fn service_findings(net: &Network, st: &State) -> Vec<String> {
+    let Some(cluster) = net.cluster.as_deref() else {
+        return Vec::new();
+    };
+    let nodes = proxied_nodes(net, cluster);
+    let mut failed: Failures = BTreeMap::new();
+    let services = cluster
+        .services
+        .iter()
+        .filter(|s| !matches!(s.kind, ServiceType::ExternalName(_)));
+    for svc in services {
+        let Some(ip) = svc.cluster_ip else { continue };
+        let name = format!("{}/{}", svc.namespace, svc.name);
+        for port in &svc.ports {
+            for (node, dev, _) in &nodes {
+                if let Some(why) = verdict(&probe(net, st, *dev, ip, 64, kind_of(port), 0), ip) {
+                    let label = format!("{}/{}", port.port, port.protocol.as_str());
+                    failed
+                        .entry((name.clone(), ip.to_string(), label, why))
+                        .or_default()
+                        .push(node);
+                }
+            }
+            node_port_failures(net, st, svc, port, &nodes, &mut failed);
+        }
+    }
+    // The ports that fail the same way from the same nodes make one line.
+    let mut lines: BTreeMap<(String, String, String, Vec<&str>), Vec<String>> = BTreeMap::new();
+    for ((svc, asked, port, why), on) in failed {
+        lines.entry((svc, asked, why, on)).or_default().push(port);
+    }
+    lines
+        .into_iter()
+        .map(|((svc, asked, why, on), ports)| {
+            // Not counted: the same failure on a cluster that grew is not a new finding.
+            let from = if on.len() == nodes.len() && nodes.len() > 1 {
+                "every node".to_string()
+            } else {
+                on.join(", ")
+            };
+            let verb = if ports.len() == 1 { "does" } else { "do" };
+            format!(
+                "Service {svc}: {asked} ({}) {verb} not answer from {from}: {why}",
+                ports.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// A node port asked on each node from the node before it in join order (the last from the
+/// first), as a client outside would reach it through the fabric.
+fn node_port_failures<'a>(
+    net: &Network,
+    st: &State,
+    svc: &Service,
+    port: &ServicePort,
+    nodes: &[(&'a str, DeviceId, Ipv4Addr)],
+    failed: &mut Failures<'a>,
+) {
+    let Some(node_port) = port.node_port else { return };
+    if nodes.len() < 2 {
+        return;
+    }
+    let kind = match port.protocol {
+        L4::Tcp => ProbeKind::Tcp { dst_port: node_port },
+        L4::Udp => ProbeKind::Udp { dst_port: node_port },
+    };
+    let previous = nodes.iter().cycle().skip(nodes.len() - 1);
+    for ((node, _, addr), (source, from, _)) in nodes.iter().zip(previous) {
+        if let Some(why) = verdict(&probe(net, st, *from, *addr, 64, kind, 0), *addr) {
+            let asked = format!("node port on {node} {addr}");
+            let label = format!("{node_port}/{}", port.protocol.as_str());
+            failed
+                .entry((format!("{}/{}", svc.namespace, svc.name), asked, label, why))
+                .or_default()
+                .push(source);
+        }
+    }
+}
