@@ -415,3 +415,44 @@ pub(super) fn delete(
         ..CommandOutcome::ok(out)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(min: Option<IntOrPercent>, max: Option<IntOrPercent>) -> PdbSpec {
+        PdbSpec {
+            namespace: None,
+            name: "b".into(),
+            selector: BTreeMap::from([("app".to_string(), "web".to_string())]),
+            min_available: min,
+            max_unavailable: max,
+        }
+    }
+
+    #[test]
+    fn percentages_round_up_as_the_controller_scales_them() {
+        assert_eq!(IntOrPercent::Str("50%".into()).scaled(3), 2);
+        assert_eq!(IntOrPercent::Str("10%".into()).scaled(3), 1);
+        assert_eq!(IntOrPercent::Int(2).scaled(7), 2);
+    }
+
+    #[test]
+    fn validation_gives_the_apiservers_field_errors() {
+        assert!(validate(&spec(Some(IntOrPercent::Str("100%".into())), None)).is_empty());
+        assert_eq!(
+            validate(&spec(None, Some(IntOrPercent::Str("150%".into())))),
+            [
+                "spec.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"150%\"}: \
+              must not be greater than 100%"
+            ]
+        );
+        assert_eq!(
+            validate(&spec(Some(IntOrPercent::Int(-1)), None)),
+            ["spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"]
+        );
+        let both = validate(&spec(Some(IntOrPercent::Int(1)), Some(IntOrPercent::Str("x".into()))));
+        assert_eq!(both.len(), 2, "{both:?}");
+        assert!(both[0].ends_with("minAvailable and maxUnavailable cannot be both set"));
+    }
+}

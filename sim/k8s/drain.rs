@@ -98,6 +98,12 @@ pub(super) fn drain(net: &mut Network, args: &[&str], now: u64) -> Result<Comman
         None => None,
         Some(Ok(0)) => None,
         Some(Ok(ms)) => Some(ms),
+        // Go's other forms (`1.5m`, `300us`, a sign): valid for kubectl, not read by fabsim.
+        Some(Err(bad)) if bad.chars().all(|c| c.is_ascii_digit() || "+-.hmsunµ".contains(c)) => {
+            return Err(format!(
+                "`kubectl drain --timeout={bad}`: fabsim reads whole h, m, s and ms terms (like 90s, 1h30m)"
+            ))
+        }
         Some(Err(bad)) => {
             return Ok(CommandOutcome::failed(format!(
                 "error: invalid argument \"{bad}\" for \"--timeout\" flag: time: invalid duration \"{bad}\"\n\

@@ -1,16 +1,17 @@
-//! Node maintenance from the runbook: `kubectl cordon|uncordon|drain NODE`, `kubectl label|taint
+//! Node maintenance from the runbook: `kubectl cordon|uncordon NODE`, `kubectl label|taint
 //! node NODE …`, `kubectl patch node NODE -p` (its podCIDR), `kubectl delete node NODE…` and
-//! `kubectl delete pod NAME…|--all`.
+//! `kubectl delete pod NAME…|--all`; `kubectl drain` (`drain`) and `kubectl patch pod`
+//! (`termination`) are dispatched from here and share the flag parser.
 //!
 //! The texts are kubectl v1.28's (kubernetes/kubectl at tag v0.28.15): `pkg/cmd/drain/drain.go`
-//! and `pkg/drain/{cordon,drain,filters}.go` for cordon and drain, `pkg/cmd/label/label.go`,
+//! and `pkg/drain/cordon.go` for cordon, `pkg/cmd/label/label.go`,
 //! `pkg/cmd/taint/{taint,utils}.go`, `pkg/cmd/delete/delete.go`; resource names print as
 //! cli-runtime's name printer does (`node/NAME cordoned`), errors as `cmdutil.CheckErr` does.
 //! Output is stdout and stderr as a terminal shows them, in the order kubectl writes them.
 //!
 //! What follows in the cluster: an evicted or deleted pod of a Deployment is replaced by its
 //! controller and scheduled elsewhere (`Cluster::delete_pod`, `Cluster::reconcile`); a bare pod
-//! is gone; a NoExecute taint makes the taint manager delete the pods that do not tolerate it.
+//! is gone (once Terminating is over: `termination`); a NoExecute taint makes the taint manager delete the pods that do not tolerate it.
 
 use std::collections::BTreeMap;
 
@@ -464,10 +465,11 @@ fn evict_intolerant(cluster: &mut Cluster, nodes: &[String], now: u64) {
 
 /// `kubectl delete node NODE…`: the Node object goes, and with it (pod garbage collection)
 /// every pod bound to it — Deployment pods are replaced elsewhere, DaemonSet, static and bare
-/// pods are gone. In the Kubernetes datastore the Calico Node goes too, so the other nodes'
-/// BIRD drop their session to it; calico-node on that host stops with its pod (its BIRD and
-/// felix's routes go). The node's IPAM blocks and BlockAffinities stay: releasing them is
-/// calico-kube-controllers' garbage collection, which fabsim does not model.
+/// pods are gone (one with a finalizer stays Terminating). In the Kubernetes datastore the
+/// Calico Node goes too, so the other nodes' BIRD drop their session to it; calico-node on
+/// that host stops with its pod (its BIRD and felix's routes go). The node's IPAM blocks and
+/// BlockAffinities stay: releasing them is calico-kube-controllers' garbage collection, which
+/// fabsim does not model.
 ///
 /// A kubelet still running on the host registers the Node again only when it restarts
 /// (`kubelet::register`: it registers once per start).
