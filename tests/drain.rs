@@ -2,7 +2,8 @@
 //! n1 the control plane; k8s-cidr-migrations.md §2.4 step 4, §2.5, §2.6 P1-9, §5 C19): the
 //! emptyDir filter, PodDisruptionBudgets (the apiserver's refusals, `kubectl get pdb`, the
 //! Eviction API's 429 retried every 5s in virtual time, `--timeout`, fabsim's stop of an
-//! endless drain), pods held Terminating by a finalizer or a stopped kubelet, and `--force`.
+//! endless drain, `--disable-eviction`), pods held Terminating by a finalizer or a stopped
+//! kubelet, and `--force`.
 
 mod common;
 
@@ -318,4 +319,51 @@ fn a_pod_on_a_stopped_kubelet_stays_terminating_until_the_kubelet_returns() {
         .pods
         .iter()
         .all(|p| p.deleted_ms.is_none() && (p.phase == PodPhase::Running || p.node.is_none())));
+}
+
+#[test]
+fn disable_eviction_deletes_past_a_budget_that_allows_nothing() {
+    let run = run_file(SCENARIO, "bypass");
+    let created: Vec<(&str, i32)> = step(&run, "bypass")
+        .commands
+        .iter()
+        .filter(|c| c.command == "kubectl create -f dns-pdb.yaml")
+        .map(|c| (c.output.as_str(), c.status))
+        .collect();
+    assert_eq!(
+        created,
+        [
+            ("poddisruptionbudget.policy/dns created\n", 0),
+            (
+                "Error from server (AlreadyExists): poddisruptionbudgets.policy \"dns\" already exists\n",
+                1
+            )
+        ]
+    );
+    assert_has(
+        &printed(&run, "bypass", "kubectl get pdb -n kube-system").0,
+        &["dns N/A 0 0 0s"],
+    );
+    let (listed, _) = printed(
+        &run,
+        "bypass",
+        "kubectl get pods -n kube-system -l k8s-app=kube-dns -o wide",
+    );
+    let on_n3: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.contains(" n3 "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let [pod] = on_n3.as_slice() else {
+        panic!("one CoreDNS pod on n3: {listed}")
+    };
+    let (out, status) = printed(
+        &run,
+        "bypass",
+        "kubectl drain n3 --ignore-daemonsets --disable-eviction",
+    );
+    assert_eq!(status, 0);
+    assert!(out.ends_with(&format!("pod/{pod} deleted\nnode/n3 drained\n")), "{out}");
+    assert!(!out.contains("evicting"), "{out}");
+    assert!(coredns_on(&run, "n3").is_empty());
 }
