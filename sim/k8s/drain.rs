@@ -163,8 +163,8 @@ pub(super) fn drain(net: &mut Network, args: &[&str], now: u64) -> Result<Comman
         };
         if let Some(blocked) = blocked(cluster, node, &targets, &opts) {
             out += &format!(
-                "(fabsim: nothing else changes while the drain waits, so kubectl would retry every 5s forever; \
-                 stopped after {}s of virtual time, see the findings)\n",
+                "(fabsim: nothing else changes while the drain waits, so kubectl would wait forever; stopped \
+                 after {}s of virtual time, see the findings)\n",
                 elapsed / 1000
             );
             cluster.drains.insert(
