@@ -3,10 +3,11 @@
 //!
 //! A deleted or evicted pod gets a `deletionTimestamp` and shows `Terminating`. Its kubelet
 //! stops its containers, tears the sandbox down — the CNI DEL, which gives its address back
-//! to Calico IPAM or host-local — and then asks the apiserver to remove the object, which it
-//! does once `metadata.finalizers` is empty (apiserver `registry/generic/registry/store.go`:
-//! a graceful delete with finalizers only sets the timestamp; kubelet `status_manager.go`
-//! `canBeDeleted`/`deletePod`). So a pod stays Terminating:
+//! to Calico IPAM or host-local — and then asks the apiserver to remove the object (kubelet
+//! `pkg/kubelet/status/status_manager.go`: `canBeDeleted` once `PodResourcesAreReclaimed`, then
+//! a delete with grace period 0), which it does once `metadata.finalizers` is empty (the
+//! apiserver's generic store keeps an object with finalizers, deletionTimestamp set: recalled,
+//! not re-read). So a pod stays Terminating:
 //!
 //! - while a finalizer is left on it, until `kubectl patch pod … finalizers: null` (its
 //!   sandbox is gone meanwhile: no address, no veth);
