@@ -450,6 +450,25 @@ fn cases() -> Vec<Case> {
             message: "s.yaml:5:10: error: `10.9.0.0/33`: expected a prefix like 10.0.0.0/8, an address or `default`",
         },
         Case {
+            name: "runbook-pdb-match-expressions",
+            files: vec![
+                ("t.yaml", include_bytes!("data/calico-encap-topology.yaml").to_vec()),
+                (
+                    "s.yaml",
+                    b"topology: t.yaml\nsteps:\n  - id: a\n    on: n1\n    run: |\n      \
+                      sudo sysctl -w net.ipv4.ip_forward=1\n      \
+                      sudo kubeadm init --pod-network-cidr=10.66.0.0/16\n      \
+                      kubectl apply -f -\n    stdin: |\n      apiVersion: policy/v1\n      \
+                      kind: PodDisruptionBudget\n      metadata: {name: web}\n      spec:\n        \
+                      minAvailable: 1\n        selector:\n          \
+                      matchExpressions: [{key: app, operator: In, values: [web]}]\n"
+                        .to_vec(),
+                ),
+            ],
+            args: &["run", "s.yaml"],
+            message: "s.yaml:8:7: error: PodDisruptionBudget web: fabsim reads spec.selector.matchLabels, not matchExpressions",
+        },
+        Case {
             name: "pod-facts-ready",
             files: scenario("  - id: a\n    inject:\n      pods:\n        - pod: default/x\n          ready: one\n"),
             args: &["run", "s.yaml"],

@@ -9,7 +9,9 @@ use ipnet::Ipv4Net;
 
 use super::apiserver_cert::ApiserverCert;
 use super::control_plane::ControlPlane;
+use super::disruption::Pdb;
 use super::dns::PodDns;
+use super::drain::DrainNote;
 use super::host_local::HostLocalStore;
 use super::kubelet_config::KubeletConfig;
 use super::names;
@@ -19,6 +21,7 @@ use super::realize::Netns;
 use super::rollout::{Rollout, StatusUpdate};
 use super::services::Service;
 use super::taints::{self, Effect, Taint};
+use super::termination::Declared;
 use crate::calico::install::{Calico, CniIpam};
 use crate::model::DeviceId;
 
@@ -107,6 +110,11 @@ pub struct Cluster {
     /// When the apiserver's controller next creates a missing `default/kubernetes`
     /// (`kubernetes_service`).
     pub kubernetes_service_due: Option<u64>,
+    /// PodDisruptionBudgets in creation order (`disruption`).
+    pub pdbs: Vec<Pdb>,
+    /// Each node's last `kubectl drain` that did not finish or used `--force` (`drain`), for
+    /// the C19 findings; a drain that finishes cleanly clears it.
+    pub drains: BTreeMap<String, DrainNote>,
 }
 
 /// A node whose kubelet stopped: containers keep running, nothing new starts there, and the
@@ -190,17 +198,27 @@ pub struct Pod {
     /// The resolv.conf the kubelet gave its sandbox (None: not a ClusterFirst pod, or not
     /// started yet).
     pub dns: Option<PodDns>,
+    /// What its manifest declared about its labels and its end (`termination::Declared`).
+    pub declared: Declared,
+    /// Its `deletionTimestamp`: deleted or evicted at this time, it is Terminating until its
+    /// kubelet has stopped it and its finalizers are gone (`termination`).
+    pub deleted_ms: Option<u64>,
 }
 
 impl Pod {
-    /// The labels its controller gives it (the ones `-l` selects on).
-    pub fn labels(&self) -> Vec<(&'static str, String)> {
-        match &self.owner {
+    /// The labels its manifest declared, else those its controller (or `kubectl run`) gives
+    /// it: the ones `-l`, Service and PodDisruptionBudget selectors match.
+    pub fn labels(&self) -> Vec<(String, String)> {
+        if let Some(declared) = &self.declared.labels {
+            return declared.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        }
+        let pairs: Vec<(&str, String)> = match &self.owner {
             Owner::Deployment(d) if d == "coredns" => vec![("k8s-app", "kube-dns".into())],
             Owner::Deployment(d) | Owner::DaemonSet(d) => vec![("k8s-app", d.clone())],
             Owner::Bare => vec![("run", self.name.clone())],
             Owner::Static => vec![("component", self.component().into()), ("tier", "control-plane".into())],
-        }
+        };
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
     /// A static pod's component (`kube-apiserver` of `kube-apiserver-k-master`).
@@ -221,8 +239,8 @@ impl Pod {
     pub fn matches(&self, selector: &str) -> bool {
         let labels = self.labels();
         selector.split(',').all(|term| match term.split_once('=') {
-            Some((k, v)) => labels.iter().any(|(lk, lv)| *lk == k.trim() && lv == v.trim()),
-            None => labels.iter().any(|(lk, _)| *lk == term.trim()),
+            Some((k, v)) => labels.iter().any(|(lk, lv)| lk == k.trim() && lv == v.trim()),
+            None => labels.iter().any(|(lk, _)| lk == term.trim()),
         })
     }
 }
@@ -262,6 +280,7 @@ pub struct PodSpec {
     pub image: String,
     pub tolerates_control_plane: bool,
     pub node_selector: BTreeMap<String, String>,
+    pub declared: Declared,
 }
 
 impl Cluster {
@@ -298,6 +317,8 @@ impl Cluster {
             etcd_writes: Vec::new(),
             apiserver_cert_file: None,
             kubernetes_service_due: None,
+            pdbs: Vec::new(),
+            drains: BTreeMap::new(),
         }
     }
 
@@ -427,6 +448,8 @@ impl Cluster {
             node_selector: spec.node_selector,
             facts: None,
             dns: None,
+            declared: spec.declared,
+            deleted_ms: None,
         });
         name
     }
@@ -479,8 +502,11 @@ impl Cluster {
         (name, None)
     }
 
-    /// Delete a pod; its address goes back to IPAM (the CNI DEL), and its Deployment or
-    /// DaemonSet creates a replacement. Returns false if there is no such pod.
+    /// Delete a pod (graceful, as `kubectl delete` and the Eviction API do): it is Terminating
+    /// from now, its kubelet stops it and the CNI DEL gives its address back to IPAM
+    /// (`termination`), and its Deployment or DaemonSet creates a replacement at once (a
+    /// ReplicaSet does not count a pod that is being deleted). Returns false if there is no
+    /// such pod.
     pub fn delete_pod(&mut self, namespace: &str, name: &str, now: u64) -> bool {
         let Some(i) = self
             .pods
@@ -489,24 +515,34 @@ impl Cluster {
         else {
             return false;
         };
-        let pod = self.pods.remove(i);
-        self.release(&pod);
+        let first = self.pods[i].deleted_ms.is_none();
+        let pod = self.pods[i].clone();
+        self.pods[i].deleted_ms = Some(pod.deleted_ms.unwrap_or(now));
+        self.finish_deletion(namespace, name);
         let daemon = matches!(pod.owner, Owner::DaemonSet(_));
-        if daemon || matches!(pod.owner, Owner::Deployment(_)) {
-            let spec = PodSpec {
-                namespace: pod.namespace,
-                owner: pod.owner,
-                name: None,
-                node: if daemon { pod.node } else { None },
-                host_network: pod.host_network,
-                image: pod.image,
-                tolerates_control_plane: pod.tolerates_control_plane,
-                node_selector: pod.node_selector,
-            };
-            self.create_pod(spec, now);
-            self.reconcile(now);
+        if first && (daemon || matches!(pod.owner, Owner::Deployment(_))) {
+            self.replace(pod, now);
         }
         true
+    }
+
+    /// The controller's new pod for `pod`: a DaemonSet's on the same node, a Deployment's
+    /// wherever the scheduler puts it.
+    pub(super) fn replace(&mut self, pod: Pod, now: u64) {
+        let daemon = matches!(pod.owner, Owner::DaemonSet(_));
+        let spec = PodSpec {
+            namespace: pod.namespace,
+            owner: pod.owner,
+            name: None,
+            node: if daemon { pod.node } else { None },
+            host_network: pod.host_network,
+            image: pod.image,
+            tolerates_control_plane: pod.tolerates_control_plane,
+            node_selector: pod.node_selector,
+            declared: pod.declared,
+        };
+        self.create_pod(spec, now);
+        self.reconcile(now);
     }
 
     /// A Deployment's template changed (`kubectl patch deployment`): a new revision, and with
@@ -550,6 +586,7 @@ impl Cluster {
                 image: pod.image,
                 tolerates_control_plane: false,
                 node_selector: BTreeMap::new(),
+                declared: pod.declared,
             };
             self.create_pod(spec, now);
         }
@@ -631,7 +668,8 @@ impl Cluster {
     /// pin order (the order their CNI calls ran), then the rest in creation order.
     pub fn reconcile(&mut self, now: u64) {
         for i in self.start_order() {
-            if self.pods[i].phase == PodPhase::Running {
+            // A Terminating pod is never started again.
+            if self.pods[i].phase == PodPhase::Running || self.pods[i].deleted_ms.is_some() {
                 continue;
             }
             if self.pods[i].node.is_none() {
@@ -859,6 +897,7 @@ mod tests {
             image: String::new(),
             tolerates_control_plane: false,
             node_selector: BTreeMap::new(),
+            declared: Declared::default(),
         }
     }
 

@@ -16,6 +16,7 @@ use super::apiserver_cert::{ApiserverCert, CertConfig};
 use super::calico_datastore;
 use super::cluster::{Cluster, Owner, Pin, PodSpec, Template};
 use super::control_plane::ControlPlane;
+use super::disruption;
 use super::manifests::KubeadmValues;
 use super::node_ops;
 use super::rollout;
@@ -35,6 +36,9 @@ pub struct CommandOutcome {
     /// The command keeps running while virtual time passes (`kubectl rollout status`):
     /// the caller lets time run until the rollout ends, then appends its status updates.
     pub follow: Option<Follow>,
+    /// How long the command ran in virtual time (`kubectl drain`'s retries and waits, already
+    /// applied to the cluster at their times): the caller lets that much time pass.
+    pub busy_ms: u64,
 }
 
 /// A `kubectl rollout status` still watching a DaemonSet.
@@ -52,6 +56,7 @@ impl CommandOutcome {
             output: output.into(),
             status: 0,
             follow: None,
+            busy_ms: 0,
         }
     }
     pub(super) fn failed(output: impl Into<String>) -> Self {
@@ -59,6 +64,7 @@ impl CommandOutcome {
             output: output.into(),
             status: 1,
             follow: None,
+            busy_ms: 0,
         }
     }
 }
@@ -427,6 +433,7 @@ pub(super) fn system_pod(owner: Owner, component: Option<&str>, node: Option<&st
         image: String::new(),
         tolerates_control_plane: true,
         node_selector: Default::default(),
+        declared: Default::default(),
     }
 }
 
@@ -535,6 +542,9 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
             if let Some(services) = service_cmd::manifests(&text) {
                 return service_cmd::apply(net, verb, services?, &source, namespace, now);
             }
+            if let Some(budgets) = disruption::manifests(&text) {
+                return disruption::apply(net, verb, budgets?, namespace, now);
+            }
             if let Some(applied) = super::kube_proxy_config::apply(net, &text, namespace) {
                 return applied;
             }
@@ -548,10 +558,15 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         }
         ["patch", kind, name, rest @ ..] => calico_datastore::kubectl_patch(net, kind, name, rest),
         ["delete", "-f", file, ..] => {
-            let (text, _) = ctx.read(file)?;
+            let (text, source) = ctx.read(file)?;
+            if let Some(budgets) = disruption::manifests(&text) {
+                return disruption::delete(net, &budgets?, &source, namespace);
+            }
             match service_cmd::manifests(&text) {
                 Some(services) => service_cmd::delete_specs(net, &services?, namespace, now),
-                None => Err(format!("kubectl delete -f {file}: fabsim deletes Services from a file")),
+                None => Err(format!(
+                    "kubectl delete -f {file}: fabsim deletes Services and PodDisruptionBudgets from a file"
+                )),
             }
         }
         ["delete", kind, rest @ ..] if service_cmd::is_service_kind(kind) => {
@@ -588,7 +603,7 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         }
         ["set", "env", rest @ ..] => set_env(net, st, namespace, rest, ctx),
         _ => Err(format!(
-            "`kubectl {}`: fabsim changes the cluster with kubectl apply|create|delete -f, run, patch ippool, \
+            "`kubectl {}`: fabsim changes the cluster with kubectl apply|create|delete -f, run, patch ippool|pod, \
              delete pod|node|service|ippool|blockaffinities, rollout restart|status, set env, \
              cordon|uncordon|drain NODE, label|taint node",
             args.join(" ")
@@ -722,7 +737,8 @@ fn patch_deployment(
 }
 
 /// A `v1` Pod manifest: what fabsim reads of it (name, namespace, image, nodeName,
-/// nodeSelector, tolerations). None when the text is not a Pod.
+/// nodeSelector, tolerations; labels, emptyDir volumes, finalizers and the grace period:
+/// `termination::declared`). None when the text is not a Pod.
 fn pod_manifest(text: &str) -> Option<Result<PodSpec, String>> {
     let doc: serde_json::Value = serde_saphyr::from_str(text).ok()?;
     if doc.get("kind").and_then(|k| k.as_str()) != Some("Pod") {
@@ -749,6 +765,10 @@ fn pod_manifest(text: &str) -> Option<Result<PodSpec, String>> {
             l.iter()
                 .any(|t| t.get("key").and_then(|k| k.as_str()) == Some("node-role.kubernetes.io/control-plane"))
         });
+    let declared = match super::termination::declared(&doc, &name) {
+        Ok(d) => d,
+        Err(e) => return Some(Err(e)),
+    };
     Some(Ok(PodSpec {
         namespace: str_at("/metadata/namespace").unwrap_or_else(|| "default".into()),
         owner: Owner::Bare,
@@ -761,6 +781,7 @@ fn pod_manifest(text: &str) -> Option<Result<PodSpec, String>> {
         image,
         tolerates_control_plane,
         node_selector,
+        declared,
     }))
 }
 
@@ -962,6 +983,7 @@ pub fn bare_pod(namespace: &str, name: &str, node: Option<String>, image: &str) 
         image: image.to_string(),
         tolerates_control_plane: false,
         node_selector: Default::default(),
+        declared: Default::default(),
     }
 }
 

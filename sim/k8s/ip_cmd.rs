@@ -45,9 +45,8 @@ const ROUTE_CHANGES: &[&str] = &["add", "delete", "replace", "change", "append",
 /// An RTNETLINK error as iproute2 prints it, with its exit status.
 fn rtnetlink(message: &str) -> CommandOutcome {
     CommandOutcome {
-        output: format!("{message}\n"),
         status: 2,
-        follow: None,
+        ..CommandOutcome::ok(format!("{message}\n"))
     }
 }
 

@@ -92,6 +92,7 @@ pub(super) fn register(net: &mut Network, st: &State, dev: DeviceId, now: u64) -
     let ip = internal_ip(net, st, dev)?;
     let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
     cluster.kubelets_down.remove(&node);
+    cluster.kubelet_back(&node);
     cluster.ensure_kubelet_config(&node);
     if cluster.node(&node).is_none() {
         // kubeadm's role label and taint are not set again (only `kubeadm init|join` marks a

@@ -9,8 +9,11 @@
 //!   configuration confd renders for it;
 //! - `kubelet` runs the kubelet's life on a node (`systemctl stop|start|restart kubelet`,
 //!   `kubeadm reset`) and the Node's registration when it starts;
-//! - `node_ops` runs node maintenance (`kubectl cordon|uncordon|drain|label|taint`, `kubectl
-//!   delete node|pod`), `taints` holds taints and the tolerations fabsim knows;
+//! - `node_ops` runs node maintenance (`kubectl cordon|uncordon|label|taint`, `kubectl delete
+//!   node|pod`), `taints` holds taints and the tolerations fabsim knows;
+//! - `drain` is `kubectl drain` (filters, evictions retried in virtual time), `disruption`
+//!   PodDisruptionBudgets (manifests, the controller's status, the Eviction API's verdict),
+//!   `termination` how a pod ends (Terminating, finalizers, `kubectl patch pod`, C19);
 //! - `pod_facts` holds what a scenario injects about a pod's containers (readiness, restarts,
 //!   logs, events) until the pod is replaced or restarted;
 //! - `rollout` runs a DaemonSet's rolling update over virtual time;
@@ -43,7 +46,9 @@ mod calico_datastore;
 mod cluster;
 mod command;
 mod control_plane;
+mod disruption;
 mod dns;
+mod drain;
 mod etcd;
 mod external_overlap;
 mod host_local;
@@ -66,6 +71,7 @@ mod service_cmd;
 mod service_reach;
 mod services;
 mod taints;
+mod termination;
 
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
 pub use command::{
@@ -73,9 +79,11 @@ pub use command::{
     start_calico_nodes, CommandOutcome, Context, Follow, InitOptions,
 };
 pub use control_plane::{is_manifest_path, write_manifests, ControlPlane};
+pub use disruption::{IntOrPercent, Pdb, PdbStatus};
 pub use dns::{
     dns_findings, query as dns_query, resolve as resolve_name, Answer as DnsAnswer, PodDns, Reached as DnsReached,
 };
+pub use drain::DrainNote;
 pub use kube_proxy_config::wrong_source_findings;
 pub use kubeadm_config::kubeadm_config;
 pub use kubelet_config::KUBELET_CONFIG_PATH;
@@ -88,3 +96,4 @@ pub use rollout::{
 };
 pub use service_reach::service_findings;
 pub use services::{AllocError, Service, ServicePort, ServiceType, DEFAULT_SERVICE_CIDR};
+pub use termination::Declared;

@@ -1,16 +1,17 @@
-//! Node maintenance from the runbook: `kubectl cordon|uncordon|drain NODE`, `kubectl label|taint
+//! Node maintenance from the runbook: `kubectl cordon|uncordon NODE`, `kubectl label|taint
 //! node NODE …`, `kubectl patch node NODE -p` (its podCIDR), `kubectl delete node NODE…` and
-//! `kubectl delete pod NAME…|--all`.
+//! `kubectl delete pod NAME…|--all`; `kubectl drain` (`drain`) and `kubectl patch pod`
+//! (`termination`) are dispatched from here and share the flag parser.
 //!
 //! The texts are kubectl v1.28's (kubernetes/kubectl at tag v0.28.15): `pkg/cmd/drain/drain.go`
-//! and `pkg/drain/{cordon,drain,filters}.go` for cordon and drain, `pkg/cmd/label/label.go`,
+//! and `pkg/drain/cordon.go` for cordon, `pkg/cmd/label/label.go`,
 //! `pkg/cmd/taint/{taint,utils}.go`, `pkg/cmd/delete/delete.go`; resource names print as
 //! cli-runtime's name printer does (`node/NAME cordoned`), errors as `cmdutil.CheckErr` does.
 //! Output is stdout and stderr as a terminal shows them, in the order kubectl writes them.
 //!
 //! What follows in the cluster: an evicted or deleted pod of a Deployment is replaced by its
 //! controller and scheduled elsewhere (`Cluster::delete_pod`, `Cluster::reconcile`); a bare pod
-//! is gone; a NoExecute taint makes the taint manager delete the pods that do not tolerate it.
+//! is gone (once Terminating is over: `termination`); a NoExecute taint makes the taint manager delete the pods that do not tolerate it.
 
 use std::collections::BTreeMap;
 
@@ -33,12 +34,13 @@ pub(super) fn run(
     let result = match (*verb, rest) {
         ("cordon", _) => cordon(net, rest, true, now),
         ("uncordon", _) => cordon(net, rest, false, now),
-        ("drain", _) => drain(net, rest, now),
+        ("drain", _) => super::drain::drain(net, rest, now),
         ("label", [kind, ..]) if node_kind(kind).is_some() => label(net, rest, now),
         ("taint", [kind, ..]) if node_kind(kind).is_some() => taint(net, rest, now),
         ("patch", [kind, ..]) if node_kind(kind).is_some() => patch_node(net, rest),
         ("delete", [kind, ..]) if node_kind(kind).is_some() => delete_nodes(net, rest, now),
         ("delete", [kind, ..]) if pod_kind(kind) => delete_pods(net, namespace, rest, now, pod_start_ms),
+        ("patch", [kind, ..]) if pod_kind(kind) => super::termination::patch_pod(net, namespace, rest),
         _ => return None,
     };
     Some(result)
@@ -58,18 +60,21 @@ fn pod_kind(word: &str) -> bool {
     ["pod", "pods", "po"].contains(&kind)
 }
 
-/// A command line split into its words and its flags: boolean flags fabsim models for this
-/// command, and `-n/--namespace VALUE`, which every kubectl command takes. Any other flag is
-/// an error naming it (fabsim does not silently drop what it does not model).
-struct Parsed<'a> {
-    words: Vec<&'a str>,
+/// A command line split into its words and its flags: the flags fabsim models for this
+/// command (`--name` boolean, `--name=` taking a value, as `--name=V` or `--name V`), and
+/// `-n/--namespace VALUE`, which every kubectl command takes. Any other flag is an error
+/// naming it (fabsim does not silently drop what it does not model).
+pub(super) struct Parsed<'a> {
+    pub(super) words: Vec<&'a str>,
     flags: Vec<&'a str>,
+    values: BTreeMap<&'a str, &'a str>,
 }
 
-fn parse<'a>(command: &str, args: &[&'a str], known: &[&str]) -> Result<Parsed<'a>, String> {
+pub(super) fn parse<'a>(command: &str, args: &[&'a str], known: &[&str]) -> Result<Parsed<'a>, String> {
     let mut parsed = Parsed {
         words: Vec::new(),
         flags: Vec::new(),
+        values: BTreeMap::new(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -78,19 +83,32 @@ fn parse<'a>(command: &str, args: &[&'a str], known: &[&str]) -> Result<Parsed<'
         } else if a.starts_with("--namespace=") || (a.starts_with("-n") && !a.starts_with("--")) {
             // `--namespace=NS` or `-nNS`: the namespace, read by the caller.
         } else if a.starts_with('-') && a.len() > 1 {
-            let name = a.split('=').next().unwrap_or(a);
+            let (name, value) = match a.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (*a, None),
+            };
+            if known.iter().any(|k| k.strip_suffix('=') == Some(name)) {
+                if let Some(v) = value.or_else(|| it.next().copied()) {
+                    parsed.values.insert(name, v);
+                }
+                continue;
+            }
             if !known.contains(&name) {
                 let modelled = if known.is_empty() {
                     "no flags".to_string()
                 } else {
-                    known.join(", ")
+                    known
+                        .iter()
+                        .map(|k| k.trim_end_matches('='))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
                 return Err(format!(
                     "`kubectl {command}`: fabsim models {modelled} here, not {name}"
                 ));
             }
             // `--force=false` is a flag set to false.
-            if !a.ends_with("=false") {
+            if value != Some("false") {
                 parsed.flags.push(name);
             }
         } else {
@@ -101,12 +119,17 @@ fn parse<'a>(command: &str, args: &[&'a str], known: &[&str]) -> Result<Parsed<'
 }
 
 impl Parsed<'_> {
-    fn has(&self, flag: &str) -> bool {
+    pub(super) fn has(&self, flag: &str) -> bool {
         self.flags.contains(&flag)
+    }
+
+    /// A flag's value (`--timeout=60s` or `--timeout 60s`).
+    pub(super) fn value(&self, flag: &str) -> Option<&str> {
+        self.values.get(flag).copied()
     }
 }
 
-fn cluster_mut(net: &mut Network) -> Result<&mut Cluster, String> {
+pub(super) fn cluster_mut(net: &mut Network) -> Result<&mut Cluster, String> {
     net.cluster.as_deref_mut().ok_or_else(|| "no cluster".to_string())
 }
 
@@ -116,7 +139,7 @@ fn node_not_found(name: &str) -> CommandOutcome {
 
 /// The named nodes, or the outcome for the first that does not exist (kubectl's builder
 /// fails before it changes anything).
-fn existing_nodes(cluster: &Cluster, names: &[String]) -> Result<(), CommandOutcome> {
+pub(super) fn existing_nodes(cluster: &Cluster, names: &[String]) -> Result<(), CommandOutcome> {
     match names.iter().find(|n| cluster.node(n).is_none()) {
         Some(missing) => Err(node_not_found(missing)),
         None => Ok(()),
@@ -144,7 +167,7 @@ fn cordon(net: &mut Network, args: &[&str], desired: bool, now: u64) -> Result<C
 }
 
 /// `RunCordonOrUncordon`: each node changed (`node/N cordoned`) or already so.
-fn set_unschedulable(cluster: &mut Cluster, names: &[String], desired: bool) -> String {
+pub(super) fn set_unschedulable(cluster: &mut Cluster, names: &[String], desired: bool) -> String {
     let verb = if desired { "cordoned" } else { "uncordoned" };
     let mut out = String::new();
     for name in names {
@@ -159,122 +182,6 @@ fn set_unschedulable(cluster: &mut Cluster, names: &[String], desired: bool) -> 
         }
     }
     out
-}
-
-/// Why drain will not evict a pod (`pkg/drain/filters.go`, kubectl v1.28), in filter order.
-const DAEMONSET_FATAL: &str = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)";
-const DAEMONSET_WARNING: &str = "ignoring DaemonSet-managed Pods";
-const UNMANAGED_FATAL: &str = "Pods declare no controller (use --force to override)";
-const UNMANAGED_WARNING: &str = "deleting Pods that declare no controller";
-
-/// `kubectl drain NODE… [--ignore-daemonsets] [--delete-emptydir-data] [--force]`: cordon, then
-/// per node the pods bound to it through drain's filters (DaemonSet, mirror, local storage,
-/// unreplicated), then evict the rest.
-///
-/// kubectl evicts pods concurrently and lists errors and warnings from Go maps, so their
-/// order varies between runs; fabsim prints them in the API's list order (namespace, name)
-/// and the filters' order. Evictions always succeed: fabsim has no PodDisruptionBudgets, and
-/// no pod has an emptyDir volume (`--delete-emptydir-data` changes nothing).
-fn drain(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOutcome, String> {
-    let p = parse(
-        "drain",
-        args,
-        &["--ignore-daemonsets", "--delete-emptydir-data", "--force"],
-    )?;
-    let names: Vec<String> = p.words.iter().map(|w| w.to_string()).collect();
-    if names.is_empty() {
-        return Ok(CommandOutcome::failed(
-            "error: USAGE: drain NODE [flags]\nSee 'kubectl drain -h' for help and examples\n",
-        ));
-    }
-    let (ignore_ds, force) = (p.has("--ignore-daemonsets"), p.has("--force"));
-    let cluster = cluster_mut(net)?;
-    if let Err(outcome) = existing_nodes(cluster, &names) {
-        return Ok(outcome);
-    }
-    let mut out = set_unschedulable(cluster, &names, true);
-    let mut fatal: Vec<Vec<String>> = Vec::new();
-    let mut pending = Vec::new();
-    for node in &names {
-        let mut pods: Vec<(String, String, Owner)> = cluster
-            .pods
-            .iter()
-            .filter(|p| p.node.as_deref() == Some(node.as_str()))
-            .map(|p| (p.namespace.clone(), p.name.clone(), p.owner.clone()))
-            .collect();
-        pods.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-        // Each filter's message with the pods it stopped (errors) or let pass with a warning.
-        let mut errors: BTreeMap<usize, (&str, Vec<String>)> = BTreeMap::new();
-        let mut warnings: BTreeMap<usize, (&str, Vec<String>)> = BTreeMap::new();
-        let mut evict = Vec::new();
-        for (ns, name, owner) in &pods {
-            let id = format!("{ns}/{name}");
-            match owner {
-                Owner::DaemonSet(_) if ignore_ds => warnings.entry(0).or_insert((DAEMONSET_WARNING, vec![])).1.push(id),
-                Owner::DaemonSet(_) => errors.entry(0).or_insert((DAEMONSET_FATAL, vec![])).1.push(id),
-                // A static pod's API object is a mirror pod, which drain skips.
-                Owner::Static => {}
-                Owner::Bare if force => {
-                    warnings.entry(2).or_insert((UNMANAGED_WARNING, vec![])).1.push(id);
-                    evict.push((ns.clone(), name.clone()));
-                }
-                Owner::Bare => errors.entry(2).or_insert((UNMANAGED_FATAL, vec![])).1.push(id),
-                Owner::Deployment(_) => evict.push((ns.clone(), name.clone())),
-            }
-        }
-        if !errors.is_empty() {
-            let errs: Vec<String> = errors
-                .values()
-                .map(|(msg, pods)| format!("cannot delete {msg}: {}", pods.join(", ")))
-                .collect();
-            // utilerrors.Aggregate.Error(): one message as is, several as `[a, b]`.
-            let joined = match errs.as_slice() {
-                [one] => one.clone(),
-                many => format!("[{}]", many.join(", ")),
-            };
-            // kubectl v1.28 has no space after "error:" here (added in v1.31).
-            out += &format!("error: unable to drain node \"{node}\" due to error:{joined}, continuing command...\n");
-            fatal.push(errs);
-            pending.push(node.clone());
-            continue;
-        }
-        if !warnings.is_empty() {
-            let w: Vec<String> = warnings
-                .values()
-                .map(|(msg, pods)| format!("{msg}: {}", pods.join(", ")))
-                .collect();
-            out += &format!("Warning: {}\n", w.join("; "));
-        }
-        for (ns, name) in &evict {
-            out += &format!("evicting pod {ns}/{name}\n");
-        }
-        for (ns, name) in &evict {
-            cluster.delete_pod(ns, name, now);
-            out += &format!("pod/{name} evicted\n");
-        }
-        out += &format!("node/{node} drained\n");
-    }
-    if pending.is_empty() {
-        return Ok(CommandOutcome::ok(out));
-    }
-    out += "There are pending nodes to be drained:\n";
-    for node in &pending {
-        out += &format!(" {node}\n");
-    }
-    // `cmdutil.CheckErr` of the aggregate: one node's errors one per line, without a prefix;
-    // several nodes' as one line each, aggregated again.
-    match fatal.as_slice() {
-        [one] => one.iter().for_each(|e| out += &format!("{e}\n")),
-        many => {
-            for errs in many {
-                match errs.as_slice() {
-                    [one] => out += &format!("{one}\n"),
-                    several => out += &format!("[{}]\n", several.join(", ")),
-                }
-            }
-        }
-    }
-    Ok(CommandOutcome::failed(out))
 }
 
 /// The node names of `kind name…` or `node/name…` arguments, and the arguments after them.
@@ -558,10 +465,11 @@ fn evict_intolerant(cluster: &mut Cluster, nodes: &[String], now: u64) {
 
 /// `kubectl delete node NODE…`: the Node object goes, and with it (pod garbage collection)
 /// every pod bound to it — Deployment pods are replaced elsewhere, DaemonSet, static and bare
-/// pods are gone. In the Kubernetes datastore the Calico Node goes too, so the other nodes'
-/// BIRD drop their session to it; calico-node on that host stops with its pod (its BIRD and
-/// felix's routes go). The node's IPAM blocks and BlockAffinities stay: releasing them is
-/// calico-kube-controllers' garbage collection, which fabsim does not model.
+/// pods are gone (one with a finalizer stays Terminating). In the Kubernetes datastore the
+/// Calico Node goes too, so the other nodes' BIRD drop their session to it; calico-node on
+/// that host stops with its pod (its BIRD and felix's routes go). The node's IPAM blocks and
+/// BlockAffinities stay: releasing them is calico-kube-controllers' garbage collection, which
+/// fabsim does not model.
 ///
 /// A kubelet still running on the host registers the Node again only when it restarts
 /// (`kubelet::register`: it registers once per start).
@@ -586,26 +494,16 @@ fn delete_nodes(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOut
         };
         let node = cluster.nodes.remove(i);
         cluster.release_pod_cidr(&node);
-        let bound: Vec<(String, String, bool)> = cluster
+        let bound: Vec<(String, String)> = cluster
             .pods
             .iter()
             .filter(|p| p.node.as_deref() == Some(name.as_str()))
-            .map(|p| {
-                (
-                    p.namespace.clone(),
-                    p.name.clone(),
-                    matches!(p.owner, Owner::Deployment(_)),
-                )
-            })
+            .map(|p| (p.namespace.clone(), p.name.clone()))
             .collect();
-        for (ns, pod, replaced) in bound {
-            if replaced {
-                cluster.delete_pod(&ns, &pod, now);
-            } else if let Some(j) = cluster.pods.iter().position(|p| p.namespace == ns && p.name == pod) {
-                let gone = cluster.pods.remove(j);
-                cluster.release(&gone);
-            }
+        for (ns, pod) in bound {
+            cluster.collect_orphan(&ns, &pod, now);
         }
+        cluster.drains.remove(name);
         if let Some(calico) = cluster.calico.as_mut() {
             calico.stop_node(name);
             calico.datastore.nodes.remove(name);

@@ -242,7 +242,7 @@ impl Cluster {
 
     /// A pod's address while it is Running and Ready (a host-network pod's is its node's).
     fn ready_address(&self, p: &Pod) -> Option<Ipv4Addr> {
-        if p.phase != PodPhase::Running {
+        if p.phase != PodPhase::Running || p.deleted_ms.is_some() {
             return None;
         }
         let ready = p.facts.as_ref().and_then(|f| f.ready.as_deref()).is_none_or(|r| {

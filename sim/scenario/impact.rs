@@ -147,7 +147,9 @@ impl ReachMatrix {
 /// CNI; pods whose nameserver does not answer, kubelets whose clusterDNS is not kube-dns, pods
 /// kube-proxy masquerades; the pod address plan (overlapping podCIDRs, pods outside their
 /// node's podCIDR, node IPAM's bitmap and capacity), the etcd rollback path
-/// (k8s-cidr-migrations.md §5 C1, C7-C9, C14) and ranges over external networks.
+/// (k8s-cidr-migrations.md §5 C1, C7-C9, C14), ranges over external networks, and drains that
+/// do not finish: pods Terminating past their grace period, drains fabsim stopped, `--force`
+/// (C19).
 pub fn cluster_findings(net: &Network, st: &State) -> Vec<String> {
     let Some(cluster) = net.cluster.as_deref() else {
         return Vec::new();
@@ -164,6 +166,8 @@ pub fn cluster_findings(net: &Network, st: &State) -> Vec<String> {
     findings.extend(cluster.address_plan_findings());
     findings.extend(cluster.rollback_findings());
     findings.extend(cluster.external_overlaps(net));
+    findings.extend(cluster.terminating_findings(st.time_ms));
+    findings.extend(cluster.drain_findings());
     findings
 }
 

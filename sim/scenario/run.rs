@@ -467,6 +467,10 @@ fn run_commands(
             // (`ip route` after `ip route add`) sees it. No virtual time passes.
             let now = engine.now_ms();
             engine.run_until_quiet_or(now);
+            if outcome.busy_ms > 0 {
+                // `kubectl drain` returns when its retries and waits are over.
+                pass_time(engine, watch, Until::Time(now + outcome.busy_ms), span)?;
+            }
             if let Some(f) = outcome.follow.take() {
                 // `kubectl rollout status` returns when the rollout does: time passes meanwhile.
                 let until = Until::RolloutDone {

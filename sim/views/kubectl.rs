@@ -1,5 +1,5 @@
-//! `kubectl` read commands (kubectl v1.28): `get nodes|pods|events|ippools|blockaffinities`,
-//! `describe node|pod`, `logs [-p]`; what they say about containers beyond fabsim's model
+//! `kubectl` read commands (kubectl v1.28): `get nodes|pods|events|pdb|ippools|blockaffinities`,
+//! `describe node|pod`, `logs [-p]` (a pod being deleted shows `Terminating`); what they say about containers beyond fabsim's model
 //! (readiness, restarts, logs, events) comes from the scenario's `inject: pods:` facts. Tables are text/tabwriter; `-o yaml|json` print the fields fabsim models
 //! in the API's key order (alphabetical within an object, as the API server serialises them).
 
@@ -138,12 +138,18 @@ pub(crate) fn kubectl(
             config_maps(cluster, now, (!all_ns).then_some(ns), rest.first().copied(), output)
         }
         ["get", "events" | "event" | "ev"] => Ok(get_events(cluster, now, (!all_ns).then_some(ns))),
+        ["get", "poddisruptionbudgets" | "poddisruptionbudget" | "pdb", rest @ ..] => Ok(get_pdbs(
+            cluster,
+            now,
+            (!all_ns).then_some(ns),
+            rest.first().copied(),
+        )),
         ["get", kind, ..] if is_calico_kind(kind, "ippools") => calico_list(cluster, now, "ippools", output),
         ["get", kind, ..] if is_calico_kind(kind, "blockaffinities") => {
             calico_list(cluster, now, "blockaffinities", output)
         }
         _ => Err(CommandError::new(
-            "fabsim's kubectl reads get nodes|pods|services|endpoints|configmaps|events|ippools|blockaffinities, describe node|pod|service, logs [-p] and exec, \
+            "fabsim's kubectl reads get nodes|pods|services|endpoints|configmaps|events|pdb|ippools|blockaffinities, describe node|pod|service, logs [-p] and exec, \
              and changes the cluster with apply|create|run|patch|delete, rollout restart|status and set env",
         )),
     }
@@ -429,7 +435,11 @@ fn get_pods(
         // Injected facts (`inject: pods:`) say what fabsim cannot derive about the containers.
         let facts = p.facts.as_ref();
         let ready = facts.and_then(|f| f.ready.clone());
-        let status = facts.and_then(|f| f.status.clone());
+        // printPod: a pod with a deletionTimestamp is `Terminating`, whatever its containers say.
+        let status = match p.deleted_ms {
+            Some(_) => Some("Terminating".to_string()),
+            None => facts.and_then(|f| f.status.clone()),
+        };
         row.extend([
             p.name.clone(),
             ready.unwrap_or_else(|| if running { "1/1" } else { "0/1" }.into()),
@@ -445,6 +455,47 @@ fn get_pods(
                 "<none>".into(),
             ]);
         }
+        rows.push(row);
+    }
+    tabwriter(&rows)
+}
+
+/// `kubectl get pdb [NAME]` as kubectl v1.28 prints it (`printPodDisruptionBudget` in
+/// kubernetes `pkg/printers/internalversion/printers.go`: MIN AVAILABLE and MAX UNAVAILABLE
+/// as set or `N/A`, the status's disruptionsAllowed), sorted as the API lists them.
+fn get_pdbs(cluster: &Cluster, now: u64, ns: Option<&str>, only: Option<&str>) -> String {
+    let mut list: Vec<&crate::k8s::Pdb> = cluster
+        .pdbs
+        .iter()
+        .filter(|b| ns.is_none_or(|n| n == b.namespace))
+        .filter(|b| only.is_none_or(|o| o == b.name))
+        .collect();
+    list.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    if list.is_empty() {
+        return match (only, ns) {
+            (Some(o), _) => format!("Error from server (NotFound): poddisruptionbudgets.policy \"{o}\" not found\n"),
+            (None, Some(n)) => format!("No resources found in {n} namespace.\n"),
+            (None, None) => "No resources found\n".into(),
+        };
+    }
+    let mut header = vec!["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"];
+    if ns.is_none() {
+        header.insert(0, "NAMESPACE");
+    }
+    let mut rows = vec![header.into_iter().map(String::from).collect::<Vec<_>>()];
+    let shown = |v: &Option<crate::k8s::IntOrPercent>| v.as_ref().map_or("N/A".to_string(), |v| v.shown());
+    for b in list {
+        let mut row = Vec::new();
+        if ns.is_none() {
+            row.push(b.namespace.clone());
+        }
+        row.extend([
+            b.name.clone(),
+            shown(&b.min_available),
+            shown(&b.max_unavailable),
+            cluster.pdb_status(b).disruptions_allowed.to_string(),
+            human_duration(now.saturating_sub(b.created_ms)),
+        ]);
         rows.push(row);
     }
     tabwriter(&rows)
