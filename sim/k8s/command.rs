@@ -254,6 +254,28 @@ pub(super) fn patch_json(rest: &[&str]) -> Result<Result<serde_json::Value, Comm
         .map_err(|e| CommandOutcome::failed(format!("error: unable to parse \"{patch}\": {e}\n"))))
 }
 
+/// The documents of a manifest text when they are objects of `kind`: None when none is; an
+/// error when they are mixed with other kinds (fabsim applies one kind per file, named by
+/// `plural` in the error).
+pub(super) fn documents_of_kind(
+    text: &str,
+    kind: &str,
+    plural: &str,
+) -> Option<Result<Vec<serde_json::Value>, String>> {
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(text).ok()?;
+    let docs: Vec<serde_json::Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
+    let is_kind = |d: &serde_json::Value| d.get("kind").and_then(|k| k.as_str()) == Some(kind);
+    if !docs.iter().any(is_kind) {
+        return None;
+    }
+    if !docs.iter().all(is_kind) {
+        return Some(Err(format!(
+            "fabsim applies a file of {plural} on its own: put the other objects in another file"
+        )));
+    }
+    Some(Ok(docs))
+}
+
 /// Flags of the form `--name=value` or `--name value`.
 pub(super) fn flag<'a>(args: &[&'a str], name: &str) -> Option<&'a str> {
     args.iter().enumerate().find_map(|(i, a)| {

@@ -221,18 +221,8 @@ pub(super) struct PdbSpec {
 /// The budgets of a manifest text: None when it holds no `kind: PodDisruptionBudget`; an
 /// error when it mixes them with other kinds or a field fabsim cannot read.
 pub(super) fn manifests(text: &str) -> Option<Result<Vec<PdbSpec>, String>> {
-    let docs: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(text).ok()?;
-    let docs: Vec<serde_json::Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
-    let is_pdb = |d: &serde_json::Value| d.get("kind").and_then(|k| k.as_str()) == Some("PodDisruptionBudget");
-    if !docs.iter().any(is_pdb) {
-        return None;
-    }
-    if !docs.iter().all(is_pdb) {
-        return Some(Err(
-            "fabsim applies a file of PodDisruptionBudgets on its own: put the other objects in another file".into(),
-        ));
-    }
-    Some(docs.iter().map(parse).collect())
+    let docs = super::command::documents_of_kind(text, "PodDisruptionBudget", "PodDisruptionBudgets")?;
+    Some(docs.and_then(|docs| docs.iter().map(parse).collect()))
 }
 
 fn parse(doc: &serde_json::Value) -> Result<PdbSpec, String> {

@@ -38,18 +38,8 @@ enum Requested {
 /// The Services of a manifest text: None when it holds no `kind: Service`; an error when it
 /// mixes them with other kinds or a field fabsim cannot read.
 pub(super) fn manifests(text: &str) -> Option<Result<Vec<ServiceSpec>, String>> {
-    let docs: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(text).ok()?;
-    let docs: Vec<serde_json::Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
-    let is_service = |d: &serde_json::Value| d.get("kind").and_then(|k| k.as_str()) == Some("Service");
-    if !docs.iter().any(is_service) {
-        return None;
-    }
-    if !docs.iter().all(is_service) {
-        return Some(Err(
-            "fabsim applies a file of Services on its own: put the other objects in another file".into(),
-        ));
-    }
-    Some(docs.iter().map(parse).collect())
+    let docs = super::command::documents_of_kind(text, "Service", "Services")?;
+    Some(docs.and_then(|docs| docs.iter().map(parse).collect()))
 }
 
 fn parse(doc: &serde_json::Value) -> Result<ServiceSpec, String> {

@@ -50,6 +50,9 @@ fn proxied_nodes<'a>(net: &'a Network, cluster: &'a Cluster) -> Vec<(&'a str, De
         .collect()
 }
 
+/// How many nodes a finding names before it counts the rest.
+const NAMED: usize = 5;
+
 /// Failures by (Service, what was asked, the port, why) → the nodes asked from.
 type Failures<'a> = BTreeMap<(String, String, String, String), Vec<&'a str>>;
 
@@ -86,22 +89,49 @@ pub fn service_findings(net: &Network, st: &State) -> Vec<String> {
     for ((svc, asked, port, why), on) in failed {
         lines.entry((svc, asked, why, on)).or_default().push(port);
     }
-    lines
-        .into_iter()
-        .map(|((svc, asked, why, on), ports)| {
+    // A failure whose reason names each node's own neighbour (its gateway's ICMP error) is one
+    // line per node: past a few, the Service's lines become one that counts them.
+    let mut per_target: BTreeMap<(String, String, Vec<String>), Vec<(String, Vec<&str>)>> = BTreeMap::new();
+    for ((svc, asked, why, on), ports) in lines {
+        per_target.entry((svc, asked, ports)).or_default().push((why, on));
+    }
+    let mut out = Vec::new();
+    for ((svc, asked, ports), reasons) in per_target {
+        let verb = if ports.len() == 1 { "does" } else { "do" };
+        let head = format!("Service {svc}: {asked} ({}) {verb} not answer from", ports.join(", "));
+        if reasons.len() > NAMED {
+            let count: usize = reasons.iter().map(|(_, on)| on.len()).sum();
+            let named: Vec<String> = reasons
+                .iter()
+                .take(NAMED)
+                .map(|(why, on)| format!("{} ({why})", on.join(", ")))
+                .collect();
+            out.push(format!(
+                "{head} {count} nodes, for {} reasons: {} and {} more reasons",
+                reasons.len(),
+                named.join("; "),
+                reasons.len() - NAMED
+            ));
+            continue;
+        }
+        for (why, on) in reasons {
             // Not counted: the same failure on a cluster that grew is not a new finding.
             let from = if on.len() == nodes.len() && nodes.len() > 1 {
                 "every node".to_string()
+            } else if on.len() > NAMED {
+                format!(
+                    "{} nodes ({} and {} more)",
+                    on.len(),
+                    on[..NAMED].join(", "),
+                    on.len() - NAMED
+                )
             } else {
                 on.join(", ")
             };
-            let verb = if ports.len() == 1 { "does" } else { "do" };
-            format!(
-                "Service {svc}: {asked} ({}) {verb} not answer from {from}: {why}",
-                ports.join(", ")
-            )
-        })
-        .collect()
+            out.push(format!("{head} {from}: {why}"));
+        }
+    }
+    out
 }
 
 /// A node port asked on each node from the node before it in join order (the last from the
