@@ -612,7 +612,7 @@ impl Engine {
             rib::add(&self.net.devices[dev.idx()], &mut self.state.devices[dev.idx()].fib, rs);
         }
         let mut out = Vec::new();
-        self.bgp.export(&self.net, &self.state, self.now, &mut out);
+        self.bgp.export(&self.net, &self.state, &before, self.now, &mut out);
         for (at, e) in out {
             self.schedule(at, Event::Bgp(e));
         }

@@ -11,6 +11,7 @@
 //! UPDATEs that change it, and the policy step), `route_map` (FRR route-maps and
 //! prefix-lists), `jitter` (the seeded timer randomisation and message delays).
 
+mod adj;
 mod attrs;
 pub mod decision;
 mod export;
@@ -25,7 +26,7 @@ mod table;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::bgp_state::{BgpView, BgpWireRecord, PathAttrs};
+use super::bgp_state::{BgpTable, BgpView, BgpWireRecord, PathAttrs};
 use super::state::{Route, State};
 use crate::model::{DeviceId, Network};
 use ipnet::Ipv4Net;
@@ -33,6 +34,7 @@ use ipnet::Ipv4Net;
 pub(crate) use jitter::Jitter;
 pub use jitter::{MessageDelays, DEFAULT_MESSAGE_DELAY_MS};
 pub(crate) use session::SessionId;
+pub(crate) use table::TableSnapshot;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Event {
@@ -85,6 +87,9 @@ pub(crate) struct Bgp {
     pub(crate) live_out: Vec<super::bgp_state::BgpMessage>,
     /// Every attribute set held, once (`attrs`).
     attrs: attrs::AttrTable,
+    /// The next export re-derives every session whole: a sync may have changed the
+    /// configuration or the sessions (`export`).
+    export_all: bool,
 }
 
 /// The BGP messages a run sent, in order, with a number per TCP connection.
@@ -143,6 +148,7 @@ impl Default for Bgp {
             wire: None,
             live_out: Vec::new(),
             attrs: attrs::AttrTable::default(),
+            export_all: true,
         }
     }
 }
@@ -153,6 +159,7 @@ impl Bgp {
     /// Bring speakers and sessions in line with configuration and power on `devices`
     /// (ascending; see `session::sync`).
     pub(crate) fn sync(&mut self, net: &Network, st: &State, now: u64, devices: &[DeviceId], out: &mut Out) -> bool {
+        self.export_all = true;
         session::sync(self, net, st, now, devices, out)
     }
 
@@ -177,8 +184,9 @@ impl Bgp {
     }
 
     /// Send UPDATEs for whatever changed in what each session should advertise.
-    pub(crate) fn export(&mut self, net: &Network, st: &State, now: u64, out: &mut Out) {
-        export::export(self, net, st, now, out)
+    /// `before`: each device's forwarding table as the last export saw it.
+    pub(crate) fn export(&mut self, net: &Network, st: &State, before: &[super::state::Fib], now: u64, out: &mut Out) {
+        export::export(self, net, st, before, now, out)
     }
 
     pub(crate) fn view(&self, dev: DeviceId) -> Option<BgpView> {
@@ -199,7 +207,7 @@ impl Bgp {
                     v
                 })
                 .collect(),
-            table: sp.table_view(self),
+            table: BgpTable::of_speaker(sp.snapshot()),
         })
     }
 
