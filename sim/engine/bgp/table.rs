@@ -675,13 +675,18 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
             )
         })
         .collect();
-    // BIRD resolves `gateway recursive` next hops in its own table (`hostentry`).
-    let covers = (flavor == BgpFlavor::Bird).then(|| {
-        super::hostentry::covers(&sp.table, |o| match o {
-            Origin::Peer(s, _) => sess.get(s).is_none_or(|f| f.4),
-            Origin::Local(_) => false,
-        })
-    });
+    let mut resolver = Resolver {
+        net,
+        st,
+        dev,
+        flavor,
+        table: &sp.table,
+        sess: &sess,
+        covers: None,
+        local: BTreeMap::new(),
+        igp: BTreeMap::new(),
+        hosts: BTreeMap::new(),
+    };
     let mut routes = Vec::new();
     // Decided on the side and written only where it changed: an unchanged prefix stays shared
     // with the views' snapshots.
@@ -689,7 +694,7 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
     for (prefix, entries) in sp.table.iter() {
         let mut dec: Vec<Decided> = entries.iter().map(Decided::start).collect();
         for (e, d) in entries.iter().zip(dec.iter_mut()) {
-            resolve_entry(net, st, dev, flavor, e, d, &sess, covers.as_ref());
+            resolve_entry(&mut resolver, e, d);
         }
         let idx: Vec<usize> = (0..entries.len())
             .filter(|i| entries[*i].accepted && (flavor == BgpFlavor::Bird || dec[*i].valid))
@@ -804,16 +809,61 @@ impl Decided {
 
 type SessFacts = BTreeMap<SessionId, (bool, Ipv4Addr, Ipv4Addr, u32, bool)>;
 
-fn resolve_entry(
-    net: &Network,
-    st: &State,
+/// Next-hop resolution during one speaker's decision. The tables do not change meanwhile, so
+/// each next hop is looked up once, not once per path (a leaf holds a path per spine for every
+/// prefix), and BIRD's recursive covers are built only if a path needs them (a node's direct
+/// eBGP session never does).
+struct Resolver<'a> {
+    net: &'a Network,
+    st: &'a State,
     dev: DeviceId,
     flavor: BgpFlavor,
-    e: &Entry,
-    d: &mut Decided,
-    sess: &SessFacts,
-    covers: Option<&BTreeMap<Ipv4Net, super::hostentry::Cover>>,
-) {
+    table: &'a Table,
+    sess: &'a SessFacts,
+    covers: Option<BTreeMap<Ipv4Net, super::hostentry::Cover>>,
+    /// Next hops that are the device's own address.
+    local: BTreeMap<Ipv4Addr, bool>,
+    /// Through the IGP tables (`resolve`) and through BIRD's own table (`hostentry`).
+    igp: BTreeMap<Ipv4Addr, (TableDest, NhMetric)>,
+    hosts: BTreeMap<Ipv4Addr, (TableDest, NhMetric)>,
+}
+
+impl Resolver<'_> {
+    fn is_local(&mut self, nh: Ipv4Addr) -> bool {
+        let (net, st, dev) = (self.net, self.st, self.dev);
+        *self
+            .local
+            .entry(nh)
+            .or_insert_with(|| local_iface(net, st, dev, nh).is_some())
+    }
+
+    fn igp(&mut self, nh: Ipv4Addr) -> (TableDest, NhMetric) {
+        let (net, st, dev, flavor) = (self.net, self.st, self.dev, self.flavor);
+        self.igp
+            .entry(nh)
+            .or_insert_with(|| resolve(net, st, dev, flavor, nh))
+            .clone()
+    }
+
+    /// BIRD resolves `gateway recursive` next hops in its own table (`hostentry`).
+    fn recursive(&mut self, nh: Ipv4Addr) -> (TableDest, NhMetric) {
+        if let Some(r) = self.hosts.get(&nh) {
+            return r.clone();
+        }
+        let sess = self.sess;
+        let covers = self.covers.get_or_insert_with(|| {
+            super::hostentry::covers(self.table, |o| match o {
+                Origin::Peer(s, _) => sess.get(s).is_none_or(|f| f.4),
+                Origin::Local(_) => false,
+            })
+        });
+        let r = super::hostentry::resolve(covers, nh);
+        self.hosts.insert(nh, r.clone());
+        r
+    }
+}
+
+fn resolve_entry(rv: &mut Resolver, e: &Entry, d: &mut Decided) {
     match &e.origin {
         Origin::Local(l) => {
             d.valid = true;
@@ -828,16 +878,17 @@ fn resolve_entry(
             };
         }
         Origin::Peer(s, _) => {
-            let recursive = sess.get(s).is_none_or(|f| f.4);
+            let recursive = rv.sess.get(s).is_none_or(|f| f.4);
             let Some(nh) = e.attrs.next_hop else {
                 d.valid = false;
                 d.dest = TableDest::Unreachable;
                 d.nh_metric = Some(NhMetric::Unresolvable);
                 return;
             };
-            let (dest, metric) = match covers {
-                Some(c) if recursive && local_iface(net, st, dev, nh).is_none() => super::hostentry::resolve(c, nh),
-                _ => resolve(net, st, dev, flavor, nh),
+            let (dest, metric) = if rv.flavor == BgpFlavor::Bird && recursive && !rv.is_local(nh) {
+                rv.recursive(nh)
+            } else {
+                rv.igp(nh)
             };
             // `gateway direct`: the next hop must be on a connected network.
             let direct_ok = recursive || matches!(metric, NhMetric::Known(0));
