@@ -6,7 +6,7 @@
 //! attributes: the local AS prepended and next hop self on eBGP; next hop kept on iBGP. The
 //! policy step of both directions (BIRD filters, FRR route-maps, `ebgp-requires-policy`) is here.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -284,18 +284,19 @@ fn export_session(
     let s = &mut bgp.sessions[sid.idx()];
     let at = (now + delay).max(s.last_arrival);
     s.last_arrival = at;
+    let mut burst = VecDeque::with_capacity(updates.len());
     for (prefix, want) in updates {
         s.adj_out.set(prefix, want.clone());
-        out.push((
-            at,
-            Event::Update {
-                to: peer,
-                gen: peer_gen,
-                prefix,
-                paths: want,
-            },
-        ));
+        burst.push_back((prefix, want));
     }
+    out.push((
+        at,
+        Event::Update {
+            to: peer,
+            gen: peer_gen,
+            updates: burst,
+        },
+    ));
 }
 
 /// Does an Adj-RIB-Out slot already say `want`?

@@ -131,8 +131,7 @@ pub(crate) fn routes(
         Event::Update {
             to: id,
             gen: s.gen,
-            prefix,
-            paths,
+            updates: [(prefix, paths)].into(),
         },
     ));
 }

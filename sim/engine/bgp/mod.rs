@@ -23,10 +23,9 @@ mod route_map;
 mod session;
 mod table;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, VecDeque};
 
-use super::bgp_state::{BgpTable, BgpView, BgpWireRecord, PathAttrs};
+use super::bgp_state::{BgpTable, BgpView, BgpWireRecord};
 use super::state::{Route, State};
 use crate::model::{DeviceId, Network};
 use ipnet::Ipv4Net;
@@ -45,13 +44,14 @@ pub(crate) enum Event {
     /// The hold timer of a session that stopped hearing keepalives runs out (one-shot, so a
     /// run does not count as quiet while a session is dying).
     HoldExpire { session: SessionId, gen: u32 },
-    /// An UPDATE for one prefix arrives: the complete set of paths the sender now advertises
-    /// for it on this session (an empty set withdraws).
+    /// UPDATEs arrive, one prefix each: for each, the complete set of paths the sender now
+    /// advertises for it on this session (an empty set withdraws). What one session sent at one
+    /// instant is one event (one queue slot instead of one per prefix, most of an eBGP fabric's
+    /// queue), delivered one prefix per engine step (`split_first`), as separate events were.
     Update {
         to: SessionId,
         gen: u32,
-        prefix: Ipv4Net,
-        paths: Vec<(u32, Arc<PathAttrs>)>,
+        updates: VecDeque<(Ipv4Net, adj::Paths)>,
     },
 }
 
@@ -59,6 +59,19 @@ impl Event {
     /// Retries of sessions that cannot come up and keepalives go on forever in a steady network.
     pub(crate) fn is_periodic(&self) -> bool {
         matches!(self, Event::Keepalive { .. } | Event::Connect { .. })
+    }
+
+    /// What one engine step handles, and the rest of a burst of UPDATEs, which keeps its
+    /// place in the queue.
+    pub(crate) fn split_first(self) -> (Event, Option<Event>) {
+        match self {
+            Event::Update { to, gen, mut updates } if updates.len() > 1 => {
+                let head = updates.pop_front().into_iter().collect();
+                let rest = Event::Update { to, gen, updates };
+                (Event::Update { to, gen, updates: head }, Some(rest))
+            }
+            ev => (ev, None),
+        }
     }
 }
 
@@ -173,7 +186,9 @@ impl Bgp {
             Event::Connect { session, gen } => session::connect(self, net, st, now, session, gen, out),
             Event::Keepalive { session, gen } => session::keepalive(self, net, st, now, session, gen, out),
             Event::HoldExpire { session, gen } => session::hold_expire(self, now, session, gen, out),
-            Event::Update { to, gen, prefix, paths } => table::receive(self, net, now, to, gen, prefix, paths),
+            Event::Update { to, gen, updates } => updates.into_iter().fold(false, |changed, (prefix, paths)| {
+                table::receive(self, net, now, to, gen, prefix, paths) | changed
+            }),
         }
     }
 
