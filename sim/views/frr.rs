@@ -559,7 +559,7 @@ mod tests {
                 asn: 65011,
                 router_id: Some(ip("10.11.99.1")),
                 sessions: vec![idle, up, active],
-                table,
+                table: table.into(),
             }),
             ..lab.st.devices[d.idx()].clone()
         };

@@ -731,7 +731,8 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
                     dec[*i].ecmp = EcmpRole::Member;
                 }
             }
-            if let Some(r) = fib_route(net, dev, flavor, *prefix, entries, &dec, &group, &sess) {
+            let dests: Vec<&TableDest> = group.iter().map(|i| &dec[*i].dest).collect();
+            if let Some(r) = fib_route(net, dev, flavor, *prefix, &entries[best], &dests, &sess) {
                 routes.push(r);
             }
         }
@@ -933,18 +934,17 @@ fn candidate<'a>(e: &'a Entry, d: &Decided, sess: &SessFacts) -> Candidate<'a> {
 /// The route forwarding gets from this prefix's best path(s): on EOS a `B E`/`B I` RIB route
 /// at the BGP distance (received paths only: originated ones are already in the RIB); on a
 /// BIRD host what the kernel protocol exports (`proto bird`), except routes BIRD took from the
-/// kernel or from interfaces.
+/// kernel or from interfaces. `dests`: where the selected paths go, the best path's first.
 fn fib_route(
     net: &Network,
     dev: DeviceId,
     flavor: BgpFlavor,
     prefix: Ipv4Net,
-    entries: &[Entry],
-    dec: &[Decided],
-    group: &[usize],
+    best: &Entry,
+    dests: &[&TableDest],
     sess: &SessFacts,
 ) -> Option<Route> {
-    let (best, best_dest) = (&entries[group[0]], &dec[group[0]].dest);
+    let best_dest = dests.first().copied()?;
     let d = net.device(dev);
     match flavor {
         BgpFlavor::Bird => {
@@ -1006,8 +1006,8 @@ fn fib_route(
                 .and_then(|c| c.distance)
                 .map_or((d.profile.distance_ebgp, d.profile.distance_ibgp), |(e, i, _)| (e, i));
             let mut nexthops: Vec<NextHop> = Vec::new();
-            for i in group {
-                match &dec[*i].dest {
+            for dest in dests {
+                match dest {
                     TableDest::Via(nh) | TableDest::Device(nh) => nexthops.push(nh.clone()),
                     TableDest::Multipath(v) => nexthops.extend(v.iter().cloned()),
                     _ => {}

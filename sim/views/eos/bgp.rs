@@ -286,7 +286,7 @@ mod tests {
                 asn: 65011,
                 router_id: Some(ip("10.11.99.1")),
                 sessions: vec![s],
-                table,
+                table: table.into(),
             }),
             ..lab.st.devices[d.idx()].clone()
         };
