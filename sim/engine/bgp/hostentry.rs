@@ -43,7 +43,7 @@ pub(crate) enum Cover {
 /// a received route came over a `gateway recursive` session.
 pub(crate) fn covers(table: &Table, recursive: impl Fn(&Origin) -> bool) -> BTreeMap<Ipv4Net, Cover> {
     let mut out = BTreeMap::new();
-    for (prefix, entries) in table {
+    for (prefix, entries) in table.iter() {
         let Some(best) = best_by_preference(entries) else {
             continue;
         };

@@ -3,8 +3,10 @@
 //! best-path selection per flavour (`decision`), recursive next hops through the IGP tables,
 //! ADD-PATH, and the routes each speaker hands to forwarding.
 //!
-//! Module map: `attrs` (the shared attribute sets), `session` (connect, OPEN checks, hold
-//! timer), `table` (local routes, next-hop resolution, selection, what goes to the FIB),
+//! Module map: `attrs` (the shared attribute sets), `adj` (a session's Adj-RIB counters and
+//! Adj-RIB-Out), `session` (connect, OPEN checks, hold timer), `table` (local routes, next-hop
+//! resolution, selection, what goes to the FIB, the snapshots views read), `prefix_map` (the
+//! chunked copy-on-write map a table is kept in),
 //! `hostentry` (BIRD's recursive next-hop
 //! lookup in its own table), `live` (a real speaker in place of one session's peer,
 //! `fabsim peer`), `export` (Adj-RIB-Out per session and the
@@ -19,6 +21,7 @@ pub mod filter;
 mod hostentry;
 mod jitter;
 pub(crate) mod live;
+mod prefix_map;
 mod route_map;
 mod session;
 mod table;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ipnet::Ipv4Net;
 
 use super::decision::{self, Candidate, Step};
+use super::prefix_map::PrefixMap;
 use super::session::SessionId;
 use super::Bgp;
 use crate::engine::bgp_state::{BgpOrigin, BgpState, EcmpRole, NhMetric, PathAttrs, TableDest, TableRoute};
@@ -73,10 +74,10 @@ pub(crate) struct Entry {
 }
 
 /// A speaker's paths per prefix. Each prefix's paths are shared (`Arc`) with the snapshots the
-/// views hold (`TableSnapshot`): changing a prefix replaces its slice, so a snapshot keeps the
-/// table as it was at a cost of one pointer per prefix, and a speaker whose table did not change
-/// costs nothing.
-pub(crate) type Table = BTreeMap<Ipv4Net, Arc<[Entry]>>;
+/// views hold (`TableSnapshot`): changing a prefix replaces its slice (and copies the chunk of
+/// the map that holds it, `PrefixMap`), so a snapshot keeps the table as it was, and a speaker
+/// whose table did not change costs nothing.
+pub(crate) type Table = PrefixMap<Arc<[Entry]>>;
 
 #[derive(Clone, Debug)]
 pub(crate) struct Speaker {
@@ -131,8 +132,8 @@ impl Speaker {
         }
     }
 
-    /// The table to change. A snapshot a view still holds keeps the old map (its slots are
-    /// pointers; the paths stay shared until their prefix changes).
+    /// The table to change. A snapshot a view still holds keeps the old map (the chunks and
+    /// the paths stay shared until they change).
     fn table_mut(&mut self) -> &mut Table {
         Arc::make_mut(&mut self.table)
     }
