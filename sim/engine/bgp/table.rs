@@ -692,31 +692,32 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
     // Decided on the side and written only where it changed: an unchanged prefix stays shared
     // with the views' snapshots.
     let mut changes: Vec<(Ipv4Net, Vec<Decided>)> = Vec::new();
+    // Work vectors reused from prefix to prefix: a speaker re-decides thousands every recompute.
+    let (mut dec, mut idx, mut group): (Vec<Decided>, Vec<usize>, Vec<usize>) = Default::default();
+    let mut cands: Vec<Candidate> = Vec::new();
     for (prefix, entries) in sp.table.iter() {
-        let mut dec: Vec<Decided> = entries.iter().map(Decided::start).collect();
+        dec.clear();
+        dec.extend(entries.iter().map(Decided::start));
         for (e, d) in entries.iter().zip(dec.iter_mut()) {
             resolve_entry(&mut resolver, e, d);
         }
-        let idx: Vec<usize> = (0..entries.len())
-            .filter(|i| entries[*i].accepted && (flavor == BgpFlavor::Bird || dec[*i].valid))
-            .collect();
-        let (chosen, group) = {
-            let cands: Vec<Candidate> = idx.iter().map(|i| candidate(&entries[*i], &dec[*i], &sess)).collect();
-            let chosen = decision::select(flavor, &cands);
-            let mut group = Vec::new();
-            if let Some((b, _)) = chosen {
-                group.push(idx[b]);
-                if max_paths > 1 && flavor != BgpFlavor::Bird {
-                    for (k, i) in idx.iter().enumerate() {
-                        let equal = decision::multipath_equal(flavor, relax, &cands[b], &cands[k]);
-                        if k != b && group.len() < max_paths && equal {
-                            group.push(*i);
-                        }
+        idx.clear();
+        idx.extend((0..entries.len()).filter(|i| entries[*i].accepted && (flavor == BgpFlavor::Bird || dec[*i].valid)));
+        cands.clear();
+        cands.extend(idx.iter().map(|i| candidate(&entries[*i], &dec[*i], &sess)));
+        let chosen = decision::select(flavor, &cands);
+        group.clear();
+        if let Some((b, _)) = chosen {
+            group.push(idx[b]);
+            if max_paths > 1 && flavor != BgpFlavor::Bird {
+                for (k, i) in idx.iter().enumerate() {
+                    let equal = decision::multipath_equal(flavor, relax, &cands[b], &cands[k]);
+                    if k != b && group.len() < max_paths && equal {
+                        group.push(*i);
                     }
                 }
             }
-            (chosen, group)
-        };
+        }
         for d in dec.iter_mut() {
             d.best = false;
             d.ecmp = EcmpRole::None;
@@ -738,7 +739,7 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
             }
         }
         if entries.iter().zip(&dec).any(|(e, d)| !d.is(e)) {
-            changes.push((*prefix, dec));
+            changes.push((*prefix, dec.clone()));
         }
     }
     if changes.is_empty() {
