@@ -34,7 +34,11 @@ fn mesh(n: usize) -> String {
 fn paths_at(e: &Engine, dev: &str, prefix: &str) -> usize {
     let d = e.network().device_by_name(dev).expect("device");
     let view = e.state().devices[d.idx()].bgp.as_ref().expect("bgp");
-    view.table.iter().filter(|t| t.prefix.to_string() == prefix).count()
+    view.table
+        .routes()
+        .iter()
+        .filter(|t| t.prefix.to_string() == prefix)
+        .count()
 }
 
 #[test]

@@ -32,6 +32,7 @@ fn rack_paths(engine: &Engine, net: &Network) -> Vec<PathSummary> {
         .as_ref()
         .expect("leaf-a speaks BGP");
     view.table
+        .routes()
         .iter()
         .filter(|r| r.prefix.to_string() == "10.20.2.0/24")
         .map(|r| {

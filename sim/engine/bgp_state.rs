@@ -137,8 +137,95 @@ pub struct BgpView {
     pub asn: u32,
     pub router_id: Option<Ipv4Addr>,
     pub sessions: Vec<BgpSessionView>,
-    /// Sorted by prefix; within a prefix the best route first, then by arrival.
-    pub table: Vec<TableRoute>,
+    pub table: BgpTable,
+}
+
+/// A speaker's table as the views read it: sorted by prefix; within a prefix the best route
+/// first, then by arrival. The engine's views share the speaker's table as it was when the
+/// view was taken (the engine copies a prefix's paths before it changes them) and turn it into
+/// `TableRoute`s only when read: a copy per path, rebuilt after every recompute, was a third
+/// of an eBGP fabric's memory. Built from routes too (tests, views' fixtures).
+#[derive(Clone, Debug, Default)]
+pub struct BgpTable(TableRepr);
+
+#[derive(Clone, Debug)]
+enum TableRepr {
+    Routes(Vec<TableRoute>),
+    Speaker(super::bgp::TableSnapshot),
+}
+
+impl Default for TableRepr {
+    fn default() -> Self {
+        TableRepr::Routes(Vec::new())
+    }
+}
+
+impl BgpTable {
+    pub(crate) fn of_speaker(snapshot: super::bgp::TableSnapshot) -> Self {
+        BgpTable(TableRepr::Speaker(snapshot))
+    }
+
+    /// Every route, in table order.
+    pub fn routes(&self) -> std::borrow::Cow<'_, [TableRoute]> {
+        match &self.0 {
+            TableRepr::Routes(v) => std::borrow::Cow::Borrowed(v),
+            TableRepr::Speaker(s) => std::borrow::Cow::Owned(s.routes()),
+        }
+    }
+
+    /// The routes for exactly `prefix`, in table order.
+    pub fn for_prefix(&self, prefix: Ipv4Net) -> Vec<TableRoute> {
+        match &self.0 {
+            TableRepr::Routes(v) => v.iter().filter(|r| r.prefix == prefix).cloned().collect(),
+            TableRepr::Speaker(s) => s.for_prefix(prefix),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            TableRepr::Routes(v) => v.len(),
+            TableRepr::Speaker(s) => s.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The routes, to edit (views' test fixtures).
+    #[cfg(test)]
+    pub(crate) fn routes_mut(&mut self) -> &mut Vec<TableRoute> {
+        if let TableRepr::Speaker(s) = &self.0 {
+            self.0 = TableRepr::Routes(s.routes());
+        }
+        match &mut self.0 {
+            TableRepr::Routes(v) => v,
+            TableRepr::Speaker(_) => unreachable!("replaced above"),
+        }
+    }
+}
+
+impl From<Vec<TableRoute>> for BgpTable {
+    fn from(routes: Vec<TableRoute>) -> Self {
+        BgpTable(TableRepr::Routes(routes))
+    }
+}
+
+impl PartialEq for BgpTable {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (TableRepr::Speaker(a), TableRepr::Speaker(b)) if a.same(b) => true,
+            _ => self.routes() == other.routes(),
+        }
+    }
+}
+
+impl Eq for BgpTable {}
+
+impl Serialize for BgpTable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.routes().iter())
+    }
 }
 
 /// A BGP message as a speaker sent it (what captures encode, `wire::bgp`).

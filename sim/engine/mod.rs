@@ -542,8 +542,20 @@ impl Engine {
     }
 
     fn step(&mut self) {
-        let Some(Reverse((t, _, ev))) = self.queue.pop() else {
+        let Some(Reverse((t, seq, ev))) = self.queue.pop() else {
             return;
+        };
+        // A burst of UPDATEs is handled one prefix per step; the rest keeps its place.
+        let ev = match ev {
+            Event::Bgp(b) => {
+                let (head, rest) = b.split_first();
+                if let Some(rest) = rest {
+                    self.one_shot_pending += 1;
+                    self.queue.push(Reverse((t, seq, Event::Bgp(rest))));
+                }
+                Event::Bgp(head)
+            }
+            ev => ev,
         };
         if !ev.is_periodic() {
             self.one_shot_pending -= 1;
@@ -612,7 +624,7 @@ impl Engine {
             rib::add(&self.net.devices[dev.idx()], &mut self.state.devices[dev.idx()].fib, rs);
         }
         let mut out = Vec::new();
-        self.bgp.export(&self.net, &self.state, self.now, &mut out);
+        self.bgp.export(&self.net, &self.state, &before, self.now, &mut out);
         for (at, e) in out {
             self.schedule(at, Event::Bgp(e));
         }

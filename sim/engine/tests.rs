@@ -252,8 +252,8 @@ fn ebgp_session_comes_up_and_routes_are_installed_at_distance_200() {
     assert_eq!((r.proto, r.distance, r.metric), (Proto::BgpExternal, 200, 0));
     assert_eq!(r.nexthops[0].via, Some(Ipv4Addr::new(10, 0, 0, 1)));
     let view = e.state().devices[r1.idx()].bgp.as_ref().expect("speaker");
-    let learned = view
-        .table
+    let table = view.table.routes();
+    let learned = table
         .iter()
         .find(|t| t.prefix.to_string() == "10.2.0.0/24")
         .expect("path");

@@ -64,7 +64,12 @@ impl Watch {
 
         let dev_name = &net.device(self.dev).name;
         let mut paths = BTreeMap::new();
-        for r in st.devices[self.dev.idx()].bgp.iter().flat_map(|b| &b.table) {
+        let table = st.devices[self.dev.idx()]
+            .bgp
+            .as_ref()
+            .map(|b| b.table.routes())
+            .unwrap_or_default();
+        for r in table.iter() {
             let (Some(from), Some(a)) = (r.from, &r.attrs) else {
                 continue;
             };

@@ -7,6 +7,7 @@
 //! `nest/rt-attr.c` `rta_show`, `client/commands.c` `cmd_expand`) and bgp-profiles.md §8.4/§8.5.
 //! Views format only: every count, state and time comes from `DevState.bgp` (`BgpView`).
 
+use std::borrow::Cow;
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
@@ -278,6 +279,8 @@ struct Bird<'a> {
     dev: DeviceId,
     daemon: &'a BirdDaemon,
     view: &'a BgpView,
+    /// The view's table, read once (`BgpTable::routes` builds it).
+    table: Cow<'a, [TableRoute]>,
     /// The protocols `show protocols` lists, in order.
     protos: Vec<ProtoRow<'a>>,
 }
@@ -310,6 +313,7 @@ impl<'a> Bird<'a> {
             dev,
             daemon,
             view,
+            table: view.table.routes(),
             protos: Vec::new(),
         };
         b.protos = b.protocols();
@@ -474,7 +478,7 @@ impl<'a> Bird<'a> {
     /// hold/keepalive timers (printed as the full interval, as just after a message).
     fn protocol_detail(&self, r: &ProtoRow) -> String {
         let mut out = String::new();
-        let table = &self.view.table;
+        let table = &self.table;
         let (imported, exported, preferred) = match r.session {
             Some(s) => (s.pfx_acc as usize, s.exported as usize, s.preferred as usize),
             None => {
@@ -593,7 +597,7 @@ impl<'a> Bird<'a> {
             }
         }
         let mut nets: Vec<Ipv4Net> = Vec::new();
-        for r in &self.view.table {
+        for r in self.table.iter() {
             if !nets.contains(&r.prefix) {
                 nets.push(r.prefix);
             }
@@ -630,7 +634,7 @@ impl<'a> Bird<'a> {
     /// `rt_show_net`: the network's routes (best first), the prefix printed on the first
     /// shown one only.
     fn show_net(&self, n: Ipv4Net, o: &RouteOpts, c: &mut Counters) -> String {
-        let mut routes: Vec<&TableRoute> = self.view.table.iter().filter(|r| r.prefix == n).collect();
+        let mut routes: Vec<&TableRoute> = self.table.iter().filter(|r| r.prefix == n).collect();
         routes.sort_by_key(|r| !r.best);
         let mut out = String::new();
         let mut ia = n.to_string();
@@ -863,7 +867,7 @@ mod tests {
         for n in ["10.0.137.12", "10.0.137.15", "10.0.137.112"] {
             v.sessions.push(mesh(n, 64512, up));
         }
-        v.table = vec![
+        *v.table.routes_mut() = vec![
             bgp(
                 "10.66.53.192/26",
                 "Mesh_10_0_137_112",
@@ -1059,7 +1063,7 @@ mod tests {
         for n in ["10.0.137.12", "10.0.137.15", "10.0.137.112"] {
             v.sessions.push(mesh(n, 64512, t(40)));
         }
-        v.table = vec![
+        *v.table.routes_mut() = vec![
             other(
                 "10.0.0.0/8",
                 "kernel1",
@@ -1164,7 +1168,7 @@ BIRD v0.3.3+birdv1.6.8 ready.
         alt.nh_metric = Some(NhMetric::Unknown);
         let v = view(&mut lab, d);
         v.asn = 65002;
-        v.table = vec![r, alt];
+        v.table = vec![r, alt].into();
         let out = lab.run(d, "birdcl show route 10.66.111.0/24 all").unwrap();
         assert_eq!(
             out,
@@ -1193,9 +1197,10 @@ BIRD v0.3.3+birdv1.6.8 ready.
         assert_eq!(primary.lines().count(), 2);
         // Unresolvable next hop and a multipath destination.
         let v = view(&mut lab, d);
-        v.table[0].nh_metric = Some(NhMetric::Unresolvable);
-        v.table[0].dest = TableDest::Unreachable;
-        v.table[1].dest = TableDest::Multipath(vec![hop(Some("10.2.22.0"), e3), hop(Some("10.0.137.1"), _e5)]);
+        let table = v.table.routes_mut();
+        table[0].nh_metric = Some(NhMetric::Unresolvable);
+        table[0].dest = TableDest::Unreachable;
+        table[1].dest = TableDest::Multipath(vec![hop(Some("10.2.22.0"), e3), hop(Some("10.0.137.1"), _e5)]);
         let out = lab.run(d, "birdcl show route").unwrap();
         assert_eq!(
             out,

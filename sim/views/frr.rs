@@ -264,6 +264,7 @@ fn memstr(bytes: u64) -> String {
 fn rib_entries(view: &BgpView) -> usize {
     let prefixes: BTreeSet<(u32, u8)> = view
         .table
+        .routes()
         .iter()
         .map(|r| (u32::from(r.prefix.network()), r.prefix.prefix_len()))
         .collect();
@@ -378,15 +379,15 @@ fn summary_text(cfg: &BgpConfig, view: &BgpView, now: u64, with_afi_line: bool) 
 
 /// Paths by prefix in the trie's pre-order (address, then length); within a prefix the view's
 /// order (best first, then by arrival).
-fn sorted_paths(view: &BgpView) -> Vec<&TableRoute> {
-    let mut routes: Vec<&TableRoute> = view.table.iter().collect();
+fn sorted_paths(view: &BgpView) -> Vec<TableRoute> {
+    let mut routes = view.table.routes().into_owned();
     routes.sort_by_key(|r| (r.prefix.network(), r.prefix.prefix_len()));
     routes
 }
 
 /// §8.7: `show ip bgp`. The header comes with the first path; an empty table says so instead.
 fn table_text(view: &BgpView, only: Option<Ipv4Net>) -> String {
-    let routes: Vec<&TableRoute> = sorted_paths(view)
+    let routes: Vec<TableRoute> = sorted_paths(view)
         .into_iter()
         .filter(|r| only.is_none_or(|p| p == r.prefix))
         .collect();
@@ -424,6 +425,7 @@ fn table_text(view: &BgpView, only: Option<Ipv4Net>) -> String {
 fn route_text(view: &BgpView, target: Ipv4Net, exact: bool) -> String {
     let chosen = view
         .table
+        .routes()
         .iter()
         .map(|r| r.prefix)
         .filter(|p| p.contains(&target))
@@ -557,7 +559,7 @@ mod tests {
                 asn: 65011,
                 router_id: Some(ip("10.11.99.1")),
                 sessions: vec![idle, up, active],
-                table,
+                table: table.into(),
             }),
             ..lab.st.devices[d.idx()].clone()
         };
@@ -731,7 +733,7 @@ Total number of neighbors 3
             lab.run(d, "vtysh -c 'show ip bgp vrf RED summary'").unwrap(),
             "% BGP instance not found\n"
         );
-        lab.st.devices[d.idx()].bgp.as_mut().unwrap().table.clear();
+        lab.st.devices[d.idx()].bgp.as_mut().unwrap().table.routes_mut().clear();
         assert_eq!(
             lab.run(d, "vtysh -c 'show ip bgp'").unwrap(),
             "No BGP prefixes displayed, 0 exist\n"

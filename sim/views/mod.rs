@@ -521,7 +521,7 @@ mod tests {
             asn: 1,
             router_id: None,
             sessions: vec![session],
-            table,
+            table: table.into(),
         };
         lab.st.devices[leaf.idx()].bgp = Some(bgp.clone());
         lab.st.devices[kw1.idx()].bgp = Some(bgp.clone());

@@ -6,18 +6,20 @@
 //! attributes: the local AS prepended and next hop self on eBGP; next hop kept on iBGP. The
 //! policy step of both directions (BIRD filters, FRR route-maps, `ebgp-requires-policy`) is here.
 
+use std::collections::{BTreeSet, VecDeque};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
+use super::adj::Paths;
 use super::filter::{run_filter, FilterRoute, Verdict};
 use super::route_map;
 use super::session::{log_wire, Live, Session, SessionId};
 use super::table::{Entry, Origin, Speaker};
 use super::{Bgp, Event, Out};
 use crate::engine::bgp_state::{BgpMessage, BgpState, BgpWire, PathAttrs};
-use crate::engine::state::{Proto, State};
+use crate::engine::state::{Fib, Proto, State};
 use crate::model::bgp::Policy;
 use crate::model::{BgpFlavor, BirdDaemon, Device, Network};
 
@@ -116,20 +118,112 @@ fn export_policy(
     }
 }
 
-pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, now: u64, out: &mut Out) {
+/// Bring every established session's Adj-RIB-Out up to date. What a session advertises for a
+/// prefix follows from the prefix's paths in the speaker's table, the session's own facts
+/// (`ExportKey`), the configuration and, on EOS, whether the prefix's route in the forwarding
+/// table is BGP's (`before` holds the tables the last export saw). So a session is re-derived
+/// whole only when its facts changed or the configuration may have (`Bgp::export_all`, set by
+/// every sync); otherwise only the prefixes whose paths changed since the last export
+/// (`Speaker::dirty`) or whose EOS activity did. The others would come out as they are, so the
+/// UPDATEs are the same, in the same order, as re-deriving every prefix of every session.
+pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Fib], now: u64, out: &mut Out) {
+    let all = std::mem::take(&mut bgp.export_all);
     let devices: Vec<_> = bgp.speakers.keys().copied().collect();
     for dev in devices {
-        let sessions = bgp.speakers.get(&dev).map(|s| s.sessions.clone()).unwrap_or_default();
+        let Some(sp) = bgp.speakers.get_mut(&dev) else { continue };
+        let sessions = sp.sessions.clone();
+        let mut dirty = std::mem::take(&mut sp.dirty);
+        if sp.flavor == BgpFlavor::Eos {
+            if let Some(old) = before.get(dev.idx()) {
+                dirty.extend(activity_changed(old, &st.devices[dev.idx()].fib));
+            }
+        }
         for sid in sessions {
-            if bgp.sessions[sid.idx()].state != BgpState::Established {
+            let s = &bgp.sessions[sid.idx()];
+            if s.state != BgpState::Established {
                 continue;
             }
-            export_session(bgp, net, st, now, sid, out);
+            let key = ExportKey::of(s);
+            let only = (!all && s.exported_as == Some(key)).then_some(&dirty);
+            export_session(bgp, net, st, now, sid, only, out);
+            bgp.sessions[sid.idx()].exported_as = Some(key);
         }
     }
 }
 
-fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: SessionId, out: &mut Out) {
+/// What of a session, besides the table and the configuration, decides what it advertises: a
+/// new connection (`gen`) starts from an empty Adj-RIB-Out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ExportKey {
+    gen: u32,
+    live: Live,
+    peer: Option<SessionId>,
+    add_path_tx: bool,
+    source: Option<Ipv4Addr>,
+}
+
+impl ExportKey {
+    fn of(s: &Session) -> Self {
+        ExportKey {
+            gen: s.gen,
+            live: s.live,
+            peer: s.peer,
+            add_path_tx: s.add_path_tx,
+            source: s.local_address(),
+        }
+    }
+}
+
+/// The prefixes whose first route in the forwarding table went from BGP to not or back (EOS
+/// advertises a received best path only while it is active): one walk over both tables.
+fn activity_changed(old: &Fib, new: &Fib) -> Vec<Ipv4Net> {
+    let firsts = |fib: &Fib| {
+        let mut last = None;
+        fib.iter()
+            .filter(|r| last.replace(r.prefix) != Some(r.prefix))
+            .map(|r| (r.prefix, matches!(r.proto, Proto::BgpExternal | Proto::BgpInternal)))
+            .collect::<Vec<(Ipv4Net, bool)>>()
+    };
+    let (a, b) = (firsts(old), firsts(new));
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() || j < b.len() {
+        match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                if x.1 != y.1 {
+                    out.push(x.0);
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(x), y) if y.is_none_or(|y| x.0 < y.0) => {
+                if x.1 {
+                    out.push(x.0);
+                }
+                i += 1;
+            }
+            (_, Some(y)) => {
+                if y.1 {
+                    out.push(y.0);
+                }
+                j += 1;
+            }
+            (_, None) => break,
+        }
+    }
+    out
+}
+
+/// Re-derive session `sid`'s advertisements: for every prefix, or `only` those.
+fn export_session(
+    bgp: &mut Bgp,
+    net: &Network,
+    st: &State,
+    now: u64,
+    sid: SessionId,
+    only: Option<&BTreeSet<Ipv4Net>>,
+    out: &mut Out,
+) {
     let s = &bgp.sessions[sid.idx()];
     // A real speaker's session has no simulated peer: its UPDATEs leave through `live_out`.
     let peer = match (s.live, s.peer) {
@@ -138,15 +232,21 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
         (_, None) => return,
     };
     let Some(sp) = bgp.speakers.get(&s.device) else { return };
-    let mut prefixes: Vec<Ipv4Net> = sp.table.keys().copied().collect();
-    prefixes.extend(s.adj_out.keys().copied());
-    prefixes.sort();
-    prefixes.dedup();
+    let prefixes: Vec<Ipv4Net> = match only {
+        Some(only) => only.iter().copied().collect(),
+        None => {
+            let mut prefixes: Vec<Ipv4Net> = sp.table.keys().copied().collect();
+            prefixes.extend(s.adj_out.prefixes().copied());
+            prefixes.sort();
+            prefixes.dedup();
+            prefixes
+        }
+    };
     let mut changed = Vec::new();
     for prefix in prefixes {
         let want = advertise(bgp, net, st, sp, sid, prefix);
-        let had = bgp.sessions[sid.idx()].adj_out.get(&prefix).map(Vec::as_slice);
-        if same_paths(had.unwrap_or_default(), &want) {
+        let had = bgp.sessions[sid.idx()].adj_out.get(&prefix);
+        if same_paths(had, &want) {
             continue;
         }
         changed.push((prefix, want));
@@ -172,7 +272,7 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
     let Some(peer) = peer else {
         let s = &mut bgp.sessions[sid.idx()];
         for (prefix, want) in updates {
-            set_adj_out(s, prefix, want);
+            s.adj_out.set(prefix, want);
         }
         return;
     };
@@ -184,30 +284,20 @@ fn export_session(bgp: &mut Bgp, net: &Network, st: &State, now: u64, sid: Sessi
     let s = &mut bgp.sessions[sid.idx()];
     let at = (now + delay).max(s.last_arrival);
     s.last_arrival = at;
+    let mut burst = VecDeque::with_capacity(updates.len());
     for (prefix, want) in updates {
-        set_adj_out(s, prefix, want.clone());
-        out.push((
-            at,
-            Event::Update {
-                to: peer,
-                gen: peer_gen,
-                prefix,
-                paths: want,
-            },
-        ));
+        s.adj_out.set(prefix, want.clone());
+        burst.push_back((prefix, want));
     }
+    out.push((
+        at,
+        Event::Update {
+            to: peer,
+            gen: peer_gen,
+            updates: burst,
+        },
+    ));
 }
-
-fn set_adj_out(s: &mut Session, prefix: Ipv4Net, want: Paths) {
-    if want.is_empty() {
-        s.adj_out.remove(&prefix);
-    } else {
-        s.adj_out.insert(prefix, want);
-    }
-}
-
-/// The paths advertised for one prefix: (path id, attributes).
-type Paths = Vec<(u32, Arc<PathAttrs>)>;
 
 /// Does an Adj-RIB-Out slot already say `want`?
 fn same_paths(had: &[(u32, Arc<PathAttrs>)], want: &[(u32, PathAttrs)]) -> bool {
@@ -221,7 +311,7 @@ fn update_message(s: &Session, updates: &[(Ipv4Net, Paths)]) -> BgpMessage {
     let mut withdrawn = Vec::new();
     let mut announced = Vec::new();
     for (prefix, want) in updates {
-        let had = s.adj_out.get(prefix).map(Vec::as_slice).unwrap_or_default();
+        let had = s.adj_out.get(prefix);
         for (id, _) in had {
             if !want.iter().any(|(w, _)| w == id) {
                 withdrawn.push((*prefix, *id));
@@ -294,7 +384,7 @@ fn advertise(
         }
         let proto = match &e.origin {
             Origin::Peer(from, _) => bgp.sessions[from.idx()].cfg.name.clone().unwrap_or_default(),
-            Origin::Local { protocol, .. } => protocol.clone(),
+            Origin::Local(l) => l.protocol.to_string(),
         };
         let Some(src) = s.local_address() else { continue };
         let Some(attrs) = export_policy(dev, s, e, prefix, &proto, src) else {
@@ -310,7 +400,7 @@ fn advertise(
 /// Attributes as they leave on session `s` (RFC 4271 §5.1; BIRD `bgp_update_attrs`).
 fn outgoing(s: &Session, e: &Entry, src: Ipv4Addr) -> PathAttrs {
     let a = &*e.attrs;
-    let local = matches!(e.origin, Origin::Local { .. });
+    let local = matches!(e.origin, Origin::Local(_));
     if s.internal {
         let next_hop = if s.cfg.next_hop_self || local {
             Some(src)

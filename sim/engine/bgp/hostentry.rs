@@ -21,7 +21,7 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use super::table::{Entry, LocalDest, Origin};
+use super::table::{Entry, LocalDest, Origin, Table};
 use crate::engine::bgp_state::{NhMetric, TableDest};
 use crate::engine::state::NextHop;
 
@@ -41,12 +41,9 @@ pub(crate) enum Cover {
 /// Each prefix of a speaker's table that holds a route (BIRD's table keeps only routes its
 /// import filter accepted), with what its best route lends. `recursive(origin)` says whether
 /// a received route came over a `gateway recursive` session.
-pub(crate) fn covers(
-    table: &BTreeMap<Ipv4Net, Vec<Entry>>,
-    recursive: impl Fn(&Origin) -> bool,
-) -> BTreeMap<Ipv4Net, Cover> {
+pub(crate) fn covers(table: &Table, recursive: impl Fn(&Origin) -> bool) -> BTreeMap<Ipv4Net, Cover> {
     let mut out = BTreeMap::new();
-    for (prefix, entries) in table {
+    for (prefix, entries) in table.iter() {
         let Some(best) = best_by_preference(entries) else {
             continue;
         };
@@ -57,7 +54,7 @@ pub(crate) fn covers(
                 TableDest::Device(nh) => Cover::Device(nh.clone()),
                 TableDest::Blackhole | TableDest::Unreachable => Cover::Unusable,
             },
-            Origin::Local { dest, .. } => match dest {
+            Origin::Local(l) => match &l.dest {
                 LocalDest::Hop(nh) => Cover::Gateway(TableDest::Via(nh.clone())),
                 LocalDest::Device(nh) => Cover::Device(nh.clone()),
                 LocalDest::Blackhole | LocalDest::Unreachable | LocalDest::Rib => Cover::Unusable,

@@ -108,7 +108,7 @@ pub(crate) fn up(bgp: &mut Bgp, net: &Network, st: &State, now: u64, id: Session
     s.hold_s = open.hold_s;
     s.last_ok = now;
     s.peer_rid = Some(open.router_id);
-    s.adj_in.clear();
+    s.adj_in = super::adj::AdjIn::default();
     s.adj_out.clear();
     s.active = false;
     s.msgs_rcvd += 2;
@@ -131,8 +131,7 @@ pub(crate) fn routes(
         Event::Update {
             to: id,
             gen: s.gen,
-            prefix,
-            paths,
+            updates: [(prefix, paths)].into(),
         },
     ));
 }

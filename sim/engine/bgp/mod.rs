@@ -3,14 +3,17 @@
 //! best-path selection per flavour (`decision`), recursive next hops through the IGP tables,
 //! ADD-PATH, and the routes each speaker hands to forwarding.
 //!
-//! Module map: `attrs` (the shared attribute sets), `session` (connect, OPEN checks, hold
-//! timer), `table` (local routes, next-hop resolution, selection, what goes to the FIB),
+//! Module map: `attrs` (the shared attribute sets), `adj` (a session's Adj-RIB counters and
+//! Adj-RIB-Out), `session` (connect, OPEN checks, hold timer), `table` (local routes, next-hop
+//! resolution, selection, what goes to the FIB, the snapshots views read), `prefix_map` (the
+//! chunked copy-on-write map a table is kept in),
 //! `hostentry` (BIRD's recursive next-hop
 //! lookup in its own table), `live` (a real speaker in place of one session's peer,
 //! `fabsim peer`), `export` (Adj-RIB-Out per session and the
 //! UPDATEs that change it, and the policy step), `route_map` (FRR route-maps and
 //! prefix-lists), `jitter` (the seeded timer randomisation and message delays).
 
+mod adj;
 mod attrs;
 pub mod decision;
 mod export;
@@ -18,14 +21,14 @@ pub mod filter;
 mod hostentry;
 mod jitter;
 pub(crate) mod live;
+mod prefix_map;
 mod route_map;
 mod session;
 mod table;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, VecDeque};
 
-use super::bgp_state::{BgpView, BgpWireRecord, PathAttrs};
+use super::bgp_state::{BgpTable, BgpView, BgpWireRecord};
 use super::state::{Route, State};
 use crate::model::{DeviceId, Network};
 use ipnet::Ipv4Net;
@@ -33,6 +36,7 @@ use ipnet::Ipv4Net;
 pub(crate) use jitter::Jitter;
 pub use jitter::{MessageDelays, DEFAULT_MESSAGE_DELAY_MS};
 pub(crate) use session::SessionId;
+pub(crate) use table::TableSnapshot;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Event {
@@ -43,13 +47,14 @@ pub(crate) enum Event {
     /// The hold timer of a session that stopped hearing keepalives runs out (one-shot, so a
     /// run does not count as quiet while a session is dying).
     HoldExpire { session: SessionId, gen: u32 },
-    /// An UPDATE for one prefix arrives: the complete set of paths the sender now advertises
-    /// for it on this session (an empty set withdraws).
+    /// UPDATEs arrive, one prefix each: for each, the complete set of paths the sender now
+    /// advertises for it on this session (an empty set withdraws). What one session sent at one
+    /// instant is one event (one queue slot instead of one per prefix, most of an eBGP fabric's
+    /// queue), delivered one prefix per engine step (`split_first`), as separate events were.
     Update {
         to: SessionId,
         gen: u32,
-        prefix: Ipv4Net,
-        paths: Vec<(u32, Arc<PathAttrs>)>,
+        updates: VecDeque<(Ipv4Net, adj::Paths)>,
     },
 }
 
@@ -57,6 +62,19 @@ impl Event {
     /// Retries of sessions that cannot come up and keepalives go on forever in a steady network.
     pub(crate) fn is_periodic(&self) -> bool {
         matches!(self, Event::Keepalive { .. } | Event::Connect { .. })
+    }
+
+    /// What one engine step handles, and the rest of a burst of UPDATEs, which keeps its
+    /// place in the queue.
+    pub(crate) fn split_first(self) -> (Event, Option<Event>) {
+        match self {
+            Event::Update { to, gen, mut updates } if updates.len() > 1 => {
+                let head = updates.pop_front().into_iter().collect();
+                let rest = Event::Update { to, gen, updates };
+                (Event::Update { to, gen, updates: head }, Some(rest))
+            }
+            ev => (ev, None),
+        }
     }
 }
 
@@ -85,6 +103,9 @@ pub(crate) struct Bgp {
     pub(crate) live_out: Vec<super::bgp_state::BgpMessage>,
     /// Every attribute set held, once (`attrs`).
     attrs: attrs::AttrTable,
+    /// The next export re-derives every session whole: a sync may have changed the
+    /// configuration or the sessions (`export`).
+    export_all: bool,
 }
 
 /// The BGP messages a run sent, in order, with a number per TCP connection.
@@ -143,6 +164,7 @@ impl Default for Bgp {
             wire: None,
             live_out: Vec::new(),
             attrs: attrs::AttrTable::default(),
+            export_all: true,
         }
     }
 }
@@ -153,6 +175,7 @@ impl Bgp {
     /// Bring speakers and sessions in line with configuration and power on `devices`
     /// (ascending; see `session::sync`).
     pub(crate) fn sync(&mut self, net: &Network, st: &State, now: u64, devices: &[DeviceId], out: &mut Out) -> bool {
+        self.export_all = true;
         session::sync(self, net, st, now, devices, out)
     }
 
@@ -166,7 +189,9 @@ impl Bgp {
             Event::Connect { session, gen } => session::connect(self, net, st, now, session, gen, out),
             Event::Keepalive { session, gen } => session::keepalive(self, net, st, now, session, gen, out),
             Event::HoldExpire { session, gen } => session::hold_expire(self, now, session, gen, out),
-            Event::Update { to, gen, prefix, paths } => table::receive(self, net, now, to, gen, prefix, paths),
+            Event::Update { to, gen, updates } => updates.into_iter().fold(false, |changed, (prefix, paths)| {
+                table::receive(self, net, now, to, gen, prefix, paths) | changed
+            }),
         }
     }
 
@@ -177,8 +202,9 @@ impl Bgp {
     }
 
     /// Send UPDATEs for whatever changed in what each session should advertise.
-    pub(crate) fn export(&mut self, net: &Network, st: &State, now: u64, out: &mut Out) {
-        export::export(self, net, st, now, out)
+    /// `before`: each device's forwarding table as the last export saw it.
+    pub(crate) fn export(&mut self, net: &Network, st: &State, before: &[super::state::Fib], now: u64, out: &mut Out) {
+        export::export(self, net, st, before, now, out)
     }
 
     pub(crate) fn view(&self, dev: DeviceId) -> Option<BgpView> {
@@ -199,7 +225,7 @@ impl Bgp {
                     v
                 })
                 .collect(),
-            table: sp.table_view(self),
+            table: BgpTable::of_speaker(sp.snapshot()),
         })
     }
 

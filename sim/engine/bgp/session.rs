@@ -2,16 +2,13 @@
 //! the simulated network (both directions, from the source address actually used, within the
 //! TTL), the OPEN checks (peer AS), the hold timer, and tearing a session down.
 
-use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 
-use ipnet::Ipv4Net;
-
+use super::adj::{AdjIn, AdjOut};
 use super::table::Speaker;
 use super::{Bgp, Event, Out};
 use crate::dataplane::{probe_src, IcmpError, ProbeKind, ProbeOutcome};
-use crate::engine::bgp_state::{BgpMessage, BgpSessionView, BgpState, BgpWire, BgpWireRecord, PathAttrs};
+use crate::engine::bgp_state::{BgpMessage, BgpSessionView, BgpState, BgpWire, BgpWireRecord};
 use crate::engine::state::{Proto, State};
 use crate::engine::{local_iface, rib};
 use crate::model::{BgpFlavor, BgpNeighbor, DeviceId, Network};
@@ -90,12 +87,10 @@ pub(crate) struct Session {
     /// A `HoldExpire` is pending for the current silence.
     pub hold_armed: bool,
     pub peer_rid: Option<Ipv4Addr>,
-    /// Per prefix, the paths received and kept (loops dropped) and how many of them import
-    /// policy accepted: the session's counters. The paths themselves are the speaker's table
-    /// entries; a copy here was a second Adj-RIB-In.
-    pub adj_in: BTreeMap<Ipv4Net, (u32, u32)>,
+    /// Adj-RIB-In's counters (`adj`; the paths are the speaker's table entries).
+    pub adj_in: AdjIn,
     /// What this session has advertised.
-    pub adj_out: BTreeMap<Ipv4Net, Vec<(u32, Arc<PathAttrs>)>>,
+    pub adj_out: AdjOut,
     /// The configuration removed this session.
     pub retired: bool,
     /// When the last UPDATE sent on this session arrives: later ones never overtake it (TCP
@@ -109,6 +104,8 @@ pub(crate) struct Session {
     pub active: bool,
     /// Who speaks on this session: the simulation, or a real speaker (`fabsim peer`).
     pub live: Live,
+    /// The session's facts at its last export (`export::ExportKey`); None: never exported.
+    pub exported_as: Option<super::export::ExportKey>,
 }
 
 /// Whether a real BGP speaker (`fabsim peer`) has taken over one end of a session.
@@ -165,9 +162,9 @@ impl Session {
             since_ms: self.since,
             msgs_rcvd: self.msgs_rcvd,
             msgs_sent: self.msgs_sent,
-            pfx_rcvd: self.adj_in.values().map(|c| c.0).sum(),
-            pfx_acc: self.adj_in.values().map(|c| c.1).sum(),
-            exported: self.adj_out.values().map(|v| v.len() as u32).sum(),
+            pfx_rcvd: self.adj_in.received,
+            pfx_acc: self.adj_in.accepted,
+            exported: self.adj_out.paths(),
             preferred: 0,
             last_error: self.last_error.clone(),
             peer_router_id: self.peer_rid,
@@ -249,7 +246,9 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, devices: 
             changed = true;
         }
         if let Some(sp) = bgp.speakers.get_mut(&id) {
-            sp.sessions = keep;
+            if sp.sessions != keep {
+                sp.set_sessions(keep, &bgp.sessions);
+            }
         }
     }
     changed | watch_links(bgp, net, st, now, devices, out)
@@ -339,14 +338,15 @@ fn new_session(
         last_ok: now,
         hold_armed: false,
         peer_rid: None,
-        adj_in: BTreeMap::new(),
-        adj_out: BTreeMap::new(),
+        adj_in: AdjIn::default(),
+        adj_out: AdjOut::default(),
         retired: false,
         last_arrival: now,
         transport_seen: None,
         conn: 0,
         active: false,
         live: Live::Simulated,
+        exported_as: None,
     });
     start(bgp, now, sid, out);
     sid
@@ -620,7 +620,7 @@ fn establish(bgp: &mut Bgp, now: u64, a: SessionId, b: SessionId, src: Ipv4Addr,
         s.hold_s = hold;
         s.last_ok = now;
         s.peer_rid = peer_rid;
-        s.adj_in.clear();
+        s.adj_in = AdjIn::default();
         s.adj_out.clear();
         s.conn = conn;
         s.active = me == a;
@@ -779,7 +779,7 @@ pub(super) fn close(bgp: &mut Bgp, now: u64, x: SessionId, why: String, out: &mu
     s.gen += 1;
     s.peer = None;
     s.last_error = Some(why);
-    s.adj_in.clear();
+    s.adj_in = AdjIn::default();
     s.adj_out.clear();
     s.hold_armed = false;
     if !s.cfg.passive && !s.retired {

@@ -2,13 +2,14 @@
 //! routes of its other protocols), next hops resolved through the IGP tables, the best path per
 //! flavour, and the routes handed to forwarding.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
 use super::decision::{self, Candidate, Step};
+use super::prefix_map::PrefixMap;
 use super::session::SessionId;
 use super::Bgp;
 use crate::engine::bgp_state::{BgpOrigin, BgpState, EcmpRole, NhMetric, PathAttrs, TableDest, TableRoute};
@@ -31,7 +32,16 @@ pub(crate) enum Origin {
     /// Received on a session with this ADD-PATH path id.
     Peer(SessionId, u32),
     /// Originated here: BIRD's static/direct/kernel protocols, EOS `network` / `redistribute`.
-    Local { protocol: String, dest: LocalDest },
+    /// Boxed: few entries are originated, and inline it made every received path 32 bytes
+    /// larger.
+    Local(Box<Local>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Local {
+    /// `static1`, `direct1`, `kernel1` (BIRD), `network`, `redistribute` (EOS).
+    pub protocol: &'static str,
+    pub dest: LocalDest,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,6 +73,12 @@ pub(crate) struct Entry {
     pub decided_by: Option<Step>,
 }
 
+/// A speaker's paths per prefix. Each prefix's paths are shared (`Arc`) with the snapshots the
+/// views hold (`TableSnapshot`): changing a prefix replaces its slice (and copies the chunk of
+/// the map that holds it, `PrefixMap`), so a snapshot keeps the table as it was, and a speaker
+/// whose table did not change costs nothing.
+pub(crate) type Table = PrefixMap<Arc<[Entry]>>;
+
 #[derive(Clone, Debug)]
 pub(crate) struct Speaker {
     pub device: DeviceId,
@@ -70,11 +86,35 @@ pub(crate) struct Speaker {
     pub asn: u32,
     pub router_id: Ipv4Addr,
     pub sessions: Vec<SessionId>,
-    pub table: BTreeMap<Ipv4Net, Vec<Entry>>,
+    /// Never holds an empty slice: a prefix without paths is removed.
+    pub table: Arc<Table>,
     /// Entries in `table`, kept by every function that changes it: the engine's memory guard
     /// reads it every few hundred events, and summing the tables there was most of a large
     /// fabric's run time.
     pub paths: usize,
+    /// What the view says of each session's paths, by session (`sessions`, sorted by id).
+    pub peers: Arc<[(SessionId, PeerInfo)]>,
+    /// Prefixes whose paths changed since the last export (`export`).
+    pub dirty: BTreeSet<Ipv4Net>,
+}
+
+/// How the view shows the paths received on one session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PeerInfo {
+    /// BIRD's protocol name; `bgp` on EOS and FRR.
+    protocol: String,
+    neighbor: Ipv4Addr,
+    ebgp: bool,
+}
+
+impl PeerInfo {
+    pub(crate) fn of(s: &super::session::Session) -> Self {
+        PeerInfo {
+            protocol: s.cfg.name.clone().unwrap_or_else(|| "bgp".into()),
+            neighbor: s.neighbor,
+            ebgp: !s.internal,
+        }
+    }
 }
 
 impl Speaker {
@@ -85,57 +125,144 @@ impl Speaker {
             asn,
             router_id,
             sessions: Vec::new(),
-            table: BTreeMap::new(),
+            table: Arc::default(),
             paths: 0,
+            peers: Arc::new([]),
+            dirty: BTreeSet::new(),
+        }
+    }
+
+    /// The table to change. A snapshot a view still holds keeps the old map (the chunks and
+    /// the paths stay shared until they change).
+    fn table_mut(&mut self) -> &mut Table {
+        Arc::make_mut(&mut self.table)
+    }
+
+    /// `prefix` now holds `entries` (none: the prefix goes).
+    fn set_entries(&mut self, prefix: Ipv4Net, entries: Vec<Entry>) {
+        self.dirty.insert(prefix);
+        if entries.is_empty() {
+            if self.table.contains_key(&prefix) {
+                self.table_mut().remove(&prefix);
+            }
+        } else {
+            self.table_mut().insert(prefix, entries.into());
         }
     }
 
     /// Forget everything learned over a session that went down.
     pub(crate) fn flush_session(&mut self, sid: SessionId) {
-        for entries in self.table.values_mut() {
-            entries.retain(|e| !matches!(e.origin, Origin::Peer(s, _) if s == sid));
+        let from = |e: &Entry| matches!(e.origin, Origin::Peer(s, _) if s == sid);
+        let hit: Vec<Ipv4Net> = self
+            .table
+            .iter()
+            .filter(|(_, v)| v.iter().any(from))
+            .map(|(p, _)| *p)
+            .collect();
+        for prefix in hit {
+            let kept = self
+                .table
+                .get(&prefix)
+                .map_or_else(Vec::new, |v| v.iter().filter(|e| !from(e)).cloned().collect());
+            self.set_entries(prefix, kept);
         }
-        self.table.retain(|_, v| !v.is_empty());
         self.count_paths();
     }
 
     fn count_paths(&mut self) {
-        self.paths = self.table.values().map(Vec::len).sum();
+        self.paths = self.table.values().map(|v| v.len()).sum();
     }
 
-    pub(crate) fn table_view(&self, bgp: &Bgp) -> Vec<TableRoute> {
+    /// The session list changed: what the view says of each session follows.
+    pub(crate) fn set_sessions(&mut self, sessions: Vec<SessionId>, all: &[super::session::Session]) {
+        let mut peers: Vec<(SessionId, PeerInfo)> =
+            sessions.iter().map(|s| (*s, PeerInfo::of(&all[s.idx()]))).collect();
+        peers.sort_by_key(|p| p.0);
+        self.peers = peers.into();
+        self.sessions = sessions;
+    }
+
+    /// The table as it is now, for a view.
+    pub(crate) fn snapshot(&self) -> TableSnapshot {
+        TableSnapshot {
+            table: self.table.clone(),
+            peers: self.peers.clone(),
+            paths: self.paths,
+        }
+    }
+}
+
+/// A speaker's table as it was when a view was taken (`BgpTable`), turned into `TableRoute`s
+/// when read.
+#[derive(Clone, Debug)]
+pub(crate) struct TableSnapshot {
+    table: Arc<Table>,
+    peers: Arc<[(SessionId, PeerInfo)]>,
+    paths: usize,
+}
+
+impl TableSnapshot {
+    pub(crate) fn len(&self) -> usize {
+        self.paths
+    }
+
+    /// Taken from the same table: the same routes.
+    pub(crate) fn same(&self, other: &TableSnapshot) -> bool {
+        Arc::ptr_eq(&self.table, &other.table) && self.peers == other.peers
+    }
+
+    pub(crate) fn routes(&self) -> Vec<TableRoute> {
         let mut out = Vec::with_capacity(self.paths);
-        for (prefix, entries) in &self.table {
-            let mut order: Vec<&Entry> = entries.iter().collect();
-            order.sort_by_key(|e| (!e.best, e.arrival));
-            for e in order {
-                let (protocol, from, path_id, ebgp) = match &e.origin {
-                    Origin::Peer(s, id) => {
-                        let sess = &bgp.sessions[s.idx()];
-                        let name = sess.cfg.name.clone().unwrap_or_else(|| "bgp".into());
-                        (name, Some(sess.neighbor), *id, !sess.internal)
-                    }
-                    Origin::Local { protocol, .. } => (protocol.clone(), None, 0, false),
-                };
-                out.push(TableRoute {
-                    prefix: *prefix,
-                    protocol,
-                    from,
-                    path_id,
-                    attrs: Some(e.attrs.clone()),
-                    dest: e.dest.clone(),
-                    nh_metric: e.nh_metric,
-                    preference: e.preference,
-                    ebgp,
-                    valid: e.valid && e.accepted,
-                    best: e.best,
-                    ecmp: e.ecmp,
-                    since_ms: e.since,
-                    decided_by: e.decided_by.map(Step::describe),
-                });
-            }
+        for (prefix, entries) in self.table.iter() {
+            self.prefix_routes(*prefix, entries, &mut out);
         }
         out
+    }
+
+    pub(crate) fn for_prefix(&self, prefix: Ipv4Net) -> Vec<TableRoute> {
+        let mut out = Vec::new();
+        if let Some(entries) = self.table.get(&prefix) {
+            self.prefix_routes(prefix, entries, &mut out);
+        }
+        out
+    }
+
+    /// One prefix's paths, the best first, then by arrival.
+    fn prefix_routes(&self, prefix: Ipv4Net, entries: &[Entry], out: &mut Vec<TableRoute>) {
+        let mut order: Vec<&Entry> = entries.iter().collect();
+        order.sort_by_key(|e| (!e.best, e.arrival));
+        for e in order {
+            let (protocol, from, path_id, ebgp) = match &e.origin {
+                Origin::Peer(s, id) => {
+                    // A table holds paths only from its speaker's sessions: a session that
+                    // closes takes its paths with it (`flush_session`).
+                    match self.peers.binary_search_by_key(s, |p| p.0) {
+                        Ok(i) => {
+                            let p = &self.peers[i].1;
+                            (p.protocol.clone(), Some(p.neighbor), *id, p.ebgp)
+                        }
+                        Err(_) => ("bgp".to_string(), None, *id, false),
+                    }
+                }
+                Origin::Local(l) => (l.protocol.to_string(), None, 0, false),
+            };
+            out.push(TableRoute {
+                prefix,
+                protocol,
+                from,
+                path_id,
+                attrs: Some(e.attrs.clone()),
+                dest: e.dest.clone(),
+                nh_metric: e.nh_metric,
+                preference: e.preference,
+                ebgp,
+                valid: e.valid && e.accepted,
+                best: e.best,
+                ecmp: e.ecmp,
+                since_ms: e.since,
+                decided_by: e.decided_by.map(Step::describe),
+            });
+        }
     }
 }
 
@@ -182,67 +309,56 @@ pub(super) fn receive(
         })
         .collect();
     let kept = guard_paths(bgp, net, dev, to, prefix, kept);
-    let s = &mut bgp.sessions[to.idx()];
-    s.msgs_rcvd += 1;
-    if kept.is_empty() {
-        s.adj_in.remove(&prefix);
-    } else {
-        let accepted = kept.iter().filter(|k| k.2).count();
-        s.adj_in.insert(prefix, (kept.len() as u32, accepted as u32));
-    }
+    bgp.sessions[to.idx()].msgs_rcvd += 1;
+    let Some(sp) = bgp.speakers.get_mut(&dev) else {
+        return false;
+    };
+    let mut entries: Vec<Entry> = sp.table.get(&prefix).map_or_else(Vec::new, |v| v.to_vec());
+    // The session's Adj-RIB-In for the prefix is its entries here: replace their counts.
+    let count = |oks: &mut dyn Iterator<Item = bool>| oks.fold((0, 0), |(n, acc), ok| (n + 1, acc + u32::from(ok)));
+    let from_here = |e: &&Entry| matches!(e.origin, Origin::Peer(x, _) if x == to);
+    let old = count(&mut entries.iter().filter(from_here).map(|e| e.accepted));
+    let new = count(&mut kept.iter().map(|k| k.2));
+    bgp.sessions[to.idx()].adj_in.replace(old, new);
+    let before = entries.len();
+    entries.retain(|e| match &e.origin {
+        Origin::Peer(x, id) if *x == to => kept.iter().any(|(k, _, _)| k == id),
+        _ => true,
+    });
+    let mut changed = entries.len() != before;
     let mut fresh = Vec::new();
-    let mut changed = false;
-    {
-        let Some(sp) = bgp.speakers.get_mut(&dev) else {
-            return false;
-        };
-        let entries = sp.table.entry(prefix).or_default();
-        let before = entries.len();
-        sp.paths -= before;
-        entries.retain(|e| match &e.origin {
-            Origin::Peer(x, id) if *x == to => kept.iter().any(|(k, _, _)| k == id),
-            _ => true,
-        });
-        changed |= entries.len() != before;
-        for (id, attrs, ok) in kept {
-            match entries.iter_mut().find(|e| e.origin == Origin::Peer(to, id)) {
-                // An identical re-announcement changes nothing (BIRD `rte_same`).
-                Some(e) if e.attrs == attrs && e.accepted == ok => {}
-                Some(e) => {
-                    e.attrs = attrs;
-                    e.accepted = ok;
-                    e.since = now;
-                    fresh.push((prefix, to, id));
-                    changed = true;
-                }
-                None => {
-                    // Exactly as many as held: a prefix usually has one path (a node) or one per
-                    // spine (a leaf), and `push`'s minimum of four would be most of the table.
-                    entries.reserve_exact(1);
-                    entries.push(new_entry(0, Origin::Peer(to, id), attrs, ok, PREF_BGP, 0, now));
-                    fresh.push((prefix, to, id));
-                    changed = true;
-                }
+    for (id, attrs, ok) in kept {
+        match entries.iter_mut().find(|e| e.origin == Origin::Peer(to, id)) {
+            // An identical re-announcement changes nothing (BIRD `rte_same`).
+            Some(e) if e.attrs == attrs && e.accepted == ok => {}
+            Some(e) => {
+                e.attrs = attrs;
+                e.accepted = ok;
+                e.since = now;
+                fresh.push(id);
+                changed = true;
             }
-        }
-        sp.paths += entries.len();
-        if entries.is_empty() {
-            sp.table.remove(&prefix);
+            None => {
+                entries.push(new_entry(0, Origin::Peer(to, id), attrs, ok, PREF_BGP, 0, now));
+                fresh.push(id);
+                changed = true;
+            }
         }
     }
-    for (p, sid, id) in fresh {
-        let (src, t) = (bgp.new_src(), bgp.tick());
-        if let Some(e) = bgp
-            .speakers
-            .get_mut(&dev)
-            .and_then(|sp| sp.table.get_mut(&p))
-            .and_then(|v| v.iter_mut().find(|e| e.origin == Origin::Peer(sid, id)))
-        {
+    // Each new or changed path arrives now, in order; a new one gets its route source.
+    for id in fresh {
+        bgp.next_src += 1;
+        bgp.clock += 1;
+        if let Some(e) = entries.iter_mut().find(|e| e.origin == Origin::Peer(to, id)) {
             if e.src_id == 0 {
-                e.src_id = src;
+                e.src_id = bgp.next_src;
             }
-            e.arrival = t;
+            e.arrival = bgp.clock;
         }
+    }
+    if changed {
+        sp.paths = sp.paths - before + entries.len();
+        sp.set_entries(prefix, entries);
     }
     changed
 }
@@ -318,7 +434,7 @@ fn new_entry(
 
 /// What a speaker originates from the device's own tables: EOS `network` and `redistribute`;
 /// BIRD's static routes, direct routes of the listed interfaces, and kernel routes it learns.
-fn local_routes(net: &Network, st: &State, dev: DeviceId) -> Vec<(Ipv4Net, String, LocalDest, u32, BgpOrigin)> {
+fn local_routes(net: &Network, st: &State, dev: DeviceId) -> Vec<(Ipv4Net, &'static str, LocalDest, u32, BgpOrigin)> {
     let d = net.device(dev);
     let fib = &st.devices[dev.idx()].fib;
     let mut out = Vec::new();
@@ -335,13 +451,7 @@ fn local_routes(net: &Network, st: &State, dev: DeviceId) -> Vec<(Ipv4Net, Strin
                     None => continue,
                 },
             };
-            out.push((
-                sr.prefix.trunc(),
-                "static1".to_string(),
-                dest,
-                PREF_STATIC,
-                BgpOrigin::Igp,
-            ));
+            out.push((sr.prefix.trunc(), "static1", dest, PREF_STATIC, BgpOrigin::Igp));
         }
         if let Some(patterns) = &b.direct {
             for r in fib.iter().filter(|r| r.proto == Proto::Connected) {
@@ -349,7 +459,7 @@ fn local_routes(net: &Network, st: &State, dev: DeviceId) -> Vec<(Ipv4Net, Strin
                 if iface_selected(patterns, &net.iface(nh.iface).name) {
                     out.push((
                         r.prefix,
-                        "direct1".into(),
+                        "direct1",
                         LocalDest::Device(nh.clone()),
                         PREF_DIRECT,
                         BgpOrigin::Igp,
@@ -375,14 +485,14 @@ fn local_routes(net: &Network, st: &State, dev: DeviceId) -> Vec<(Ipv4Net, Strin
                 } else {
                     continue;
                 };
-                out.push((r.prefix, "kernel1".into(), dest, PREF_KERNEL, BgpOrigin::Incomplete));
+                out.push((r.prefix, "kernel1", dest, PREF_KERNEL, BgpOrigin::Incomplete));
             }
         }
     }
     if let (Some(cfg), None) = (&d.bgp, &d.bird) {
         for p in &cfg.networks {
             if fib.with_prefix(*p).next().is_some() {
-                out.push((*p, "network".into(), LocalDest::Rib, PREF_BGP, BgpOrigin::Igp));
+                out.push((*p, "network", LocalDest::Rib, PREF_BGP, BgpOrigin::Igp));
             }
         }
         for red in &cfg.redistribute {
@@ -400,7 +510,7 @@ fn local_routes(net: &Network, st: &State, dev: DeviceId) -> Vec<(Ipv4Net, Strin
                 if hit {
                     out.push((
                         r.prefix,
-                        "redistribute".into(),
+                        "redistribute",
                         LocalDest::Rib,
                         PREF_BGP,
                         BgpOrigin::Incomplete,
@@ -432,26 +542,35 @@ fn glob(pattern: &str, name: &str) -> bool {
 /// Refresh originated entries: new ones arrive now, unchanged ones keep their age.
 fn refresh_local(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, now: u64) {
     let wanted = local_routes(net, st, dev);
-    let mut news = Vec::new();
     let Some(sp) = bgp.speakers.get_mut(&dev) else { return };
-    for (prefix, entries) in sp.table.iter_mut() {
-        entries.retain(|e| match &e.origin {
-            Origin::Local { protocol, dest } => wanted
-                .iter()
-                .any(|(p, pr, d, _, _)| p == prefix && pr == protocol && d == dest),
-            Origin::Peer(..) => true,
-        });
-    }
-    for (prefix, protocol, dest, pref, origin) in wanted {
-        let entries = sp.table.entry(prefix).or_default();
-        let exists = entries
+    let is_wanted = |prefix: &Ipv4Net, e: &Entry| match &e.origin {
+        Origin::Local(l) => wanted
             .iter()
-            .any(|e| matches!(&e.origin, Origin::Local { protocol: p, dest: d } if *p == protocol && *d == dest));
-        if !exists {
-            news.push((prefix, protocol, dest, pref, origin));
-        }
+            .any(|(p, pr, d, _, _)| p == prefix && *pr == l.protocol && *d == l.dest),
+        Origin::Peer(..) => true,
+    };
+    // Only prefixes that lose an entry are copied (`set_entries`).
+    let stale: Vec<Ipv4Net> = sp
+        .table
+        .iter()
+        .filter(|(p, v)| !v.iter().all(|e| is_wanted(p, e)))
+        .map(|(p, _)| *p)
+        .collect();
+    for prefix in stale {
+        let kept = sp.table.get(&prefix).map_or_else(Vec::new, |v| {
+            v.iter().filter(|e| is_wanted(&prefix, e)).cloned().collect()
+        });
+        sp.set_entries(prefix, kept);
     }
-    sp.table.retain(|_, v| !v.is_empty());
+    let news: Vec<_> = wanted
+        .into_iter()
+        .filter(|(prefix, protocol, dest, _, _)| {
+            !sp.table.get(prefix).is_some_and(|v| {
+                v.iter()
+                    .any(|e| matches!(&e.origin, Origin::Local(l) if l.protocol == *protocol && l.dest == *dest))
+            })
+        })
+        .collect();
     for (prefix, protocol, dest, pref, origin) in news {
         let attrs = bgp.attrs.intern(PathAttrs {
             as_path: Vec::new(),
@@ -462,10 +581,18 @@ fn refresh_local(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, now: u
         });
         let (src, t) = (bgp.new_src(), bgp.tick());
         if let Some(sp) = bgp.speakers.get_mut(&dev) {
-            let e = new_entry(src, Origin::Local { protocol, dest }, attrs, true, pref, t, now);
-            let entries = sp.table.entry(prefix).or_default();
-            entries.reserve_exact(1);
+            let e = new_entry(
+                src,
+                Origin::Local(Box::new(Local { protocol, dest })),
+                attrs,
+                true,
+                pref,
+                t,
+                now,
+            );
+            let mut entries = sp.table.get(&prefix).map_or_else(Vec::new, |v| v.to_vec());
             entries.push(e);
+            sp.set_entries(prefix, entries);
         }
     }
     if let Some(sp) = bgp.speakers.get_mut(&dev) {
@@ -549,80 +676,203 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
             )
         })
         .collect();
-    // BIRD resolves `gateway recursive` next hops in its own table (`hostentry`).
-    let covers = (flavor == BgpFlavor::Bird).then(|| {
-        super::hostentry::covers(&sp.table, |o| match o {
-            Origin::Peer(s, _) => sess.get(s).is_none_or(|f| f.4),
-            Origin::Local { .. } => false,
-        })
-    });
-    let mut routes = Vec::new();
-    let Some(sp) = bgp.speakers.get_mut(&dev) else {
-        return routes;
+    let mut resolver = Resolver {
+        net,
+        st,
+        dev,
+        flavor,
+        table: &sp.table,
+        sess: &sess,
+        covers: None,
+        local: BTreeMap::new(),
+        igp: BTreeMap::new(),
+        hosts: BTreeMap::new(),
     };
-    for (prefix, entries) in sp.table.iter_mut() {
-        for e in entries.iter_mut() {
-            resolve_entry(net, st, dev, flavor, e, &sess, covers.as_ref());
+    let mut routes = Vec::new();
+    // Decided on the side and written only where it changed: an unchanged prefix stays shared
+    // with the views' snapshots.
+    let mut changes: Vec<(Ipv4Net, Vec<Decided>)> = Vec::new();
+    // Work vectors reused from prefix to prefix: a speaker re-decides thousands every recompute.
+    let (mut dec, mut idx, mut group): (Vec<Decided>, Vec<usize>, Vec<usize>) = Default::default();
+    let mut cands: Vec<Candidate> = Vec::new();
+    for (prefix, entries) in sp.table.iter() {
+        dec.clear();
+        dec.extend(entries.iter().map(Decided::start));
+        for (e, d) in entries.iter().zip(dec.iter_mut()) {
+            resolve_entry(&mut resolver, e, d);
         }
-        let idx: Vec<usize> = (0..entries.len())
-            .filter(|i| entries[*i].accepted && (flavor == BgpFlavor::Bird || entries[*i].valid))
-            .collect();
-        let (chosen, group) = {
-            let cands: Vec<Candidate> = idx.iter().map(|i| candidate(&entries[*i], &sess)).collect();
-            let chosen = decision::select(flavor, &cands);
-            let mut group = Vec::new();
-            if let Some((b, _)) = chosen {
-                group.push(idx[b]);
-                if max_paths > 1 && flavor != BgpFlavor::Bird {
-                    for (k, i) in idx.iter().enumerate() {
-                        let equal = decision::multipath_equal(flavor, relax, &cands[b], &cands[k]);
-                        if k != b && group.len() < max_paths && equal {
-                            group.push(*i);
-                        }
+        idx.clear();
+        idx.extend((0..entries.len()).filter(|i| entries[*i].accepted && (flavor == BgpFlavor::Bird || dec[*i].valid)));
+        cands.clear();
+        cands.extend(idx.iter().map(|i| candidate(&entries[*i], &dec[*i], &sess)));
+        let chosen = decision::select(flavor, &cands);
+        group.clear();
+        if let Some((b, _)) = chosen {
+            group.push(idx[b]);
+            if max_paths > 1 && flavor != BgpFlavor::Bird {
+                for (k, i) in idx.iter().enumerate() {
+                    let equal = decision::multipath_equal(flavor, relax, &cands[b], &cands[k]);
+                    if k != b && group.len() < max_paths && equal {
+                        group.push(*i);
                     }
                 }
             }
-            (chosen, group)
-        };
-        for e in entries.iter_mut() {
-            e.best = false;
-            e.ecmp = EcmpRole::None;
-            e.decided_by = None;
         }
-        let Some((_, step)) = chosen else { continue };
-        let best = group[0];
-        entries[best].best = true;
-        entries[best].decided_by = step;
-        if group.len() > 1 {
-            entries[best].ecmp = EcmpRole::Head;
-            for i in &group[1..] {
-                entries[*i].ecmp = EcmpRole::Member;
+        for d in dec.iter_mut() {
+            d.best = false;
+            d.ecmp = EcmpRole::None;
+            d.decided_by = None;
+        }
+        if let Some((_, step)) = chosen {
+            let best = group[0];
+            dec[best].best = true;
+            dec[best].decided_by = step;
+            if group.len() > 1 {
+                dec[best].ecmp = EcmpRole::Head;
+                for i in &group[1..] {
+                    dec[*i].ecmp = EcmpRole::Member;
+                }
+            }
+            let dests: Vec<&TableDest> = group.iter().map(|i| &dec[*i].dest).collect();
+            if let Some(r) = fib_route(net, dev, flavor, *prefix, &entries[best], &dests, &sess) {
+                routes.push(r);
             }
         }
-        if let Some(r) = fib_route(net, dev, flavor, *prefix, entries, &group, &sess) {
-            routes.push(r);
+        if entries.iter().zip(&dec).any(|(e, d)| !d.is(e)) {
+            changes.push((*prefix, dec.clone()));
+        }
+    }
+    if changes.is_empty() {
+        return routes;
+    }
+    let Some(sp) = bgp.speakers.get_mut(&dev) else {
+        return routes;
+    };
+    sp.dirty.extend(changes.iter().map(|c| c.0));
+    let table = sp.table_mut();
+    for (prefix, dec) in changes {
+        if let Some(slot) = table.get_mut(&prefix) {
+            for (e, d) in Arc::make_mut(slot).iter_mut().zip(dec) {
+                d.write(e);
+            }
         }
     }
     routes
 }
 
+/// What one recompute decides about an entry: its next hop resolved, and its part in the
+/// selection.
+#[derive(Clone, Debug)]
+struct Decided {
+    valid: bool,
+    dest: TableDest,
+    nh_metric: Option<NhMetric>,
+    igp_metric: u32,
+    best: bool,
+    ecmp: EcmpRole,
+    decided_by: Option<Step>,
+}
+
+impl Decided {
+    /// Before resolving: the selection as it stands (the incumbent counts in some ties) and the
+    /// IGP metric, which a path without a next hop keeps.
+    fn start(e: &Entry) -> Self {
+        Decided {
+            valid: false,
+            dest: TableDest::Unreachable,
+            nh_metric: None,
+            igp_metric: e.igp_metric,
+            best: e.best,
+            ecmp: e.ecmp,
+            decided_by: e.decided_by,
+        }
+    }
+
+    /// The entry already says this.
+    fn is(&self, e: &Entry) -> bool {
+        self.valid == e.valid
+            && self.dest == e.dest
+            && self.nh_metric == e.nh_metric
+            && self.igp_metric == e.igp_metric
+            && self.best == e.best
+            && self.ecmp == e.ecmp
+            && self.decided_by == e.decided_by
+    }
+
+    fn write(self, e: &mut Entry) {
+        e.valid = self.valid;
+        e.dest = self.dest;
+        e.nh_metric = self.nh_metric;
+        e.igp_metric = self.igp_metric;
+        e.best = self.best;
+        e.ecmp = self.ecmp;
+        e.decided_by = self.decided_by;
+    }
+}
+
 type SessFacts = BTreeMap<SessionId, (bool, Ipv4Addr, Ipv4Addr, u32, bool)>;
 
-fn resolve_entry(
-    net: &Network,
-    st: &State,
+/// Next-hop resolution during one speaker's decision. The tables do not change meanwhile, so
+/// each next hop is looked up once, not once per path (a leaf holds a path per spine for every
+/// prefix), and BIRD's recursive covers are built only if a path needs them (a node's direct
+/// eBGP session never does).
+struct Resolver<'a> {
+    net: &'a Network,
+    st: &'a State,
     dev: DeviceId,
     flavor: BgpFlavor,
-    e: &mut Entry,
-    sess: &SessFacts,
-    covers: Option<&BTreeMap<Ipv4Net, super::hostentry::Cover>>,
-) {
+    table: &'a Table,
+    sess: &'a SessFacts,
+    covers: Option<BTreeMap<Ipv4Net, super::hostentry::Cover>>,
+    /// Next hops that are the device's own address.
+    local: BTreeMap<Ipv4Addr, bool>,
+    /// Through the IGP tables (`resolve`) and through BIRD's own table (`hostentry`).
+    igp: BTreeMap<Ipv4Addr, (TableDest, NhMetric)>,
+    hosts: BTreeMap<Ipv4Addr, (TableDest, NhMetric)>,
+}
+
+impl Resolver<'_> {
+    fn is_local(&mut self, nh: Ipv4Addr) -> bool {
+        let (net, st, dev) = (self.net, self.st, self.dev);
+        *self
+            .local
+            .entry(nh)
+            .or_insert_with(|| local_iface(net, st, dev, nh).is_some())
+    }
+
+    fn igp(&mut self, nh: Ipv4Addr) -> (TableDest, NhMetric) {
+        let (net, st, dev, flavor) = (self.net, self.st, self.dev, self.flavor);
+        self.igp
+            .entry(nh)
+            .or_insert_with(|| resolve(net, st, dev, flavor, nh))
+            .clone()
+    }
+
+    /// BIRD resolves `gateway recursive` next hops in its own table (`hostentry`).
+    fn recursive(&mut self, nh: Ipv4Addr) -> (TableDest, NhMetric) {
+        if let Some(r) = self.hosts.get(&nh) {
+            return r.clone();
+        }
+        let sess = self.sess;
+        let covers = self.covers.get_or_insert_with(|| {
+            super::hostentry::covers(self.table, |o| match o {
+                Origin::Peer(s, _) => sess.get(s).is_none_or(|f| f.4),
+                Origin::Local(_) => false,
+            })
+        });
+        let r = super::hostentry::resolve(covers, nh);
+        self.hosts.insert(nh, r.clone());
+        r
+    }
+}
+
+fn resolve_entry(rv: &mut Resolver, e: &Entry, d: &mut Decided) {
     match &e.origin {
-        Origin::Local { dest, .. } => {
-            e.valid = true;
-            e.nh_metric = None;
-            e.igp_metric = 0;
-            e.dest = match dest {
+        Origin::Local(l) => {
+            d.valid = true;
+            d.nh_metric = None;
+            d.igp_metric = 0;
+            d.dest = match &l.dest {
                 LocalDest::Blackhole => TableDest::Blackhole,
                 LocalDest::Unreachable => TableDest::Unreachable,
                 LocalDest::Hop(nh) => TableDest::Via(nh.clone()),
@@ -631,77 +881,78 @@ fn resolve_entry(
             };
         }
         Origin::Peer(s, _) => {
-            let recursive = sess.get(s).is_none_or(|f| f.4);
+            let recursive = rv.sess.get(s).is_none_or(|f| f.4);
             let Some(nh) = e.attrs.next_hop else {
-                e.valid = false;
-                e.dest = TableDest::Unreachable;
-                e.nh_metric = Some(NhMetric::Unresolvable);
+                d.valid = false;
+                d.dest = TableDest::Unreachable;
+                d.nh_metric = Some(NhMetric::Unresolvable);
                 return;
             };
-            let (dest, metric) = match covers {
-                Some(c) if recursive && local_iface(net, st, dev, nh).is_none() => super::hostentry::resolve(c, nh),
-                _ => resolve(net, st, dev, flavor, nh),
+            let (dest, metric) = if rv.flavor == BgpFlavor::Bird && recursive && !rv.is_local(nh) {
+                rv.recursive(nh)
+            } else {
+                rv.igp(nh)
             };
             // `gateway direct`: the next hop must be on a connected network.
             let direct_ok = recursive || matches!(metric, NhMetric::Known(0));
-            e.valid = !matches!(dest, TableDest::Unreachable) && direct_ok;
-            e.igp_metric = match metric {
+            d.valid = !matches!(dest, TableDest::Unreachable) && direct_ok;
+            d.igp_metric = match metric {
                 NhMetric::Known(m) => m,
                 NhMetric::Unknown => METRIC_UNKNOWN,
                 NhMetric::Unresolvable => u32::MAX,
             };
-            e.dest = if e.valid { dest } else { TableDest::Unreachable };
-            e.nh_metric = Some(if e.valid { metric } else { NhMetric::Unresolvable });
+            d.dest = if d.valid { dest } else { TableDest::Unreachable };
+            d.nh_metric = Some(if d.valid { metric } else { NhMetric::Unresolvable });
         }
     }
 }
 
-fn candidate<'a>(e: &'a Entry, sess: &SessFacts) -> Candidate<'a> {
+fn candidate<'a>(e: &'a Entry, d: &Decided, sess: &SessFacts) -> Candidate<'a> {
     let (ebgp, rid, peer, peer_as) = match &e.origin {
         Origin::Peer(s, _) => sess
             .get(s)
             .map_or((false, Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, 0), |f| {
                 (f.0, f.1, f.2, f.3)
             }),
-        Origin::Local { .. } => (false, Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, 0),
+        Origin::Local(_) => (false, Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, 0),
     };
-    let local = matches!(e.origin, Origin::Local { .. });
+    let local = matches!(e.origin, Origin::Local(_));
     Candidate {
         attrs: Some(&e.attrs),
         preference: e.preference,
         weight: 0,
         local,
         ebgp,
-        reachable: e.valid,
-        igp_metric: e.igp_metric,
+        reachable: d.valid,
+        igp_metric: d.igp_metric,
         router_id: rid,
         peer_addr: peer,
         peer_as,
         arrival: e.arrival,
-        selected: e.best,
+        selected: d.best,
     }
 }
 
 /// The route forwarding gets from this prefix's best path(s): on EOS a `B E`/`B I` RIB route
 /// at the BGP distance (received paths only: originated ones are already in the RIB); on a
 /// BIRD host what the kernel protocol exports (`proto bird`), except routes BIRD took from the
-/// kernel or from interfaces.
+/// kernel or from interfaces. `dests`: where the selected paths go, the best path's first.
 fn fib_route(
     net: &Network,
     dev: DeviceId,
     flavor: BgpFlavor,
     prefix: Ipv4Net,
-    entries: &[Entry],
-    group: &[usize],
+    best: &Entry,
+    dests: &[&TableDest],
     sess: &SessFacts,
 ) -> Option<Route> {
-    let best = &entries[group[0]];
+    let best_dest = dests.first().copied()?;
     let d = net.device(dev);
     match flavor {
         BgpFlavor::Bird => {
             let kernel = d.bird.as_ref()?.kernel.as_ref()?;
-            if let Origin::Local { protocol, .. } = &best.origin {
-                if protocol == "kernel1" || protocol == "direct1" {
+            if let Origin::Local(l) = &best.origin {
+                if l.protocol == "kernel1" || l.protocol == "direct1" {
                     return None;
                 }
             }
@@ -710,7 +961,7 @@ fn fib_route(
             // The kernel protocol installs blackhole and unreachable routes as such
             // (sysdep/unix/krt.c `krt_capable`): an unresolvable best path becomes an
             // `unreachable` kernel route that shadows shorter prefixes.
-            let (mut nexthops, blackhole, unreachable) = match &best.dest {
+            let (mut nexthops, blackhole, unreachable) = match best_dest {
                 TableDest::Via(nh) | TableDest::Device(nh) => (vec![nh.clone()], false, false),
                 TableDest::Multipath(v) => (v.clone(), false, false),
                 TableDest::Blackhole => (Vec::new(), true, false),
@@ -727,7 +978,7 @@ fn fib_route(
                 _ => None,
             };
             let mut onlink = false;
-            if let (Some(tunl), TableDest::Via(_), Some(gw)) = (tunnel, &best.dest, exported.bgp_next_hop) {
+            if let (Some(tunl), TableDest::Via(_), Some(gw)) = (tunnel, best_dest, exported.bgp_next_hop) {
                 nexthops = vec![NextHop {
                     via: Some(gw),
                     iface: tunl,
@@ -757,8 +1008,8 @@ fn fib_route(
                 .and_then(|c| c.distance)
                 .map_or((d.profile.distance_ebgp, d.profile.distance_ibgp), |(e, i, _)| (e, i));
             let mut nexthops: Vec<NextHop> = Vec::new();
-            for i in group {
-                match &entries[*i].dest {
+            for dest in dests {
+                match dest {
                     TableDest::Via(nh) | TableDest::Device(nh) => nexthops.push(nh.clone()),
                     TableDest::Multipath(v) => nexthops.extend(v.iter().cloned()),
                     _ => {}

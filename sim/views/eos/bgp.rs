@@ -175,7 +175,8 @@ fn summary_text(net: &Network, dev: DeviceId, view: &BgpView, now: u64) -> Strin
 /// documented simplification. A prefix selects that exact prefix; an address selects the
 /// longest prefix in the table that contains it.
 fn table_text(view: &BgpView, target: Option<Ipv4Net>, exact: bool) -> String {
-    let mut routes: Vec<&TableRoute> = view.table.iter().collect();
+    let all = view.table.routes();
+    let mut routes: Vec<&TableRoute> = all.iter().collect();
     // By prefix (address, then length), the best path first; otherwise the table's order.
     routes.sort_by_key(|r| (r.prefix.network(), r.prefix.prefix_len(), !r.best));
     if let Some(t) = target {
@@ -285,7 +286,7 @@ mod tests {
                 asn: 65011,
                 router_id: Some(ip("10.11.99.1")),
                 sessions: vec![s],
-                table,
+                table: table.into(),
             }),
             ..lab.st.devices[d.idx()].clone()
         };
@@ -433,7 +434,7 @@ mod tests {
         member.ecmp = EcmpRole::Member;
         let mut invalid = path("10.1.0.3/32", "169.254.253.2", et2, &[65000, 65003], false);
         invalid.valid = false;
-        v.table.extend([member, invalid, head, local]);
+        v.table.routes_mut().extend([member, invalid, head, local]);
         let out = lab.run(d, "show ip bgp 10.1.0.3/32").unwrap();
         let body = out.split_once("Weight  Path\n").unwrap().1;
         assert_eq!(

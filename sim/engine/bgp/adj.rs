@@ -1,0 +1,124 @@
+//! A session's Adj-RIBs as the engine keeps them. Adj-RIB-In is only its counters: the paths
+//! received live once, in the speaker's table (its entries from a session are exactly what
+//! that session last said, after loop drops), so a per-prefix copy — or even a per-prefix
+//! count, a B-tree slot per (session, prefix) — would hold nothing the table does not.
+//! Adj-RIB-Out is what the session advertised per prefix, which the next UPDATE is the
+//! difference from; almost every slot holds one path, so a slot keeps one inline instead of a
+//! `Vec`'s separate allocation (in an eBGP fabric there is a slot per (session, prefix)).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ipnet::Ipv4Net;
+
+use crate::engine::bgp_state::PathAttrs;
+
+/// The paths advertised for one prefix: (path id, attributes), by path id.
+pub(crate) type Paths = Vec<(u32, Arc<PathAttrs>)>;
+
+/// Adj-RIB-In's counters (EOS PfxRcd/PfxAcc, BIRD "imported"): paths received and kept, and
+/// how many of them import policy accepted, over all prefixes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AdjIn {
+    pub received: u32,
+    pub accepted: u32,
+}
+
+impl AdjIn {
+    /// One prefix's paths from this session went from `old` to `new` (received, accepted).
+    pub(crate) fn replace(&mut self, old: (u32, u32), new: (u32, u32)) {
+        self.received = self.received - old.0 + new.0;
+        self.accepted = self.accepted - old.1 + new.1;
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Slot {
+    One((u32, Arc<PathAttrs>)),
+    /// ADD-PATH: several paths (never fewer than two).
+    Many(Box<[(u32, Arc<PathAttrs>)]>),
+}
+
+impl Slot {
+    fn as_slice(&self) -> &[(u32, Arc<PathAttrs>)] {
+        match self {
+            Slot::One(p) => std::slice::from_ref(p),
+            Slot::Many(v) => v,
+        }
+    }
+}
+
+/// Adj-RIB-Out: per prefix, what the session advertises; the path count kept (BIRD
+/// "exported").
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AdjOut {
+    slots: BTreeMap<Ipv4Net, Slot>,
+    paths: u32,
+}
+
+impl AdjOut {
+    /// What was advertised for `prefix` (empty: nothing).
+    pub(crate) fn get(&self, prefix: &Ipv4Net) -> &[(u32, Arc<PathAttrs>)] {
+        self.slots.get(prefix).map_or(&[], Slot::as_slice)
+    }
+
+    /// The prefixes something is advertised for, in order.
+    pub(crate) fn prefixes(&self) -> impl Iterator<Item = &Ipv4Net> {
+        self.slots.keys()
+    }
+
+    /// `prefix` is now advertised with `paths` (none: withdrawn).
+    pub(crate) fn set(&mut self, prefix: Ipv4Net, mut paths: Paths) {
+        let old = match paths.len() {
+            0 => self.slots.remove(&prefix),
+            1 => paths.pop().and_then(|p| self.slots.insert(prefix, Slot::One(p))),
+            _ => self.slots.insert(prefix, Slot::Many(paths.into_boxed_slice())),
+        };
+        let old = old.map_or(0, |s| s.as_slice().len());
+        self.paths = self.paths - old as u32 + self.get(&prefix).len() as u32;
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.slots.clear();
+        self.paths = 0;
+    }
+
+    /// Paths advertised, all prefixes.
+    pub(crate) fn paths(&self) -> u32 {
+        self.paths
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::bgp_state::BgpOrigin;
+
+    fn path(id: u32) -> (u32, Arc<PathAttrs>) {
+        let a = PathAttrs {
+            as_path: vec![id],
+            next_hop: None,
+            origin: BgpOrigin::Igp,
+            local_pref: None,
+            med: None,
+        };
+        (id, Arc::new(a))
+    }
+
+    #[test]
+    fn slots_hold_what_was_set_and_the_count_follows() {
+        let mut out = AdjOut::default();
+        let (p, q): (Ipv4Net, Ipv4Net) = ("10.0.0.0/24".parse().unwrap(), "10.0.1.0/24".parse().unwrap());
+        out.set(p, vec![path(1)]);
+        out.set(q, vec![path(1), path(2)]);
+        assert_eq!(out.paths(), 3);
+        assert_eq!(out.get(&q).iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2]);
+        out.set(q, vec![path(3)]);
+        assert_eq!((out.paths(), out.get(&q)[0].0), (2, 3));
+        out.set(p, Vec::new());
+        assert_eq!((out.paths(), out.get(&p).len()), (1, 0));
+        assert_eq!(out.prefixes().collect::<Vec<_>>(), [&q]);
+        out.clear();
+        assert_eq!(out.paths(), 0);
+    }
+}
