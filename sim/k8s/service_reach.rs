@@ -50,6 +50,9 @@ fn proxied_nodes<'a>(net: &'a Network, cluster: &'a Cluster) -> Vec<(&'a str, De
         .collect()
 }
 
+/// A reason and the nodes it holds for.
+type Reason<'a> = (String, Vec<&'a str>);
+
 /// How many nodes a finding names before it counts the rest.
 const NAMED: usize = 5;
 
@@ -91,7 +94,7 @@ pub fn service_findings(net: &Network, st: &State) -> Vec<String> {
     }
     // A failure whose reason names each node's own neighbour (its gateway's ICMP error) is one
     // line per node: past a few, the Service's lines become one that counts them.
-    let mut per_target: BTreeMap<(String, String, Vec<String>), Vec<(String, Vec<&str>)>> = BTreeMap::new();
+    let mut per_target: BTreeMap<(String, String, Vec<String>), Vec<Reason>> = BTreeMap::new();
     for ((svc, asked, why, on), ports) in lines {
         per_target.entry((svc, asked, ports)).or_default().push((why, on));
     }
