@@ -81,3 +81,32 @@ fn a_pod_left_pending_is_a_finding_with_the_schedulers_message() {
     let expected = format!("pod default/picky is Pending: FailedScheduling: {PICKY}");
     assert!(step.findings.contains(&expected), "{:?}", step.findings);
 }
+
+/// kube-scheduler's NodeResourcesFit counts the pods bound to a node against its allocatable
+/// pods, the kubelet's maxPods: with maxPods 2 every node is full once kube-proxy and
+/// calico-node run there, and CoreDNS cannot be placed.
+#[test]
+fn a_node_at_its_max_pods_takes_no_more() {
+    let dir = common::scratch("max-pods");
+    let topology = std::fs::read_to_string("tests/data/calico-encap-topology.yaml")
+        .expect("topology")
+        .replace(
+            "kubelet: {version: v1.28.15}",
+            "kubelet: {version: v1.28.15, max_pods: 2}",
+        );
+    std::fs::write(dir.join("calico-encap-topology.yaml"), topology).expect("write");
+    let scenario = std::fs::read_to_string("tests/data/services.yaml").expect("scenario");
+    std::fs::write(dir.join("services.yaml"), scenario).expect("write");
+    let run = common::run_file(dir.join("services.yaml").to_str().expect("utf-8"), "calico");
+    let findings: Vec<&String> = run.steps.iter().flat_map(|s| &s.findings).collect();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.contains("FailedScheduling: 0/3 nodes are available: 3 Too many pods.")),
+        "{findings:#?}"
+    );
+    let c = common::cluster(&run);
+    assert!(c
+        .kubelet_config_text("n2")
+        .is_some_and(|t| t.contains("\nmaxPods: 2\n")));
+}

@@ -261,3 +261,23 @@ fn etcd_writes_need_a_snapshot_first_and_run_on_the_control_plane() {
         )
     );
 }
+
+/// §6 item 12 / §5 C24: the stand's kubelets run with maxPods 300 (written into their
+/// /var/lib/kubelet/config.yaml); each node that comes back with a /22 (1022 addresses) is a
+/// finding at the step it registers again — the wider range gives no pods beyond 300.
+#[test]
+fn the_wider_ranges_give_no_pods_beyond_max_pods() {
+    let run = run_file(SCENARIO, "final");
+    let c = cluster(&run);
+    assert_eq!(c.max_pods("etcdhelper-node-0"), 300);
+    let config = c.kubelet_config_text("etcdhelper-node-0").expect("a kubelet config");
+    assert!(config.contains("\nmaxPods: 300\nmemorySwap: {}\n"), "{config}");
+    assert_eq!(
+        steps_with(
+            &run,
+            "kubelet on etcdhelper-node-3 runs with maxPods 300 while its podCIDR 10.212.12.0/22 has 1022 addresses"
+        ),
+        ["restart-kubelet-3"]
+    );
+    assert_eq!(steps_with(&run, "C24").len(), 4);
+}

@@ -204,6 +204,8 @@ struct RawKubelet {
     /// The address kubelet registers as the node's InternalIP: what its hostname resolves to
     /// (`/etc/hosts`) or its `--node-ip`.
     node_ip: Option<Spanned<String>>,
+    /// `maxPods` of the host's kubelet configuration (the kubelet-config it joins with).
+    max_pods: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize)]
@@ -395,9 +397,17 @@ impl<'a> Builder<'a> {
                             }
                         },
                     };
+                    let max_pods = k.value.max_pods.as_ref().and_then(|m| {
+                        if m.value == 0 {
+                            self.error(self.span(m), "expected maxPods of at least 1");
+                            return None;
+                        }
+                        Some(m.value)
+                    });
                     self.net.devices[id.idx()].kubelet = Some(Kubelet {
                         version: k.value.version.value.clone(),
                         node_ip,
+                        max_pods,
                     });
                 }
                 None => self.error(

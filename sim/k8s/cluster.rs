@@ -784,7 +784,8 @@ impl Cluster {
     /// Why kube-scheduler (v1.28) rejects `node` for `pod`: its filters that fabsim models run
     /// in the default profile's order — NodeUnschedulable, TaintToleration, NodeAffinity (the
     /// nodeSelector) — and a node's status is the first failure's reason
-    /// (`pkg/scheduler/framework/plugins/{nodeunschedulable,tainttoleration,nodeaffinity}`).
+    /// (`pkg/scheduler/framework/plugins/{nodeunschedulable,tainttoleration,nodeaffinity}`), then
+    /// NodeResourcesFit's pod count ("Too many pods"; fabsim's pods request no CPU or memory).
     /// None when the pod fits. A not-Ready node fails by its not-ready taint.
     fn unfit_reason(&self, pod: &Pod, node: &KNode, now: u64) -> Option<String> {
         if node.unschedulable && !taints::tolerates(pod, &Taint::unschedulable()) {
@@ -799,6 +800,16 @@ impl Cluster {
         }
         if !pod.node_selector.iter().all(|(k, v)| node.labels.get(k) == Some(v)) {
             return Some("node(s) didn't match Pod's node affinity/selector".into());
+        }
+        // NodeResourcesFit: the pods already bound there against the Node's allocatable pods
+        // (its kubelet's maxPods).
+        let bound = self
+            .pods
+            .iter()
+            .filter(|p| p.node.as_deref() == Some(node.name.as_str()))
+            .count();
+        if bound >= self.max_pods(&node.name) as usize {
+            return Some("Too many pods".into());
         }
         None
     }

@@ -415,6 +415,7 @@ pub fn init_cluster(
     // kube-controller-manager starts with the manifest's flags.
     cluster.start_node_ipam();
     cluster.add_node(&node, dev, ip, true, &kubelet.version, now);
+    cluster.declare_max_pods(&node, kubelet.max_pods);
     create_mirror_pods(&mut cluster, &node, now);
     cluster.create_pod(
         system_pod(Owner::DaemonSet("kube-proxy".into()), None, Some(&node), true),

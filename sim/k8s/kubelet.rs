@@ -94,6 +94,7 @@ pub(super) fn register(net: &mut Network, st: &State, dev: DeviceId, now: u64) -
     cluster.kubelets_down.remove(&node);
     cluster.kubelet_back(&node);
     cluster.ensure_kubelet_config(&node);
+    cluster.declare_max_pods(&node, kubelet.max_pods);
     if cluster.node(&node).is_none() {
         // kubeadm's role label and taint are not set again (only `kubeadm init|join` marks a
         // control-plane node), but the kubelet of the control-plane host creates the static

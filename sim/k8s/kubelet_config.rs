@@ -22,11 +22,16 @@ pub struct KubeletDns {
     pub cluster_domain: String,
 }
 
+/// The kubelet's `maxPods` default (`KubeletConfiguration` defaulting).
+pub const DEFAULT_MAX_PODS: u32 = 110;
+
 /// The file on one node and what its running kubelet read from it.
 #[derive(Clone, Debug)]
 pub struct KubeletConfig {
     pub text: String,
     pub running: KubeletDns,
+    /// `maxPods` as the running kubelet read it: the Node's allocatable pods.
+    pub running_max_pods: u32,
 }
 
 /// The KubeletConfiguration kubeadm v1.28 writes on an Ubuntu host (systemd-resolved, hence
@@ -84,9 +89,9 @@ volumeStatsAggPeriod: 0s
     )
 }
 
-/// What the kubelet reads from the file: `clusterDNS` (IPs) and `clusterDomain`, or why it
-/// cannot start with it.
-fn read(text: &str) -> Result<KubeletDns, String> {
+/// What the kubelet reads from the file: `clusterDNS` (IPs), `clusterDomain` and `maxPods`, or
+/// why it cannot start with it.
+fn read(text: &str) -> Result<(KubeletDns, u32), String> {
     let doc: serde_json::Value = serde_saphyr::from_str(text)
         .map_err(|e| format!("failed to load kubelet config file {KUBELET_CONFIG_PATH}: {e}"))?;
     let mut cluster_dns = Vec::new();
@@ -103,10 +108,20 @@ fn read(text: &str) -> Result<KubeletDns, String> {
         .and_then(|v| v.as_str())
         .unwrap_or_default()
         .to_string();
-    Ok(KubeletDns {
-        cluster_dns,
-        cluster_domain,
-    })
+    let max_pods = match doc.get("maxPods") {
+        None => DEFAULT_MAX_PODS,
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("maxPods `{v}` in {KUBELET_CONFIG_PATH} is not a number of pods"))?,
+    };
+    Ok((
+        KubeletDns {
+            cluster_dns,
+            cluster_domain,
+        },
+        max_pods,
+    ))
 }
 
 impl Cluster {
@@ -126,7 +141,31 @@ impl Cluster {
             .or_insert_with(|| KubeletConfig {
                 text: kubeadm_text(&dns),
                 running: dns,
+                running_max_pods: DEFAULT_MAX_PODS,
             });
+    }
+
+    /// The host's kubelet configuration sets `maxPods` (the topology's `kubelet: max_pods`):
+    /// the line in the file kubeadm just wrote, in its alphabetical place, and what the kubelet
+    /// runs with. A file that says `maxPods` already is left as it is.
+    pub(super) fn declare_max_pods(&mut self, node: &str, max_pods: Option<u32>) {
+        let (Some(n), Some(c)) = (max_pods, self.kubelet_configs.get_mut(node)) else {
+            return;
+        };
+        if c.text.contains("\nmaxPods:") {
+            return;
+        }
+        c.text = c
+            .text
+            .replacen("\nmemorySwap:", &format!("\nmaxPods: {n}\nmemorySwap:"), 1);
+        c.running_max_pods = n;
+    }
+
+    /// The pods the kubelet on `node` admits (its Node's allocatable `pods`).
+    pub fn max_pods(&self, node: &str) -> u32 {
+        self.kubelet_configs
+            .get(node)
+            .map_or(DEFAULT_MAX_PODS, |c| c.running_max_pods)
     }
 
     /// The DNS settings the kubelet on `node` runs with (a cluster read from a snapshot has no
@@ -154,8 +193,31 @@ impl Cluster {
         let Some(c) = self.kubelet_configs.get_mut(node) else {
             return Ok(());
         };
-        c.running = read(&c.text)?;
+        (c.running, c.running_max_pods) = read(&c.text)?;
         Ok(())
+    }
+
+    /// Finding C24 (k8s-cidr-migrations.md §5, §3 "effective pods per node", §6 item 12): a
+    /// node whose podCIDR is wider than kubeadm's /24 — a range widened for more pods — while
+    /// its kubelet's maxPods is below the range's addresses: the wider range gives no pods
+    /// beyond maxPods.
+    pub fn max_pods_findings(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter_map(|n| {
+                let cidr = n.pod_cidr?;
+                let addresses = (1u64 << (32 - u32::from(cidr.prefix_len()))).saturating_sub(2);
+                let max_pods = self.max_pods(&n.name);
+                (cidr.prefix_len() < 24 && u64::from(max_pods) < addresses).then(|| {
+                    format!(
+                        "kubelet on {} runs with maxPods {max_pods} while its podCIDR {cidr} has {addresses} addresses: \
+                         the wider range gives no pods beyond {max_pods} (raise maxPods in {KUBELET_CONFIG_PATH} and \
+                         restart the kubelet; k8s-cidr-migrations.md §5 C24)",
+                        n.name
+                    )
+                })
+            })
+            .collect()
     }
 
     /// Findings (k8s-cidr-migrations.md §5 C17): kubelets whose `clusterDNS` is not
@@ -179,7 +241,7 @@ impl Cluster {
                     list(&c.running.cluster_dns)
                 ));
             }
-            if let Ok(on_disk) = read(&c.text) {
+            if let Ok((on_disk, _)) = read(&c.text) {
                 if on_disk != c.running {
                     out.push(format!(
                         "{KUBELET_CONFIG_PATH} on {node} says clusterDNS [{}] but the kubelet still runs with [{}]: \
@@ -209,7 +271,7 @@ mod tests {
             text.contains("clusterDNS:\n- 10.96.0.10\nclusterDomain: cluster.local\n"),
             "{text}"
         );
-        assert_eq!(read(&text), Ok(dns));
+        assert_eq!(read(&text), Ok((dns, DEFAULT_MAX_PODS)));
         let bad = text.replace("- 10.96.0.10", "- 10.100.0.300");
         assert!(read(&bad).unwrap_err().contains("clusterDNS `10.100.0.300`"));
     }

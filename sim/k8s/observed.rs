@@ -160,6 +160,7 @@ fn nodes(net: &mut Network, ds: &Datastore, first_file: &str) -> Result<Cluster,
             d.kubelet = Some(Kubelet {
                 version: kubelet,
                 node_ip: Some(*ip),
+                max_pods: None,
             });
         }
         if let (Some(k), Some(knode)) = (&n.kube, cluster.nodes.last_mut()) {

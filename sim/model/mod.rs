@@ -114,6 +114,9 @@ pub struct Kubelet {
     /// The InternalIP kubelet registers (its hostname's `/etc/hosts` address, or `--node-ip`);
     /// None: the address of the interface with the default route.
     pub node_ip: Option<Ipv4Addr>,
+    /// `maxPods` in the KubeletConfiguration kubeadm writes on this host (none: the kubelet's
+    /// default, 110).
+    pub max_pods: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
