@@ -169,6 +169,16 @@ pub enum ProbeKind {
     Tcp { dst_port: u16 },
 }
 
+impl ProbeKind {
+    /// A connection (TCP) or datagram (UDP) to `dst_port`, as a Service port names it.
+    pub fn to_port(protocol: L4, dst_port: u16) -> ProbeKind {
+        match protocol {
+            L4::Tcp => ProbeKind::Tcp { dst_port },
+            L4::Udp => ProbeKind::Udp { dst_port },
+        }
+    }
+}
+
 /// The source address Linux picks for a route without `src`: the egress interface's address,
 /// or, when it has none (a pod's `caliX` veth), the first global address of the box in
 /// interface order (`inet_select_addr`).
@@ -968,10 +978,7 @@ impl Walk<'_> {
             masquerade: node_port || proxy.masquerades(pkt.src, endpoint),
         });
         pkt.dst = endpoint;
-        pkt.kind = Payload::Request(match protocol {
-            L4::Tcp => ProbeKind::Tcp { dst_port: target_port },
-            L4::Udp => ProbeKind::Udp { dst_port: target_port },
-        });
+        pkt.kind = Payload::Request(ProbeKind::to_port(protocol, target_port));
         ServiceVerdict::Dnat
     }
 

@@ -482,32 +482,11 @@ impl Cluster {
 /// Go's `time.ParseDuration` for what a runbook writes (`90s`, `5m`, `1h30m`, `500ms`, `0`):
 /// milliseconds, or the text back when it is not a duration.
 fn go_duration(text: &str) -> Result<u64, String> {
+    // A bare `0` is the one unitless duration Go accepts; the rest is the scenario's syntax.
     if text == "0" {
         return Ok(0);
     }
-    let bad = || text.to_string();
-    let mut rest = text;
-    let mut total: u64 = 0;
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-        let (num, after) = rest.split_at(digits);
-        let n: u64 = num.parse().map_err(|_| bad())?;
-        let unit_len = after.find(|c: char| c.is_ascii_digit()).unwrap_or(after.len());
-        let (unit, next) = after.split_at(unit_len);
-        let mult = match unit {
-            "ms" => 1,
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            _ => return Err(bad()),
-        };
-        total = n.checked_mul(mult).and_then(|v| total.checked_add(v)).ok_or_else(bad)?;
-        rest = next;
-    }
-    Ok(total)
+    crate::scenario::parse_duration(text).ok_or_else(|| text.to_string())
 }
 
 /// Go's `time.Duration.String()` of whole milliseconds: `1m0s`, `1h30m0s`, `5s`, `1.5s`,

@@ -13,7 +13,7 @@ use super::cluster::Cluster;
 use super::services::{Service, ServicePort, ServiceType};
 use crate::dataplane::{error_text, probe, IcmpError, Probe, ProbeKind, ProbeOutcome};
 use crate::engine::State;
-use crate::model::{DeviceId, Network, L4};
+use crate::model::{DeviceId, Network};
 
 /// What became of one request to a Service.
 fn verdict(p: &Probe, dst: Ipv4Addr) -> Option<String> {
@@ -30,13 +30,6 @@ fn verdict(p: &Probe, dst: Ipv4Addr) -> Option<String> {
         (ProbeOutcome::Lost { reason }, _) => Some(reason.clone()),
         (ProbeOutcome::LocalNoRoute, _) => Some(format!("no route to {dst}")),
         (ProbeOutcome::Error { from, error, .. }, _) => Some(format!("{from}: {}", error_text(error))),
-    }
-}
-
-fn kind_of(p: &ServicePort) -> ProbeKind {
-    match p.protocol {
-        L4::Tcp => ProbeKind::Tcp { dst_port: p.port },
-        L4::Udp => ProbeKind::Udp { dst_port: p.port },
     }
 }
 
@@ -76,7 +69,10 @@ pub fn service_findings(net: &Network, st: &State) -> Vec<String> {
         let name = format!("{}/{}", svc.namespace, svc.name);
         for port in &svc.ports {
             for (node, dev, _) in &nodes {
-                if let Some(why) = verdict(&probe(net, st, *dev, ip, 64, kind_of(port), 0), ip) {
+                if let Some(why) = verdict(
+                    &probe(net, st, *dev, ip, 64, ProbeKind::to_port(port.protocol, port.port), 0),
+                    ip,
+                ) {
                     let label = format!("{}/{}", port.port, port.protocol.as_str());
                     failed
                         .entry((name.clone(), ip.to_string(), label, why))
@@ -151,10 +147,7 @@ fn node_port_failures<'a>(
     if nodes.len() < 2 {
         return;
     }
-    let kind = match port.protocol {
-        L4::Tcp => ProbeKind::Tcp { dst_port: node_port },
-        L4::Udp => ProbeKind::Udp { dst_port: node_port },
-    };
+    let kind = ProbeKind::to_port(port.protocol, node_port);
     let previous = nodes.iter().cycle().skip(nodes.len() - 1);
     for ((node, _, addr), (source, from, _)) in nodes.iter().zip(previous) {
         if let Some(why) = verdict(&probe(net, st, *from, *addr, 64, kind, 0), *addr) {
