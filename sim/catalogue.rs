@@ -16,6 +16,17 @@ const MANIFESTS: &str = include_str!("../catalogue/manifests.yaml");
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub calico: Option<CalicoManifest>,
+    pub flannel: Option<FlannelManifest>,
+}
+
+/// kube-flannel.yml: the `kube-flannel-ds` DaemonSet (flanneld `--ip-masq --kube-subnet-mgr`)
+/// and the `kube-flannel-cfg` ConfigMap.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlannelManifest {
+    pub version: String,
+    /// `Network` of the ConfigMap's `net-conf.json` (the VXLAN backend).
+    pub network: ipnet::Ipv4Net,
 }
 
 /// The Calico manifest (`calico.yaml`): calico-node as a DaemonSet, calico-kube-controllers.

@@ -12,6 +12,7 @@ use super::control_plane::ControlPlane;
 use super::disruption::Pdb;
 use super::dns::PodDns;
 use super::drain::DrainNote;
+use super::flannel::Flannel;
 use super::host_local::HostLocalStore;
 use super::kubelet_config::KubeletConfig;
 use super::names;
@@ -35,6 +36,11 @@ const NODE_CIDR_MASK: u8 = 24;
 /// it is smaller than one node's.
 pub(super) fn node_mask(pod_cidr: Ipv4Net) -> u8 {
     NODE_CIDR_MASK.max(pod_cidr.prefix_len())
+}
+
+/// A pod of kube-flannel.yml's DaemonSet.
+pub(super) fn is_flannel_pod(pod: &Pod) -> bool {
+    pod.namespace == super::flannel::NAMESPACE && pod.owner == Owner::DaemonSet(super::flannel::DAEMONSET.into())
 }
 
 #[derive(Clone, Debug)]
@@ -115,6 +121,9 @@ pub struct Cluster {
     /// Each node's last `kubectl drain` that did not finish or used `--force` (`drain`), for
     /// the C19 findings; a drain that finishes cleanly clears it.
     pub drains: BTreeMap<String, DrainNote>,
+    /// Flannel, when its manifest was applied (`flannel`): the ConfigMap's Network, flanneld
+    /// per node, and each host's files and interfaces.
+    pub flannel: Option<Flannel>,
 }
 
 /// A node whose kubelet stopped: containers keep running, nothing new starts there, and the
@@ -319,6 +328,7 @@ impl Cluster {
             kubernetes_service_due: None,
             pdbs: Vec::new(),
             drains: BTreeMap::new(),
+            flannel: None,
         }
     }
 
@@ -372,13 +382,16 @@ impl Cluster {
         });
     }
 
-    /// A node is Ready at `now` once its CNI is initialised (calico-node has started on it),
-    /// as long as its kubelet runs; a stopped kubelet's Node keeps its last Ready for the
-    /// node-monitor grace period.
+    /// A node is Ready at `now` once its CNI is initialised (calico-node has started on it;
+    /// Flannel's install-cni wrote its configuration), as long as its kubelet runs; a stopped
+    /// kubelet's Node keeps its last Ready for the node-monitor grace period.
     pub fn ready(&self, node: &str, now: u64) -> bool {
         match self.kubelets_down.get(node) {
             Some(down) => down.was_ready && now < down.stale_from_ms,
-            None => self.calico.as_ref().is_some_and(|c| c.is_started(node)),
+            None => {
+                self.calico.as_ref().is_some_and(|c| c.is_started(node))
+                    || self.flannel.as_ref().is_some_and(|f| f.cni_ready(node))
+            }
         }
     }
 
@@ -601,6 +614,10 @@ impl Cluster {
 
     /// The CNI DEL of a pod's sandbox: its address goes back to IPAM.
     pub(super) fn release(&mut self, pod: &Pod) {
+        if let (Some(flannel), Some(ip), Some(node)) = (self.flannel.as_mut(), pod.ip, pod.node.as_deref()) {
+            flannel.release(node, ip);
+            return;
+        }
         let host_local = self
             .calico
             .as_ref()
@@ -646,6 +663,11 @@ impl Cluster {
                 calico.stop_node(n);
             }
         }
+        if let Some(flannel) = self.flannel.as_mut() {
+            for n in nodes {
+                flannel.stop(n);
+            }
+        }
         for i in 0..self.pods.len() {
             let on_node = self.pods[i].node.as_ref().is_some_and(|n| nodes.contains(n));
             if on_node {
@@ -665,8 +687,78 @@ impl Cluster {
     }
 
     /// Schedule pending pods and start those whose node can run them: pinned pods first, in
-    /// pin order (the order their CNI calls ran), then the rest in creation order.
+    /// pin order (the order their CNI calls ran), then the rest in creation order. A flannel
+    /// pod that starts in a pass gives its node a CNI, so the node's pods get a second pass.
     pub fn reconcile(&mut self, now: u64) {
+        for i in 0..self.pods.len() {
+            let node = self.pods[i].node.as_deref();
+            let stopped = self
+                .flannel
+                .as_ref()
+                .zip(node)
+                .is_some_and(|(f, n)| !f.is_started(n) && !self.kubelets_down.contains_key(n));
+            if stopped && self.pods[i].phase == PodPhase::Running && is_flannel_pod(&self.pods[i]) {
+                self.start_flanneld(i);
+            }
+        }
+        let started = self.flannel.as_ref().map(|f| f.daemons.len());
+        self.reconcile_pass(now);
+        if self.flannel.as_ref().map(|f| f.daemons.len()) != started {
+            self.reconcile_pass(now);
+        }
+    }
+
+    /// flanneld in the flannel pod `i` starts (`Flannel::start`); when it exits, the pod shows
+    /// what the kubelet shows of a crash-looping container.
+    fn start_flanneld(&mut self, i: usize) {
+        let Some((flannel, node)) = self.flannel.as_mut().zip(self.pods[i].node.clone()) else {
+            return;
+        };
+        let pod_cidr = self.nodes.iter().find(|n| n.name == node).and_then(|n| n.pod_cidr);
+        flannel.start(&node, pod_cidr, super::realize::HOST_MTU);
+        let failed = match flannel.daemons.get(&node) {
+            Some(super::flannel::Flanneld::Failed(log)) => Some(log.clone()),
+            _ => None,
+        };
+        let pod = &mut self.pods[i];
+        pod.facts = failed.map(|log| PodFacts {
+            injected_ms: pod.started_ms.unwrap_or_default(),
+            ready: Some("0/1".into()),
+            status: Some("CrashLoopBackOff".into()),
+            log: Some(format!("{log}\n")),
+            ..PodFacts::default()
+        });
+    }
+
+    /// Flannel's findings (`Flannel::findings`) and C4's: kube-controller-manager's
+    /// `--cluster-cidr` must lie inside the ConfigMap's `Network`, or flanneld exits on every
+    /// node that gets a podCIDR outside it.
+    pub fn flannel_findings(&self) -> Vec<String> {
+        let Some(flannel) = self.flannel.as_ref() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if let Some((cidr, _)) = self.node_ipam_settings().filter(|(c, _)| !flannel.network.contains(c)) {
+            out.push(format!(
+                "kube-controller-manager allocates podCIDRs from {cidr}, outside Network {} in ConfigMap {}/{}: \
+                 flanneld refuses the lease of every node given one outside it (k8s-cidr-migrations.md §5 C4)",
+                flannel.network,
+                super::flannel::NAMESPACE,
+                super::flannel::CONFIGMAP
+            ));
+        }
+        let pod_cidrs = self.nodes.iter().map(|n| (n.name.clone(), n.pod_cidr)).collect();
+        out.extend(flannel.findings(&pod_cidrs));
+        out
+    }
+
+    /// `/run/flannel/subnet.env` on the host of `node`, if flanneld wrote it.
+    pub fn flannel_subnet_env(&self, node: &str) -> Option<String> {
+        let host = self.flannel.as_ref()?.hosts.get(node)?;
+        host.subnet_env.map(|e| e.text())
+    }
+
+    fn reconcile_pass(&mut self, now: u64) {
         for i in self.start_order() {
             // A Terminating pod is never started again.
             if self.pods[i].phase == PodPhase::Running || self.pods[i].deleted_ms.is_some() {
@@ -703,6 +795,21 @@ impl Cluster {
             let pod = &self.pods[i];
             let cid = names::container_id(&pod.namespace, &pod.name, self.sandboxes);
             let handle = format!("k8s-pod-network.{cid}");
+            if let Some(flannel) = self.flannel.as_mut() {
+                match flannel.add(&node, &cid) {
+                    Ok(ip) => {
+                        self.pods[i].ip = Some(ip);
+                        self.pods[i].container_id = Some(cid);
+                        self.start(i, now);
+                    }
+                    Err(e) => {
+                        self.pods[i].waiting = Some(format!(
+                            "{SANDBOX_FAILED} \"{cid}\": plugin type=\"flannel\" failed (add): {e}"
+                        ))
+                    }
+                }
+                continue;
+            }
             let Some(calico) = self.calico.as_mut() else { continue };
             let assigned = match calico.cni_ipam {
                 CniIpam::CalicoIpam => calico.assign(&node, &handle, now).map_err(|e| e.to_string()),
@@ -740,6 +847,9 @@ impl Cluster {
         pod.phase = PodPhase::Running;
         pod.started_ms = Some(now);
         pod.waiting = None;
+        if is_flannel_pod(pod) {
+            self.start_flanneld(i);
+        }
     }
 
     fn start_order(&self) -> Vec<usize> {

@@ -17,12 +17,14 @@ use super::calico_datastore;
 use super::cluster::{Cluster, Owner, Pin, PodSpec, Template};
 use super::control_plane::ControlPlane;
 use super::disruption;
+use super::flannel::{self, Flannel};
 use super::manifests::KubeadmValues;
 use super::node_ops;
 use super::rollout;
 use super::service_cmd;
 use crate::calico::autodetect::{HostFacts, HostIface};
 use crate::calico::install::Calico;
+use crate::catalogue::FlannelManifest;
 use crate::dataplane::probe_source;
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
@@ -215,7 +217,14 @@ pub fn run_line(
         }
         "kubectl" => kubectl(net, st, &args, ctx),
         "calicoctl" => calico_datastore::calicoctl(net, &args, ctx),
-        "ip" => super::ip_cmd::ip(net, st, dev, &args),
+        "ip" => {
+            let out = super::ip_cmd::ip(net, st, dev, &args)?;
+            // The kubelet retries failed sandboxes (a CNI ADD that failed on a stale cni0).
+            if let Some(c) = net.cluster.as_deref_mut() {
+                c.reconcile(now);
+            }
+            Ok(out)
+        }
         "sed" => super::control_plane::sed(net, dev, &args, ctx),
         "etcdctl" => super::etcd::etcdctl(net, dev, &args, now),
         "etcdhelper" | "./etcdhelper" => super::etcd::etcdhelper(net, dev, &args, now),
@@ -825,6 +834,9 @@ fn create_pod_from_manifest(
 }
 
 fn apply_manifest(net: &mut Network, st: &State, url: &str, now: u64) -> Result<CommandOutcome, String> {
+    if let Some(f) = crate::catalogue::manifest(url).and_then(|m| m.flannel.as_ref()) {
+        return install_flannel(net, f, now);
+    }
     if !install_calico(net, url, now)? {
         return Ok(CommandOutcome::ok(
             "daemonset.apps/calico-node unchanged\ndeployment.apps/calico-kube-controllers unchanged\n",
@@ -839,6 +851,46 @@ fn apply_manifest(net: &mut Network, st: &State, url: &str, now: u64) -> Result<
     Ok(CommandOutcome::ok(
         "daemonset.apps/calico-node created\ndeployment.apps/calico-kube-controllers created\n",
     ))
+}
+
+/// kube-flannel.yml: the ConfigMap's Network, and a flannel pod on every node, whose
+/// flanneld starts with it (`Cluster::reconcile`). kubectl lists the manifest's objects in
+/// its order.
+fn install_flannel(net: &mut Network, manifest: &FlannelManifest, now: u64) -> Result<CommandOutcome, String> {
+    let cluster = net.cluster.as_deref_mut().ok_or("no cluster")?;
+    let verb = if cluster.flannel.is_some() {
+        "unchanged"
+    } else {
+        if cluster.calico.is_some() {
+            return Err(
+                "kubectl apply of kube-flannel.yml: Calico is installed already; fabsim models one CNI per cluster"
+                    .into(),
+            );
+        }
+        cluster.flannel = Some(Flannel::new(&manifest.version, manifest.network));
+        let nodes: Vec<String> = cluster.nodes.iter().map(|n| n.name.clone()).collect();
+        for node in &nodes {
+            cluster.create_pod(flannel_pod(node), now);
+        }
+        cluster.reconcile(now);
+        "created"
+    };
+    Ok(CommandOutcome::ok(format!(
+        "namespace/kube-flannel {verb}\n\
+         clusterrole.rbac.authorization.k8s.io/flannel {verb}\n\
+         clusterrolebinding.rbac.authorization.k8s.io/flannel {verb}\n\
+         serviceaccount/flannel {verb}\n\
+         configmap/kube-flannel-cfg {verb}\n\
+         daemonset.apps/kube-flannel-ds {verb}\n"
+    )))
+}
+
+/// The kube-flannel-ds pod of `node` (host network, tolerates every NoSchedule taint).
+pub(super) fn flannel_pod(node: &str) -> PodSpec {
+    PodSpec {
+        namespace: flannel::NAMESPACE.into(),
+        ..system_pod(Owner::DaemonSet(flannel::DAEMONSET.into()), None, Some(node), true)
+    }
 }
 
 /// The catalogue manifest `url` installs Calico: the datastore and calico-node's environment,
@@ -885,6 +937,11 @@ pub fn restart_nodes(net: &mut Network, st: &State, devices: &[DeviceId], now: u
         .map(|n| n.name.clone())
         .collect();
     cluster.reboot_nodes(&nodes);
+    if let Some(flannel) = cluster.flannel.as_mut() {
+        for n in &nodes {
+            flannel.reboot(n);
+        }
+    }
     start_calico_nodes(net, st, now)?;
     if let Some(c) = net.cluster.as_mut() {
         c.reconcile(now);

@@ -1,4 +1,5 @@
-//! iproute2 commands that change a Linux host: `ip link set [dev] IF up|down` and `ip route
+//! iproute2 commands that change a Linux host: `ip link set [dev] IF up|down`, `ip link delete
+//! [dev] IF` of Flannel's devices (`flannel_realize::link_delete`) and `ip route
 //! add|del|replace PREFIX [via GW] [dev IF] [metric N] [proto boot] [onlink]`, with the
 //! kernel's checks and iproute2's error texts.
 //!
@@ -23,7 +24,7 @@ use crate::model::{DeviceId, IfId, Network, RouteOrigin, StaticRoute};
 /// and the other read-only forms are views.)
 pub(crate) fn is_change(args: &[&str]) -> bool {
     match args {
-        [obj, cmd, ..] if is_object(obj, "link") => abbreviates(cmd, "set"),
+        [obj, cmd, ..] if is_object(obj, "link") => abbreviates(cmd, "set") || abbreviates(cmd, "delete"),
         [obj, cmd, ..] if is_object(obj, "route") => ROUTE_CHANGES.iter().any(|c| abbreviates(cmd, c)),
         _ => false,
     }
@@ -53,6 +54,9 @@ fn rtnetlink(message: &str) -> CommandOutcome {
 pub(crate) fn ip(net: &mut Network, st: &State, dev: DeviceId, args: &[&str]) -> Result<CommandOutcome, String> {
     match args {
         [obj, cmd, rest @ ..] if is_object(obj, "link") && abbreviates(cmd, "set") => link_set(net, st, dev, rest),
+        [obj, cmd, rest @ ..] if is_object(obj, "link") && abbreviates(cmd, "delete") => {
+            super::flannel_realize::link_delete(net, dev, rest)
+        }
         [obj, cmd, rest @ ..] if is_object(obj, "route") => {
             let spec = RouteSpec::parse(net, dev, rest)?;
             if abbreviates(cmd, "add") {
@@ -67,7 +71,10 @@ pub(crate) fn ip(net: &mut Network, st: &State, dev: DeviceId, args: &[&str]) ->
                 ))
             }
         }
-        _ => Err("fabsim changes a host with `ip link set IF up|down` and `ip route add|del|replace`".into()),
+        _ => Err(
+            "fabsim changes a host with `ip link set IF up|down`, `ip link delete cni0|flannel.1` and `ip route add|del|replace`"
+                .into(),
+        ),
     }
 }
 

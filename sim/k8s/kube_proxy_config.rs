@@ -14,7 +14,8 @@ use super::command::CommandOutcome;
 use crate::model::Network;
 
 /// `kubectl apply -f` of a ConfigMap: None when the document is not one. fabsim applies the
-/// `kube-system/kube-proxy` ConfigMap (its `clusterCIDR`); another ConfigMap is an error.
+/// `kube-system/kube-proxy` ConfigMap (its `clusterCIDR`) and Flannel's (`flannel::apply_config`);
+/// another ConfigMap is an error.
 pub(super) fn apply(net: &mut Network, text: &str, namespace: &str) -> Option<Result<CommandOutcome, String>> {
     let doc: serde_json::Value = serde_saphyr::from_str(text).ok()?;
     if doc.get("kind").and_then(|k| k.as_str()) != Some("ConfigMap") {
@@ -23,9 +24,13 @@ pub(super) fn apply(net: &mut Network, text: &str, namespace: &str) -> Option<Re
     let str_at = |p: &str| doc.pointer(p).and_then(|v| v.as_str());
     let name = str_at("/metadata/name").unwrap_or_default();
     let ns = str_at("/metadata/namespace").unwrap_or(namespace);
+    if (ns, name) == (super::flannel::NAMESPACE, super::flannel::CONFIGMAP) {
+        return Some(super::flannel::apply_config(net, &doc));
+    }
     if (ns, name) != ("kube-system", "kube-proxy") {
         return Some(Err(format!(
-            "kubectl apply of ConfigMap {ns}/{name}: fabsim applies the kube-system/kube-proxy ConfigMap only"
+            "kubectl apply of ConfigMap {ns}/{name}: fabsim applies the kube-system/kube-proxy and \
+             kube-flannel/kube-flannel-cfg ConfigMaps only"
         )));
     }
     let Some(conf) = str_at("/data/config.conf") else {

@@ -14,6 +14,7 @@ use super::cluster::{Cluster, KubeletDown, Owner};
 use super::command::{
     create_mirror_pods, internal_ip, kubelet_of, node_name, start_calico_nodes, system_pod, CommandOutcome, Context,
 };
+use super::flannel;
 use super::host_local;
 use crate::engine::State;
 use crate::model::{DeviceId, Network};
@@ -117,6 +118,9 @@ pub(super) fn register(net: &mut Network, st: &State, dev: DeviceId, now: u64) -
                 now,
             );
         }
+        if cluster.flannel.is_some() {
+            cluster.create_pod(super::command::flannel_pod(&node), now);
+        }
     }
     start_calico_nodes(net, st, now)?;
     if let Some(c) = net.cluster.as_mut() {
@@ -166,15 +170,30 @@ pub(super) fn rm_cni_files(net: &mut Network, dev: DeviceId, args: &[&str]) -> R
             args.join(" ")
         ));
     }
-    // host-local's reservations go with their directory or anything above it.
-    let clears_host_local = paths.iter().any(|p| {
-        let p = p.trim_end_matches('*').trim_end_matches('/');
-        host_local::STATE_DIR == p
-            || host_local::STATE_DIR.starts_with(&format!("{p}/"))
-            || p.starts_with(&format!("{}/", host_local::STATE_DIR))
-    });
-    if let Some(cluster) = net.cluster.as_deref_mut().filter(|_| clears_host_local) {
+    // A directory's state goes with it, anything above it or anything in it.
+    let clears = |dir: &str| {
+        paths.iter().any(|p| {
+            let p = p.trim_end_matches('*').trim_end_matches('/');
+            dir == p || dir.starts_with(&format!("{p}/")) || p.starts_with(&format!("{dir}/"))
+        })
+    };
+    if let Some(cluster) = net.cluster.as_deref_mut().filter(|_| clears(host_local::STATE_DIR)) {
         cluster.host_local.remove(&node);
+    }
+    // Flannel's: host-local's `cbr0` directory, and the configuration install-cni wrote.
+    let (clears_cbr0, clears_conf) = (clears(flannel::STATE_DIR), clears(CNI_DIRS[0]));
+    if let Some(host) = net
+        .cluster
+        .as_deref_mut()
+        .and_then(|c| c.flannel.as_mut())
+        .and_then(|f| f.hosts.get_mut(&node))
+    {
+        if clears_cbr0 {
+            host.host_local = Default::default();
+        }
+        if clears_conf {
+            host.cni_conf = false;
+        }
     }
     Ok(CommandOutcome::ok(""))
 }

@@ -51,6 +51,8 @@ mod dns;
 mod drain;
 mod etcd;
 mod external_overlap;
+mod flannel;
+mod flannel_realize;
 mod host_local;
 pub(crate) mod ip_cmd;
 mod kube_proxy_config;
@@ -84,6 +86,7 @@ pub use dns::{
     dns_findings, query as dns_query, resolve as resolve_name, Answer as DnsAnswer, PodDns, Reached as DnsReached,
 };
 pub use drain::DrainNote;
+pub use flannel::{Flannel, Flanneld, SUBNET_ENV as FLANNEL_SUBNET_ENV};
 pub use kube_proxy_config::wrong_source_findings;
 pub use kubeadm_config::kubeadm_config;
 pub use kubelet_config::KUBELET_CONFIG_PATH;

@@ -46,6 +46,14 @@ pub fn veth_name(namespace: &str, pod: &str) -> String {
     format!("cali{}", &hex[..11])
 }
 
+/// The host end of a pod's veth as the bridge plugin names it (`ip.RandomVethName`: `veth` +
+/// 4 random bytes in hex); fabsim derives the bytes from the pod's identity.
+pub fn bridge_veth_name(namespace: &str, pod: &str) -> String {
+    let digest = Sha1::digest(format!("veth/{namespace}/{pod}").as_bytes());
+    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("veth{hex}")
+}
+
 /// The network namespace containerd creates for a pod sandbox, `cni-` + 16 random bytes as
 /// 8-4-4-4-12 hex (no UUID version bits: the lab's `cni-62e568eb-e285-550c-1c3a-5e86eb5dd440`);
 /// fabsim derives the bytes from the pod's identity.

@@ -508,6 +508,9 @@ fn delete_nodes(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOut
             calico.stop_node(name);
             calico.datastore.nodes.remove(name);
         }
+        if let Some(flannel) = cluster.flannel.as_mut() {
+            flannel.node_deleted(name);
+        }
         realize::forget_node(net, node.device);
         out += &format!("node \"{name}\" deleted\n");
     }

@@ -1,4 +1,5 @@
-//! The cluster made into network: what the CNI, felix and confd put on each node.
+//! The cluster made into network: what the CNI, felix and confd put on each node (Flannel's
+//! part: `flannel_realize`).
 //!
 //! - a started pod is a network namespace (a device named like the pod) with `eth0` holding
 //!   its /32, `169.254.1.1 dev eth0 scope link` and `default via 169.254.1.1 dev eth0`; the
@@ -35,7 +36,7 @@ use crate::model::{
 };
 
 /// The MTU of the hosts' NICs (felix derives the pod MTU from it).
-const HOST_MTU: u32 = 1500;
+pub(super) const HOST_MTU: u32 = 1500;
 /// The pod's gateway: never configured anywhere, answered by the host's proxy ARP.
 const POD_GATEWAY: Ipv4Addr = Ipv4Addr::new(169, 254, 1, 1);
 
@@ -46,6 +47,7 @@ pub fn realize(net: &mut Network) -> Result<Vec<Diagnostic>, InputError> {
         return Ok(Vec::new());
     };
     super::services::program_kube_proxy(net, &cluster);
+    super::flannel_realize::realize(net, &mut cluster);
     let result = realize_cluster(net, &mut cluster);
     net.cluster = Some(cluster);
     result
@@ -232,7 +234,7 @@ pub struct Netns {
     pub host: Option<IfId>,
 }
 
-fn new_netns(net: &mut Network, ns: &str, name: &str, image: &str, ipip: bool) -> Netns {
+pub(super) fn new_netns(net: &mut Network, ns: &str, name: &str, image: &str, ipip: bool) -> Netns {
     let span = Span::new(format!("pod {ns}/{name}"), 1, 1);
     // A pod is named like itself unless a device already has that name.
     let dev_name = if net.device_by_name(name).is_some() {
@@ -272,29 +274,10 @@ fn new_netns(net: &mut Network, ns: &str, name: &str, image: &str, ipip: bool) -
         net.interfaces[t.idx()].mtu = tunnel_mtu(TunnelKind::Ipip, HOST_MTU);
     }
     let eth0 = ensure_iface(net, device, "eth0");
-    let statics = &mut net.devices[device.idx()].statics;
-    statics.push(StaticRoute {
-        prefix: Ipv4Net::from(POD_GATEWAY),
-        via: None,
-        dev: Some("eth0".into()),
-        distance: None,
-        metric: 0,
-        blackhole: false,
-        onlink: false,
-        origin: RouteOrigin::Manual,
-        span: span.clone(),
-    });
-    statics.push(StaticRoute {
-        prefix: Ipv4Net::default(),
-        via: Some(POD_GATEWAY),
-        dev: Some("eth0".into()),
-        distance: None,
-        metric: 0,
-        blackhole: false,
-        onlink: false,
-        origin: RouteOrigin::Manual,
-        span,
-    });
+    net.devices[device.idx()].statics = vec![
+        pod_route(Ipv4Net::from(POD_GATEWAY), None, &span),
+        pod_route(Ipv4Net::default(), Some(POD_GATEWAY), &span),
+    ];
     Netns {
         device,
         eth0,
@@ -302,8 +285,23 @@ fn new_netns(net: &mut Network, ns: &str, name: &str, image: &str, ipip: bool) -
     }
 }
 
+/// A route in a pod's namespace through its `eth0` (the CNI's, proto boot).
+pub(super) fn pod_route(prefix: Ipv4Net, via: Option<Ipv4Addr>, span: &Span) -> StaticRoute {
+    StaticRoute {
+        prefix,
+        via,
+        dev: Some("eth0".into()),
+        distance: None,
+        metric: 0,
+        blackhole: false,
+        onlink: false,
+        origin: RouteOrigin::Manual,
+        span: span.clone(),
+    }
+}
+
 /// `dev`'s interface `name`, if it exists, down and without an address.
-fn unconfigure(net: &mut Network, dev: DeviceId, name: &str) {
+pub(super) fn unconfigure(net: &mut Network, dev: DeviceId, name: &str) {
     if let Some(i) = net.iface_by_name(dev, name) {
         net.interfaces[i.idx()].admin_up = false;
         net.interfaces[i.idx()].addr = AddrConfig::None;
@@ -388,7 +386,7 @@ fn felix_route(prefix: Ipv4Net, via: Option<Ipv4Addr>, dev: Option<String>) -> S
 }
 
 /// `dev`'s interface `name`, created (next kernel index) if it does not exist.
-fn ensure_iface(net: &mut Network, dev: DeviceId, name: &str) -> IfId {
+pub(super) fn ensure_iface(net: &mut Network, dev: DeviceId, name: &str) -> IfId {
     if let Some(i) = net.iface_by_name(dev, name) {
         return i;
     }
@@ -413,7 +411,7 @@ fn ensure_iface(net: &mut Network, dev: DeviceId, name: &str) -> IfId {
 /// later pod gets a new one with the next ifindex, as test-pod1's `eth0@if15` then `@if16`
 /// on k-w1 show, seed-lab.md s3b) and the link is uncabled. Ids are dense, so the interface
 /// stays in `net.interfaces`, owned by no device's list, and its L2 domain stays, empty.
-fn delete_veth(net: &mut Network, eth0: IfId, host: IfId) {
+pub(super) fn delete_veth(net: &mut Network, eth0: IfId, host: IfId) {
     let dev = net.iface(host).device;
     net.devices[dev.idx()].ifaces.retain(|i| *i != host);
     for end in [eth0, host] {

@@ -13,7 +13,7 @@
 //! The controller picks the next node by walking a Go map (random order); fabsim takes join
 //! order, which a scenario can see in `kubectl get pods` and the report.
 
-use super::cluster::{Cluster, Owner};
+use super::cluster::{is_flannel_pod, Cluster, Owner};
 use crate::engine::{BgpState, State};
 use crate::model::Network;
 
@@ -140,6 +140,11 @@ fn kill_and_replace(cluster: &mut Cluster, namespace: &str, name: &str, now: u64
         (Owner::DaemonSet(d), Some(node)) if is_calico_node(namespace, d) => Some(node.clone()),
         _ => None,
     };
+    // flanneld dies with its pod; its replacement starts it again (`Cluster::reconcile`).
+    let flanneld = pod.node.clone().filter(|_| is_flannel_pod(pod));
+    if let (Some(node), Some(f)) = (flanneld, cluster.flannel.as_mut()) {
+        f.stop(&node);
+    }
     cluster.delete_pod(namespace, name, now);
     if let (Some(node), Some(c)) = (&stopped, cluster.calico.as_mut()) {
         c.stop_node(node);

@@ -71,19 +71,21 @@ pub(crate) fn kubectl(
         return Ok(refused);
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // kubectl's own flags end at `--` (what follows is `kubectl exec`'s command).
+    let own = &args[..args.iter().position(|a| *a == "--").unwrap_or(args.len())];
     let opt = |names: &[&str]| {
-        args.iter().enumerate().find_map(|(i, a)| {
+        own.iter().enumerate().find_map(|(i, a)| {
             names.iter().find_map(|n| {
                 a.strip_prefix(n).and_then(|r| match r.strip_prefix('=') {
                     Some(v) => Some(v),
-                    None if r.is_empty() => args.get(i + 1).copied(),
+                    None if r.is_empty() => own.get(i + 1).copied(),
                     None => None,
                 })
             })
         })
     };
     let output = opt(&["-o", "--output"]).unwrap_or("");
-    let all_ns = args.iter().any(|a| *a == "-A" || *a == "--all-namespaces");
+    let all_ns = own.iter().any(|a| *a == "-A" || *a == "--all-namespaces");
     let ns = opt(&["-n", "--namespace"]).unwrap_or("default");
     let selector = opt(&["-l", "--selector"]);
     if let (Some(&"get"), Some(path)) = (args.first(), opt(&["--raw"])) {

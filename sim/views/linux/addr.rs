@@ -26,8 +26,11 @@ enum Kind {
     Veth,
     /// `tunl0`: `link/ipip`, NOARP, always has carrier when up.
     Ipip,
-    /// A `vxlan` device (`vxlan.calico`): Ethernet, no operstate reported (UNKNOWN).
+    /// A `vxlan` device (`vxlan.calico`, `flannel.1`): Ethernet, no operstate reported
+    /// (UNKNOWN).
     Vxlan,
+    /// A bridge with veths enslaved (`cni0`): no queue of its own, txqueuelen 1000.
+    Bridge,
 }
 
 /// `IFLA_LINK` of an interface: the device it is stacked on or paired with.
@@ -106,6 +109,18 @@ fn veth_peer(net: &Network, id: IfId) -> Option<(IfId, Option<String>)> {
     })
 }
 
+/// A host interface on the same segment as the host ends of veths: the bridge they are
+/// enslaved to (fabsim models a bridge and its ports as one L2 segment).
+fn enslaves_veths(net: &Network, id: IfId) -> bool {
+    let i = net.iface(id);
+    i.l2.is_some_and(|l2| {
+        net.l2[l2.idx()]
+            .members
+            .iter()
+            .any(|m| *m != id && net.iface(*m).device == i.device && veth_peer(net, *m).is_some())
+    })
+}
+
 /// `lo` (ifindex 1, always present on Linux) followed by the model's interfaces by ifindex.
 pub(super) fn links(net: &Network, st: &State, dev: DeviceId) -> Vec<Link> {
     let ifaces: Vec<IfId> = net.devices.get(dev.idx()).map(|d| d.ifaces.clone()).unwrap_or_default();
@@ -124,6 +139,7 @@ pub(super) fn links(net: &Network, st: &State, dev: DeviceId) -> Vec<Link> {
                     let netns = netns.clone();
                     (Kind::Veth, Some(Parent::Peer { index, netns }))
                 }
+                (None, None) if enslaves_veths(net, id) => (Kind::Bridge, None),
                 (None, None) => (Kind::Ether, None),
             };
             let mac = iface_mac(net, id);
@@ -181,7 +197,7 @@ impl Link {
         match self.kind {
             Kind::Loopback => f.push("LOOPBACK"),
             Kind::Ipip => f.push("NOARP"),
-            Kind::Ether | Kind::Veth | Kind::Vxlan => f.extend(["BROADCAST", "MULTICAST"]),
+            Kind::Ether | Kind::Veth | Kind::Vxlan | Kind::Bridge => f.extend(["BROADCAST", "MULTICAST"]),
         }
         if self.up {
             f.push("UP");
@@ -229,7 +245,7 @@ impl Link {
         match self.kind {
             Kind::Loopback => return Some(("::1/128".into(), "host")),
             Kind::Ipip => return None,
-            Kind::Ether | Kind::Veth | Kind::Vxlan => {}
+            Kind::Ether | Kind::Veth | Kind::Vxlan | Kind::Bridge => {}
         }
         let m = self.mac;
         let g = |a: u8, b: u8| u16::from_be_bytes([a, b]);
@@ -252,7 +268,7 @@ impl Link {
         match self.kind {
             Kind::Loopback => "link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00".into(),
             Kind::Ipip => "link/ipip 0.0.0.0 brd 0.0.0.0".into(),
-            Kind::Ether | Kind::Veth | Kind::Vxlan => {
+            Kind::Ether | Kind::Veth | Kind::Vxlan | Kind::Bridge => {
                 format!("link/ether {} brd ff:ff:ff:ff:ff:ff", mac_text(&self.mac))
             }
         }

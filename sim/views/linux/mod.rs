@@ -93,7 +93,7 @@ fn run_as(
 /// `cat FILE` for the files fabsim generates: the BIRD configuration confd renders into the
 /// calico-node container (`/etc/calico/confd/config/`), readable from the node it runs on, the
 /// static-pod manifests on the control-plane node (`/etc/kubernetes/manifests/`), a node's
-/// kubelet configuration and a pod's `/etc/resolv.conf`.
+/// kubelet configuration, flanneld's `/run/flannel/subnet.env` and a pod's `/etc/resolv.conf`.
 fn cat(net: &Network, dev: DeviceId, args: &[String]) -> Result<String, CommandError> {
     let mut out = String::new();
     let cluster = net.cluster.as_deref();
@@ -107,6 +107,15 @@ fn cat(net: &Network, dev: DeviceId, args: &[String]) -> Result<String, CommandE
                 ));
             };
             out.push_str(&dns.resolv_conf());
+            continue;
+        }
+        if path == crate::k8s::FLANNEL_SUBNET_ENV {
+            // flanneld's file on the host (it outlives the Node, so by the host's name).
+            let host = &net.device(dev).name;
+            match cluster.and_then(|c| c.flannel_subnet_env(host)) {
+                Some(text) => out.push_str(&text),
+                None => out.push_str(&format!("cat: {path}: No such file or directory\n")),
+            }
             continue;
         }
         if path == crate::k8s::KUBELET_CONFIG_PATH {
