@@ -1,7 +1,8 @@
 //! Seed 000 (k8s-cidr-migrations.md §1): the pod CIDR widened from 10.112.0.0/16 (/24 per node)
 //! to 10.212.0.0/16 (/22 per node) through etcdhelper on the four-node stand, with Calico taking
 //! pod addresses from the Nodes' podCIDRs (scenarios/seed000-expand-pod-cidr.yaml), and the
-//! variant that changes only the mask (scenarios/seed000-mask-only.yaml).
+//! variant that changes only the mask (scenarios/seed000-mask-only.yaml), and the change rolled
+//! back with an etcd snapshot restore (scenarios/seed000-rollback.yaml).
 
 mod common;
 
@@ -15,6 +16,7 @@ use fabsim::scenario::Run;
 
 const SCENARIO: &str = "scenarios/seed000-expand-pod-cidr.yaml";
 const MASK_ONLY: &str = "scenarios/seed000-mask-only.yaml";
+const ROLLBACK: &str = "scenarios/seed000-rollback.yaml";
 const NODES: [&str; 4] = [
     "etcdhelper-node-0",
     "etcdhelper-node-1",
@@ -280,4 +282,41 @@ fn the_wider_ranges_give_no_pods_beyond_max_pods() {
         ["restart-kubelet-3"]
     );
     assert_eq!(steps_with(&run, "C24").len(), 4);
+}
+
+/// §2.5's rollback: `fabsim run` of the scenario holds every expectation, and the report says
+/// what the restore changed — each Node's podCIDR back from etcdhelper's — at the step etcd came
+/// up on the restored directory, with the crash loop and C14 findings of the broken range gone.
+#[test]
+fn the_rollback_restores_the_snapshots_pod_cidrs() {
+    let out = common::fabsim(&["run", ROLLBACK]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.ends_with("12 passed, 0 failed\n"), "{text}");
+    let run = run_file(ROLLBACK, "etcd-health");
+    for (i, node) in NODES.iter().enumerate() {
+        let change = format!(
+            "etcd restore onto /var/lib/etcd-from-backup: Node {node} spec.podCIDR 10.212.{i}.0/24 → 10.112.{i}.0/24"
+        );
+        assert_eq!(steps_with(&run, &change), ["etcd-on-backup"], "{change}");
+        assert_eq!(pod_cidr(&run, node), format!("10.112.{i}.0/24"));
+    }
+    assert_eq!(
+        steps_with(&run, "etcd snapshot restore wrote /var/lib/etcd-from-backup"),
+        ["restore"]
+    );
+    // The restored Nodes' ranges hold their pods again (C14 was the broken range's symptom).
+    let c14 = "have addresses outside its podCIDR";
+    assert_eq!(steps_with(&run, c14), ["etcdhelper"]);
+    let last = &run.steps[run.steps.len() - 1];
+    assert!(!last
+        .findings
+        .iter()
+        .any(|f| f.contains(c14) || f.contains("CrashLoopBackOff")));
+    assert!(!cluster(&run)
+        .control_plane_findings()
+        .iter()
+        .any(|f| f.contains("CrashLoopBackOff")));
+    // The snapshot was the first step: no C1 finding for etcdhelper or the manifest edits.
+    assert!(steps_with(&run, "no etcd snapshot was taken before it").is_empty());
 }

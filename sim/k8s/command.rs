@@ -112,6 +112,7 @@ pub fn is_change(line: &str) -> bool {
             | ["kubectl", "set", "env", ..]
             | ["calicoctl", "apply" | "create" | "replace" | "delete" | "patch", ..]
             | ["etcdctl", ..]
+            | ["etcdutl", ..]
             | ["etcdhelper" | "./etcdhelper", ..]
     )
 }
@@ -218,6 +219,7 @@ pub fn run_line(
         "ip" => super::ip_cmd::ip(net, st, dev, &args),
         "sed" => super::control_plane::sed(net, dev, &args, ctx),
         "etcdctl" => super::etcd::etcdctl(net, dev, &args, now),
+        "etcdutl" => super::etcd::etcdutl(net, dev, &args),
         "etcdhelper" | "./etcdhelper" => super::etcd::etcdhelper(net, dev, &args, now),
         other => Err(format!("`{other}` is not a command fabsim runs as a change")),
     }
