@@ -6,10 +6,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use common::{cluster, out_in, pod_cidr, run_file, step};
+use common::{cluster, out_in, pod_cidr, run_file, run_lines, step, steps_with};
 use fabsim::k8s;
 use fabsim::model::Network;
 use fabsim::scenario::Run;
@@ -26,15 +23,6 @@ const DEPRECATED: &str = "Deprecated: Use `etcdutl snapshot restore` instead.\n\
 
 /// kubeadm's member on n1: SHA-1 of its peer URL and the default token "etcd-cluster".
 const MEMBER: &str = "aa869cb0f2e7ed31, started, n1, https://192.168.1.11:2380, https://192.168.1.11:2379, false\n";
-
-/// The steps whose findings include one containing `text`.
-fn steps_with(run: &Run, text: &str) -> Vec<String> {
-    run.steps
-        .iter()
-        .filter(|s| s.findings.iter().any(|f| f.contains(text)))
-        .map(|s| s.id.clone())
-        .collect()
-}
 
 /// What `lines`, run one after the other on a copy of a run's network, gave: each outcome (or
 /// fabsim's refusal) and the network after them.
@@ -61,26 +49,8 @@ impl After {
 
 /// `lines` on `device` at the end of `run`, `later_ms` after its end.
 fn lines_at(run: &Run, device: &str, lines: &[&str], later_ms: u64) -> After {
-    let files = BTreeMap::new();
-    let ctx = k8s::Context {
-        now: run.engine.now_ms() + later_ms,
-        pins: &[],
-        stdin: None,
-        files: &files,
-        base: Path::new("."),
-        pod_start_ms: 0,
-        static_pod_restart_ms: 20_000,
-        node_monitor_grace_ms: 40_000,
-    };
     let mut net = run.engine.network().clone();
-    let dev = net.device_by_name(device).expect("device");
-    let outs = lines
-        .iter()
-        .map(|line| {
-            assert!(k8s::is_change(line), "{line}");
-            k8s::run_line(&mut net, run.engine.state(), dev, line, &ctx).map(|o| (o.output, o.status))
-        })
-        .collect();
+    let outs = run_lines(run, &mut net, device, lines, run.engine.now_ms() + later_ms);
     After { outs, net }
 }
 

@@ -6,11 +6,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use common::{cluster, pod_cidr, run_file, step};
-use fabsim::k8s;
+use common::{cluster, pod_cidr, run_file, run_lines, step, steps_with};
 use fabsim::k8s::Cluster;
 use fabsim::scenario::Run;
 
@@ -23,15 +19,6 @@ const NODES: [&str; 4] = [
     "etcdhelper-node-2",
     "etcdhelper-node-3",
 ];
-
-/// The steps whose findings include one containing `text`.
-fn steps_with(run: &Run, text: &str) -> Vec<String> {
-    run.steps
-        .iter()
-        .filter(|s| s.findings.iter().any(|f| f.contains(text)))
-        .map(|s| s.id.clone())
-        .collect()
-}
 
 #[test]
 fn pods_take_their_addresses_from_the_node_pod_cidr() {
@@ -171,24 +158,11 @@ fn line_at(
     line: &str,
     forget_snapshots: bool,
 ) -> (Result<(String, i32), String>, Vec<String>) {
-    let files = BTreeMap::new();
-    let ctx = k8s::Context {
-        now: run.engine.now_ms(),
-        pins: &[],
-        stdin: None,
-        files: &files,
-        base: Path::new("."),
-        pod_start_ms: 0,
-        static_pod_restart_ms: 20_000,
-        node_monitor_grace_ms: 40_000,
-    };
     let mut net = run.engine.network().clone();
     if let Some(c) = net.cluster.as_deref_mut().filter(|_| forget_snapshots) {
         c.etcd_snapshots.clear();
     }
-    let dev = net.device_by_name(device).expect("device");
-    assert!(k8s::is_change(line), "{line}");
-    let out = k8s::run_line(&mut net, run.engine.state(), dev, line, &ctx).map(|o| (o.output, o.status));
+    let out = run_lines(run, &mut net, device, &[line], run.engine.now_ms()).remove(0);
     let rollback = net
         .cluster
         .as_deref()

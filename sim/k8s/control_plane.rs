@@ -664,6 +664,38 @@ mod tests {
     }
 
     #[test]
+    fn etcds_data_is_where_the_hostpath_under_its_data_dir_points() {
+        let mut c = cluster();
+        let dir = |c: &Cluster| c.control_plane.as_ref().unwrap().etcd_host_data_dir().unwrap();
+        assert_eq!(dir(&c), Ok("/var/lib/etcd".to_string()));
+        // Only the flag moved, below the mount: a directory inside the host's /var/lib/etcd.
+        edit(
+            &mut c,
+            Component::Etcd,
+            "s#--data-dir=/var/lib/etcd#--data-dir=/var/lib/etcd/r#",
+            0,
+        );
+        assert_eq!(dir(&c), Ok("/var/lib/etcd/r".to_string()));
+        // Outside every mount: the container's own filesystem.
+        edit(
+            &mut c,
+            Component::Etcd,
+            "s#--data-dir=/var/lib/etcd/r#--data-dir=/data#",
+            0,
+        );
+        assert_eq!(dir(&c), Err("/data".to_string()));
+        // The hostPath alone moved: the same path in the container, another on the host.
+        edit(
+            &mut c,
+            Component::Etcd,
+            "s#--data-dir=/data#--data-dir=/var/lib/etcd#",
+            0,
+        );
+        edit(&mut c, Component::Etcd, "s#path: /var/lib/etcd$#path: /srv/etcd#", 0);
+        assert_eq!(dir(&c), Ok("/srv/etcd".to_string()));
+    }
+
+    #[test]
     fn an_unchanged_manifest_restarts_nothing() {
         let mut c = cluster();
         edit(&mut c, Component::ApiServer, "s#no-such-flag#x#", 0);

@@ -149,7 +149,7 @@ fn parse<'a>(tool: &str, args: &[&'a str]) -> Result<Parsed<'a>, String> {
 }
 
 /// `-w`: the simple and table printers.
-fn format(p: &Parsed<'_>, tool: &str) -> Result<Format, String> {
+fn write_out(p: &Parsed<'_>, tool: &str) -> Result<Format, String> {
     match p.get("write-out").unwrap_or("simple") {
         "simple" => Ok(Format::Simple),
         "table" => Ok(Format::Table),
@@ -174,7 +174,7 @@ pub(super) fn etcdctl(net: &mut Network, dev: DeviceId, args: &[&str], now: u64)
             "etcdctl {sub} --cluster: fabsim models --cluster on `endpoint health` only"
         ));
     }
-    let format = format(&p, "etcdctl")?;
+    let format = write_out(&p, "etcdctl")?;
     match p.words.as_slice() {
         ["snapshot", "save", file] => {
             let cluster = on_control_plane(net, dev, "etcdctl")?;
@@ -203,7 +203,7 @@ pub(super) fn etcdctl(net: &mut Network, dev: DeviceId, args: &[&str], now: u64)
 /// expectation as for a runbook line (its text; the exit status is in the text's `Error:`).
 pub fn etcdctl_read(net: &Network, dev: DeviceId, args: &[&str], now: u64) -> Result<String, String> {
     let p = parse("etcdctl", args)?;
-    let format = format(&p, "etcdctl")?;
+    let format = write_out(&p, "etcdctl")?;
     match p.words.as_slice() {
         ["member", "list"] | ["endpoint", "health"] => read(net, dev, &p, format, now).map(|o| o.output),
         _ => Err(format!(
@@ -242,7 +242,7 @@ pub(super) fn etcdutl(net: &mut Network, dev: DeviceId, args: &[&str]) -> Result
     {
         return Err(format!("etcdutl --{f}: etcdutl works on files and has no --{f}"));
     }
-    format(&p, "etcdutl")?;
+    write_out(&p, "etcdutl")?;
     match p.words.as_slice() {
         ["snapshot", "restore", files @ ..] => {
             if p.get("data-dir").is_none() {
@@ -325,7 +325,8 @@ fn restore(cluster: &mut Cluster, p: &Parsed<'_>, files: &[&str], tool: &str) ->
     advertised.sort();
     if own != advertised {
         return Err(format!(
-            "{tool} snapshot restore: --initial-advertise-peer-urls {} differ from --initial-cluster's URLs for {name}              ({}); fabsim does not model etcd's URL resolution and its error text",
+            "{tool} snapshot restore: --initial-advertise-peer-urls {} differ from --initial-cluster's URLs for {name} \
+             ({}); fabsim does not model etcd's URL resolution and its error text",
             advertised.join(","),
             own.join(",")
         ));

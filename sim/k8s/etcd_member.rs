@@ -45,9 +45,8 @@ pub(super) fn member_id(m: &Member) -> u64 {
     let mut h = Sha1::new();
     h.update(urls.concat().as_bytes());
     h.update(m.token.as_bytes());
-    let digest = h.finalize();
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&digest[..8]);
+    // SHA-1's 20 bytes always have a first 8.
+    let first = h.finalize().as_slice().first_chunk::<8>().copied().unwrap_or_default();
     u64::from_be_bytes(first)
 }
 

@@ -119,6 +119,17 @@ pub(super) fn clean_dir(dir: &str) -> &str {
     }
 }
 
+/// `mv …`: moving etcd's manifest out of `/etc/kubernetes/manifests` (the kubelet stops the
+/// static pod) or a restored directory over `/var/lib/etcd` is the other way to run etcd on a
+/// restore, which fabsim does not model; it says which it does.
+pub(super) fn mv_refused(args: &[&str]) -> String {
+    format!(
+        "mv {}: fabsim moves no files; it runs etcd on a restored data directory when \
+         /etc/kubernetes/manifests/etcd.yaml's --data-dir and etcd-data hostPath name it (`sed -i` of the manifest)",
+        args.join(" ")
+    )
+}
+
 /// What a `snapshot restore` asks for.
 pub(super) struct Restore<'a> {
     pub file: &'a str,
