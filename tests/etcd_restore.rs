@@ -123,6 +123,25 @@ fn a_restore_etcd_runs_on_brings_the_snapshots_nodes_back_and_says_what_changed(
          +---------------------------+--------+------+-------+\n"
     );
     assert!(!members[3].output.contains("n3 "), "{}", members[3].output);
+    // p1, deleted after the snapshot, is back in a new sandbox with a new address; p3, created
+    // after it, is gone. Calico's IPAM (the Kubernetes datastore, in etcd) is the snapshot's
+    // too: it still holds p1's old address, which no workload uses.
+    let pods = &members[4].output;
+    assert!(
+        fabsim::scenario::has_line(pods, "p1 1/1 Running 0 ... 10.66.40.132 n1 ..."),
+        "{pods}"
+    );
+    assert!(!pods.contains("p3 "), "{pods}");
+    for change in [
+        "etcd restore onto /var/lib/etcd-restore: Pod default/p1 is back, bound to n1 (its kubelet starts it in a new \
+         sandbox)",
+        "etcd restore onto /var/lib/etcd-restore: Pod default/p3 is gone (its kubelet kills it)",
+    ] {
+        assert_eq!(steps_with(&run, change), ["activate"], "{change}");
+    }
+    assert!(members[5]
+        .output
+        .contains("Found 1 IPs that are allocated in IPAM but not actually in use.\n"));
 }
 
 #[test]
