@@ -340,3 +340,40 @@ fn a_restore_without_kubeadms_member_flags_changes_the_member() {
         Ok("8e9e05c52164694d, started, n1, http://localhost:2380, https://192.168.1.11:2379, false\n".into())
     );
 }
+
+#[test]
+fn a_data_dir_no_restore_wrote_is_named_and_keeps_the_data() {
+    let run = run_file(SCENARIO, "restore");
+    let flag_only = lines_at(
+        &run,
+        "n1",
+        &["sed -i 's#--data-dir=/var/lib/etcd#--data-dir=/data#' /etc/kubernetes/manifests/etcd.yaml"],
+        0,
+    );
+    assert!(flag_only.findings().contains(
+        &"etcd's manifest names --data-dir=/data, which no hostPath volume holds (a directory inside etcd's \
+          container): real etcd would start a new, empty cluster there; fabsim models etcd on /var/lib/etcd and on \
+          restored directories and keeps the data of /var/lib/etcd"
+            .to_string()
+    ));
+    let elsewhere = lines_at(
+        &run,
+        "n1",
+        &["sed -i 's#/var/lib/etcd$#/var/lib/etcd2#' /etc/kubernetes/manifests/etcd.yaml"],
+        0,
+    );
+    let findings = elsewhere.findings();
+    assert!(
+        findings.iter().any(|f| f.starts_with(
+            "etcd's manifest names the data directory /var/lib/etcd2, which no snapshot restore wrote: real etcd \
+             would start a new, empty cluster there"
+        )),
+        "{findings:?}"
+    );
+    // The Nodes keep etcdhelper's ranges: nothing was restored.
+    let c = elsewhere.net.cluster.as_deref().expect("a cluster");
+    assert_eq!(
+        c.node("n1").and_then(|n| n.pod_cidr).map(|c| c.to_string()).as_deref(),
+        Some("10.77.0.0/24")
+    );
+}

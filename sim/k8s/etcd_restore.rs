@@ -20,7 +20,7 @@ use crate::model::{DeviceId, Network};
 
 /// kubeadm's etcd data directory (ClusterConfiguration `etcd.local.dataDir`), where etcd runs
 /// until a runbook points it elsewhere.
-pub(super) const KUBEADM_DATA_DIR: &str = "/var/lib/etcd";
+const KUBEADM_DATA_DIR: &str = "/var/lib/etcd";
 
 /// One `etcdctl snapshot save FILE`: when, and what etcd held then.
 #[derive(Clone, Debug)]
@@ -90,8 +90,17 @@ pub struct EtcdData {
     /// The directories it does not run on, by host path.
     dirs: BTreeMap<String, DataDir>,
     switches: Vec<Switch>,
-    /// A data directory the manifest names that fabsim holds no data for.
-    unknown: Option<String>,
+    /// The data directory the manifest names when fabsim holds no data for it.
+    unknown: Option<Unknown>,
+}
+
+/// A data directory etcd would start empty in.
+#[derive(Clone, Debug)]
+enum Unknown {
+    /// A host directory no restore wrote.
+    Host(String),
+    /// A `--data-dir` no hostPath holds: the container's own filesystem.
+    InContainer(String),
 }
 
 impl EtcdData {
@@ -173,7 +182,7 @@ pub(super) fn etcd_manifest_written(net: &mut Network, now: u64, pod_start_ms: u
     let dir = match found {
         Ok(dir) => dir,
         Err(inside) => {
-            cluster.etcd_data.unknown = Some(inside);
+            cluster.etcd_data.unknown = Some(Unknown::InContainer(inside));
             return;
         }
     };
@@ -182,7 +191,7 @@ pub(super) fn etcd_manifest_written(net: &mut Network, now: u64, pod_start_ms: u
         return;
     }
     let Some(next) = cluster.etcd_data.dirs.remove(&dir) else {
-        cluster.etcd_data.unknown = Some(dir);
+        cluster.etcd_data.unknown = Some(Unknown::Host(dir));
         return;
     };
     cluster.etcd_data.unknown = None;
@@ -378,11 +387,16 @@ impl Cluster {
                 d.in_use()
             ));
         }
-        if let Some(dir) = &d.unknown {
+        if let Some(unknown) = &d.unknown {
+            let dir = match unknown {
+                Unknown::Host(dir) => format!("the data directory {dir}, which no snapshot restore wrote"),
+                Unknown::InContainer(dir) => {
+                    format!("--data-dir={dir}, which no hostPath volume holds (a directory inside etcd's container)")
+                }
+            };
             out.push(format!(
-                "etcd's manifest names the data directory {dir}, which no snapshot restore wrote: real etcd would start \
-                 a new, empty cluster there; fabsim models etcd on {KUBEADM_DATA_DIR} and on restored directories and \
-                 keeps the data of {}",
+                "etcd's manifest names {dir}: real etcd would start a new, empty cluster there; fabsim models etcd on \
+                 {KUBEADM_DATA_DIR} and on restored directories and keeps the data of {}",
                 d.in_use()
             ));
         }
