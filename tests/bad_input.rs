@@ -93,6 +93,18 @@ fn scenario(steps: &str) -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// A kubeadm control plane on n1 of calico-encap-topology.yaml, then `line` on it (line 8).
+fn etcd_restore(line: &str) -> Vec<(&'static str, Vec<u8>)> {
+    let steps = format!(
+        "topology: t.yaml\nsteps:\n  - id: a\n    on: n1\n    run: |\n      \
+         sudo sysctl -w net.ipv4.ip_forward=1\n      sudo kubeadm init --pod-network-cidr=10.66.0.0/16\n      {line}\n"
+    );
+    vec![
+        ("t.yaml", include_bytes!("data/calico-encap-topology.yaml").to_vec()),
+        ("s.yaml", steps.into_bytes()),
+    ]
+}
+
 /// `lab.clab.yml` with `nodes` (line 4 is the first) and optional `links`.
 fn clab(nodes: &str, links: &str) -> Vec<u8> {
     let links = if links.is_empty() {
@@ -467,6 +479,32 @@ fn cases() -> Vec<Case> {
             ],
             args: &["run", "s.yaml"],
             message: "s.yaml:8:7: error: PodDisruptionBudget web: fabsim reads spec.selector.matchLabels, not matchExpressions",
+        },
+        Case {
+            name: "runbook-etcd-restore-moved",
+            files: etcd_restore("mv /etc/kubernetes/manifests/etcd.yaml /tmp/"),
+            args: &["run", "s.yaml"],
+            message: "s.yaml:8:7: error: mv /etc/kubernetes/manifests/etcd.yaml /tmp/: fabsim moves no files; it runs etcd \
+                      on a restored data directory when /etc/kubernetes/manifests/etcd.yaml's --data-dir and etcd-data \
+                      hostPath name it (`sed -i` of the manifest)",
+        },
+        Case {
+            name: "runbook-etcd-restore-wal-dir",
+            files: etcd_restore("etcdutl snapshot restore s.db --data-dir /var/lib/e2 --wal-dir /var/lib/w"),
+            args: &["run", "s.yaml"],
+            message: "s.yaml:8:7: error: etcdutl snapshot restore --wal-dir: fabsim models the WAL inside --data-dir",
+        },
+        Case {
+            name: "runbook-etcdctl-json",
+            files: etcd_restore("etcdctl member list -w json"),
+            args: &["run", "s.yaml"],
+            message: "s.yaml:8:7: error: etcdctl -w json: fabsim models the simple and table formats",
+        },
+        Case {
+            name: "runbook-etcdctl-flag-value",
+            files: etcd_restore("etcdctl snapshot restore s.db --data-dir"),
+            args: &["run", "s.yaml"],
+            message: "s.yaml:8:7: error: etcdctl: flag needs an argument: --data-dir",
         },
         Case {
             name: "pod-facts-ready",

@@ -1,35 +1,24 @@
 //! Seed 000 (k8s-cidr-migrations.md §1): the pod CIDR widened from 10.112.0.0/16 (/24 per node)
 //! to 10.212.0.0/16 (/22 per node) through etcdhelper on the four-node stand, with Calico taking
 //! pod addresses from the Nodes' podCIDRs (scenarios/seed000-expand-pod-cidr.yaml), and the
-//! variant that changes only the mask (scenarios/seed000-mask-only.yaml).
+//! variant that changes only the mask (scenarios/seed000-mask-only.yaml), and the change rolled
+//! back with an etcd snapshot restore (scenarios/seed000-rollback.yaml).
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use common::{cluster, pod_cidr, run_file, step};
-use fabsim::k8s;
+use common::{cluster, pod_cidr, run_file, run_lines, step, steps_with};
 use fabsim::k8s::Cluster;
 use fabsim::scenario::Run;
 
 const SCENARIO: &str = "scenarios/seed000-expand-pod-cidr.yaml";
 const MASK_ONLY: &str = "scenarios/seed000-mask-only.yaml";
+const ROLLBACK: &str = "scenarios/seed000-rollback.yaml";
 const NODES: [&str; 4] = [
     "etcdhelper-node-0",
     "etcdhelper-node-1",
     "etcdhelper-node-2",
     "etcdhelper-node-3",
 ];
-
-/// The steps whose findings include one containing `text`.
-fn steps_with(run: &Run, text: &str) -> Vec<String> {
-    run.steps
-        .iter()
-        .filter(|s| s.findings.iter().any(|f| f.contains(text)))
-        .map(|s| s.id.clone())
-        .collect()
-}
 
 #[test]
 fn pods_take_their_addresses_from_the_node_pod_cidr() {
@@ -169,24 +158,11 @@ fn line_at(
     line: &str,
     forget_snapshots: bool,
 ) -> (Result<(String, i32), String>, Vec<String>) {
-    let files = BTreeMap::new();
-    let ctx = k8s::Context {
-        now: run.engine.now_ms(),
-        pins: &[],
-        stdin: None,
-        files: &files,
-        base: Path::new("."),
-        pod_start_ms: 0,
-        static_pod_restart_ms: 20_000,
-        node_monitor_grace_ms: 40_000,
-    };
     let mut net = run.engine.network().clone();
     if let Some(c) = net.cluster.as_deref_mut().filter(|_| forget_snapshots) {
         c.etcd_snapshots.clear();
     }
-    let dev = net.device_by_name(device).expect("device");
-    assert!(k8s::is_change(line), "{line}");
-    let out = k8s::run_line(&mut net, run.engine.state(), dev, line, &ctx).map(|o| (o.output, o.status));
+    let out = run_lines(run, &mut net, device, &[line], run.engine.now_ms()).remove(0);
     let rollback = net
         .cluster
         .as_deref()
@@ -280,4 +256,41 @@ fn the_wider_ranges_give_no_pods_beyond_max_pods() {
         ["restart-kubelet-3"]
     );
     assert_eq!(steps_with(&run, "C24").len(), 4);
+}
+
+/// §2.5's rollback: `fabsim run` of the scenario holds every expectation, and the report says
+/// what the restore changed — each Node's podCIDR back from etcdhelper's — at the step etcd came
+/// up on the restored directory, with the crash loop and C14 findings of the broken range gone.
+#[test]
+fn the_rollback_restores_the_snapshots_pod_cidrs() {
+    let out = common::fabsim(&["run", ROLLBACK]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.ends_with("12 passed, 0 failed\n"), "{text}");
+    let run = run_file(ROLLBACK, "etcd-health");
+    for (i, node) in NODES.iter().enumerate() {
+        let change = format!(
+            "etcd restore onto /var/lib/etcd-from-backup: Node {node} spec.podCIDR 10.212.{i}.0/24 → 10.112.{i}.0/24"
+        );
+        assert_eq!(steps_with(&run, &change), ["etcd-on-backup"], "{change}");
+        assert_eq!(pod_cidr(&run, node), format!("10.112.{i}.0/24"));
+    }
+    assert_eq!(
+        steps_with(&run, "etcd snapshot restore wrote /var/lib/etcd-from-backup"),
+        ["restore"]
+    );
+    // The restored Nodes' ranges hold their pods again (C14 was the broken range's symptom).
+    let c14 = "have addresses outside its podCIDR";
+    assert_eq!(steps_with(&run, c14), ["etcdhelper"]);
+    let last = &run.steps[run.steps.len() - 1];
+    assert!(!last
+        .findings
+        .iter()
+        .any(|f| f.contains(c14) || f.contains("CrashLoopBackOff")));
+    assert!(!cluster(&run)
+        .control_plane_findings()
+        .iter()
+        .any(|f| f.contains("CrashLoopBackOff")));
+    // The snapshot was the first step: no C1 finding for etcdhelper or the manifest edits.
+    assert!(steps_with(&run, "no etcd snapshot was taken before it").is_empty());
 }

@@ -12,6 +12,7 @@ use super::control_plane::ControlPlane;
 use super::disruption::Pdb;
 use super::dns::PodDns;
 use super::drain::DrainNote;
+use super::etcd_restore::{EtcdData, EtcdSnapshot};
 use super::flannel::Flannel;
 use super::host_local::HostLocalStore;
 use super::kubelet_config::KubeletConfig;
@@ -69,13 +70,13 @@ pub struct Cluster {
     /// Each Deployment's pod template (`NAMESPACE/NAME`), once patched.
     pub templates: BTreeMap<String, Template>,
     /// Pins already given to a pod (each names one pod, once).
-    used_pins: Vec<usize>,
+    pub(super) used_pins: Vec<usize>,
     /// Pods each controller has created so far (their name suffixes).
-    created: BTreeMap<String, u64>,
+    pub(super) created: BTreeMap<String, u64>,
     /// kube-controller-manager's node IPAM over its `--cluster-cidr` (none when it allocates no
     /// node CIDRs: `start_node_ipam`).
     pub(super) node_ipam: Option<RangeAllocator>,
-    sandboxes: u64,
+    pub(super) sandboxes: u64,
     /// The DaemonSet rolling update in progress, if any.
     pub rollout: Option<Rollout>,
     /// Every DaemonSet status update of the rollouts so far (`kubectl rollout status` reads it).
@@ -105,8 +106,8 @@ pub struct Cluster {
     /// Each host's host-local IPAM directory (`host_local::STATE_DIR`), by node name, when the
     /// CNI uses host-local: it outlives the Node object until `rm -rf` clears it.
     pub host_local: BTreeMap<String, HostLocalStore>,
-    /// `etcdctl snapshot save` files taken so far (`etcd`), with when.
-    pub etcd_snapshots: Vec<(String, u64)>,
+    /// `etcdctl snapshot save` files taken so far, with when and what they hold (`etcd_restore`).
+    pub etcd_snapshots: Vec<EtcdSnapshot>,
     /// Direct etcd writes and control-plane edits so far, with when (`etcd`): the rollback
     /// check (k8s-cidr-migrations.md §5 C1) compares them with the snapshots.
     pub etcd_writes: Vec<(String, u64)>,
@@ -124,6 +125,9 @@ pub struct Cluster {
     /// Flannel, when its manifest was applied (`flannel`): the ConfigMap's Network, flanneld
     /// per node, and each host's files and interfaces.
     pub flannel: Option<Flannel>,
+    /// etcd's data directories on the control-plane host and which one it runs on, with what
+    /// each restore onto them changed (`etcd_restore`).
+    pub etcd_data: EtcdData,
 }
 
 /// A node whose kubelet stopped: containers keep running, nothing new starts there, and the
@@ -329,6 +333,7 @@ impl Cluster {
             pdbs: Vec::new(),
             drains: BTreeMap::new(),
             flannel: None,
+            etcd_data: EtcdData::default(),
         }
     }
 

@@ -108,12 +108,14 @@ pub fn is_change(line: &str) -> bool {
             | ["modprobe", ..]
             | ["systemctl", ..]
             | ["rm", ..]
+            | ["mv", ..]
             | ["kubectl", "apply" | "create" | "run" | "delete" | "patch", ..]
             | ["kubectl", "cordon" | "uncordon" | "drain" | "label" | "taint", ..]
             | ["kubectl", "rollout", "restart" | "status", ..]
             | ["kubectl", "set", "env", ..]
             | ["calicoctl", "apply" | "create" | "replace" | "delete" | "patch", ..]
             | ["etcdctl", ..]
+            | ["etcdutl", ..]
             | ["etcdhelper" | "./etcdhelper", ..]
     )
 }
@@ -227,6 +229,8 @@ pub fn run_line(
         }
         "sed" => super::control_plane::sed(net, dev, &args, ctx),
         "etcdctl" => super::etcd::etcdctl(net, dev, &args, now),
+        "etcdutl" => super::etcd::etcdutl(net, dev, &args),
+        "mv" => Err(super::etcd_restore::mv_refused(&args)),
         "etcdhelper" | "./etcdhelper" => super::etcd::etcdhelper(net, dev, &args, now),
         other => Err(format!("`{other}` is not a command fabsim runs as a change")),
     }

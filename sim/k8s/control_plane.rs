@@ -170,6 +170,60 @@ impl ControlPlane {
     fn running(&self, c: Component) -> Option<&Flags> {
         self.pod(c)?.running.as_ref().ok()
     }
+
+    /// etcd's flag `name` as it runs (None when it does not run or has no such flag).
+    pub(super) fn etcd_flag(&self, name: &str) -> Option<&str> {
+        self.running(Component::Etcd)?.get(name)
+    }
+
+    /// etcd answers no client at `now`: the kubelet is restarting it, or cannot run it.
+    pub(super) fn etcd_down(&self, now: u64) -> bool {
+        self.pod(Component::Etcd)
+            .is_none_or(|p| p.restarting_until > now || p.running.is_err())
+    }
+
+    /// The host directory etcd keeps its data in: its `--data-dir` through the container's
+    /// volumeMounts to their hostPath volumes (the longest mountPath that holds it). `Err` with
+    /// the path when no hostPath holds it (a directory inside the container); None when etcd
+    /// does not run.
+    pub(super) fn etcd_host_data_dir(&self) -> Option<Result<String, String>> {
+        let pod = self.pod(Component::Etcd)?;
+        let data_dir = pod.running.as_ref().ok()?.get("data-dir")?;
+        let data_dir = super::etcd_restore::clean_dir(data_dir);
+        let doc: serde_json::Value = serde_saphyr::from_str(&pod.text).ok()?;
+        let text = |v: &serde_json::Value, p: &str| v.pointer(p).and_then(|s| s.as_str()).map(str::to_string);
+        let list = |p: &str| doc.pointer(p).and_then(|v| v.as_array()).cloned().unwrap_or_default();
+        let volumes = list("/spec/volumes");
+        let host_path = |name: &str| {
+            volumes
+                .iter()
+                .find(|v| text(v, "/name").as_deref() == Some(name))
+                .and_then(|v| text(v, "/hostPath/path"))
+        };
+        let found = list("/spec/containers/0/volumeMounts")
+            .iter()
+            .filter_map(|m| {
+                let mount = text(m, "/mountPath")?;
+                let mount = super::etcd_restore::clean_dir(&mount).to_string();
+                // The part of --data-dir below the mount point (none when it is the mount).
+                let rest = match data_dir.strip_prefix(mount.as_str())? {
+                    "" => "",
+                    r if mount == "/" => r,
+                    r => r.strip_prefix('/')?,
+                };
+                let host = host_path(&text(m, "/name")?)?;
+                let host = super::etcd_restore::clean_dir(&host);
+                let joined = match (rest, host) {
+                    ("", h) => h.to_string(),
+                    (r, "/") => format!("/{r}"),
+                    (r, h) => format!("{h}/{r}"),
+                };
+                Some((mount.len(), joined))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, host)| host);
+        Some(found.ok_or_else(|| data_dir.to_string()))
+    }
 }
 
 impl Cluster {
@@ -410,6 +464,7 @@ pub fn write_manifests(
             c.write_manifest(component, text.clone(), ctx.now, ctx.static_pod_restart_ms);
         }
     }
+    super::etcd_restore::etcd_manifest_written(net, ctx.now, ctx.pod_start_ms);
     Ok(())
 }
 
@@ -474,6 +529,7 @@ pub fn sed(net: &mut Network, dev: DeviceId, args: &[&str], ctx: &Context<'_>) -
         let edited = sed::apply(&text, &commands);
         cluster.write_manifest(component, edited, ctx.now, ctx.static_pod_restart_ms);
     }
+    super::etcd_restore::etcd_manifest_written(net, ctx.now, ctx.pod_start_ms);
     Ok(out)
 }
 
@@ -605,6 +661,38 @@ mod tests {
         );
         c.add_node("n2", DeviceId(1), Ipv4Addr::new(192, 168, 1, 12), false, "v1.28.15", 0);
         assert_eq!(c.node("n2").unwrap().pod_cidr, None);
+    }
+
+    #[test]
+    fn etcds_data_is_where_the_hostpath_under_its_data_dir_points() {
+        let mut c = cluster();
+        let dir = |c: &Cluster| c.control_plane.as_ref().unwrap().etcd_host_data_dir().unwrap();
+        assert_eq!(dir(&c), Ok("/var/lib/etcd".to_string()));
+        // Only the flag moved, below the mount: a directory inside the host's /var/lib/etcd.
+        edit(
+            &mut c,
+            Component::Etcd,
+            "s#--data-dir=/var/lib/etcd#--data-dir=/var/lib/etcd/r#",
+            0,
+        );
+        assert_eq!(dir(&c), Ok("/var/lib/etcd/r".to_string()));
+        // Outside every mount: the container's own filesystem.
+        edit(
+            &mut c,
+            Component::Etcd,
+            "s#--data-dir=/var/lib/etcd/r#--data-dir=/data#",
+            0,
+        );
+        assert_eq!(dir(&c), Err("/data".to_string()));
+        // The hostPath alone moved: the same path in the container, another on the host.
+        edit(
+            &mut c,
+            Component::Etcd,
+            "s#--data-dir=/data#--data-dir=/var/lib/etcd#",
+            0,
+        );
+        edit(&mut c, Component::Etcd, "s#path: /var/lib/etcd$#path: /srv/etcd#", 0);
+        assert_eq!(dir(&c), Ok("/srv/etcd".to_string()));
     }
 
     #[test]

@@ -491,7 +491,7 @@ fn go_duration(text: &str) -> Result<u64, String> {
 
 /// Go's `time.Duration.String()` of whole milliseconds: `1m0s`, `1h30m0s`, `5s`, `1.5s`,
 /// `500ms`.
-fn go_duration_string(ms: u64) -> String {
+pub(super) fn go_duration_string(ms: u64) -> String {
     if ms < 1000 {
         return format!("{ms}ms");
     }

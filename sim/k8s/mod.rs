@@ -28,8 +28,11 @@
 //!   outside their podCIDR, node IPAM's bitmap and capacity);
 //! - `host_local` is the host-local IPAM plugin on a node (Calico's CNI with `usePodCidr`: pod
 //!   addresses from the Node's podCIDR);
-//! - `etcd` is etcd as the runbook touches it: `etcdctl snapshot save`, etcdhelper's direct
-//!   rewrite of the Nodes' podCIDRs, and the rollback check;
+//! - `etcd` is etcd as the runbook touches it: `etcdctl snapshot save|restore`, `etcdutl
+//!   snapshot restore`, `etcdctl member list|endpoint health`, etcdhelper's direct rewrite of
+//!   the Nodes' podCIDRs, and the rollback check; `etcd_restore` what a snapshot holds and
+//!   what etcd coming up on a restored data directory changes (`etcd_diff` says it object by
+//!   object), `etcd_member` the member and its health as etcdctl prints them;
 //! - `kubeadm_config` is the kubeadm-config ConfigMap (the ranges `kubeadm init` was given);
 //! - `kubelet_config` is each node's `/var/lib/kubelet/config.yaml` (clusterDNS), `dns` the
 //!   pods' resolv.conf, CoreDNS's answers and the DNS findings, `kube_proxy_config` the
@@ -50,6 +53,9 @@ mod disruption;
 mod dns;
 mod drain;
 mod etcd;
+mod etcd_diff;
+mod etcd_member;
+mod etcd_restore;
 mod external_overlap;
 mod flannel;
 mod flannel_realize;
@@ -86,6 +92,8 @@ pub use dns::{
     dns_findings, query as dns_query, resolve as resolve_name, Answer as DnsAnswer, PodDns, Reached as DnsReached,
 };
 pub use drain::DrainNote;
+pub use etcd::etcdctl_read;
+pub use etcd_restore::{EtcdData, EtcdSnapshot};
 pub use flannel::{Flannel, Flanneld, SUBNET_ENV as FLANNEL_SUBNET_ENV};
 pub use kube_proxy_config::wrong_source_findings;
 pub use kubeadm_config::kubeadm_config;

@@ -195,8 +195,13 @@ pub fn run_due(net: &mut Network, st: &State, now: u64) -> Result<(), String> {
         let before = cluster.calico_starts.len();
         cluster.calico_starts.retain(|due| *due > now);
         if cluster.calico_starts.len() < before {
-            // The replaced calico-node pods' containers start (every stopped node's at once).
-            return super::command::start_calico_nodes(net, st, now);
+            // The replaced calico-node pods' containers start (every stopped node's at once);
+            // a node that was NotReady meanwhile is Ready, and its kubelet starts what waited.
+            super::command::start_calico_nodes(net, st, now)?;
+            if let Some(cluster) = net.cluster.as_deref_mut() {
+                cluster.reconcile(now);
+            }
+            return Ok(());
         }
         if cluster.kubernetes_service_due.is_some_and(|due| due <= now) {
             cluster.sync_kubernetes_service(now);

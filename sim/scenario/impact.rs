@@ -167,6 +167,7 @@ pub fn cluster_findings(net: &Network, st: &State) -> Vec<String> {
     findings.extend(crate::k8s::wrong_source_findings(net));
     findings.extend(cluster.address_plan_findings());
     findings.extend(cluster.rollback_findings());
+    findings.extend(cluster.restore_findings());
     findings.extend(cluster.external_overlaps(net));
     findings.extend(cluster.terminating_findings(st.time_ms));
     findings.extend(cluster.drain_findings());

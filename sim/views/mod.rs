@@ -16,7 +16,7 @@ mod kubectl;
 mod kubectl_services;
 pub mod linux;
 pub mod pipe;
-mod tables;
+pub(crate) mod tables;
 pub mod tcpdump;
 
 use std::fmt;

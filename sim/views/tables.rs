@@ -5,6 +5,16 @@
 /// of padding, the header centred (an odd gap puts the extra space on the right), cells
 /// left-aligned unless purely numeric (calico-reference.md §6.1, §6.3).
 pub(crate) fn tablewriter<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    render(header, rows, false)
+}
+
+/// The same table after `SetAlignment(tablewriter.ALIGN_RIGHT)`, as etcdctl's table printer
+/// (`printer_table.go`) sets it: every cell right-aligned.
+pub(crate) fn tablewriter_right<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    render(header, rows, true)
+}
+
+fn render<const N: usize>(header: &[&str; N], rows: &[[String; N]], right: bool) -> String {
     let widths: Vec<usize> = (0..N)
         .map(|i| {
             rows.iter()
@@ -28,7 +38,7 @@ pub(crate) fn tablewriter<const N: usize>(header: &[&str; N], rows: &[[String; N
     out.push_str(&rule);
     for r in rows {
         for (c, w) in r.iter().zip(&widths) {
-            if is_decimal(c) {
+            if right || is_decimal(c) {
                 out.push_str(&format!("| {c:>w$} "));
             } else {
                 out.push_str(&format!("| {c:<w$} "));

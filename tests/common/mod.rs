@@ -145,3 +145,43 @@ pub fn pod_cidr(run: &Run, node: &str) -> String {
         .map(|c| c.to_string())
         .unwrap_or_default()
 }
+
+/// The steps of `run` whose findings include one containing `text`.
+pub fn steps_with(run: &Run, text: &str) -> Vec<String> {
+    run.steps
+        .iter()
+        .filter(|s| s.findings.iter().any(|f| f.contains(text)))
+        .map(|s| s.id.clone())
+        .collect()
+}
+
+/// Runbook `lines` run one after the other on `device` of `net` (a copy of `run`'s network) at
+/// virtual time `now`, as a step's `run:` would with no files or stdin and the seed scenarios'
+/// timing: each outcome (output and exit status) or fabsim's refusal.
+pub fn run_lines(
+    run: &Run,
+    net: &mut fabsim::model::Network,
+    device: &str,
+    lines: &[&str],
+    now: u64,
+) -> Vec<Result<(String, i32), String>> {
+    let files = std::collections::BTreeMap::new();
+    let ctx = fabsim::k8s::Context {
+        now,
+        pins: &[],
+        stdin: None,
+        files: &files,
+        base: Path::new("."),
+        pod_start_ms: 0,
+        static_pod_restart_ms: 20_000,
+        node_monitor_grace_ms: 40_000,
+    };
+    let dev = net.device_by_name(device).expect("device");
+    lines
+        .iter()
+        .map(|line| {
+            assert!(fabsim::k8s::is_change(line), "{line}");
+            fabsim::k8s::run_line(net, run.engine.state(), dev, line, &ctx).map(|o| (o.output, o.status))
+        })
+        .collect()
+}

@@ -80,6 +80,10 @@ fn run_as(
         "sudo" => run_as(net, st, dev, &args.join(" "), ROOT_UID, sent),
         "calicoctl" => super::calicoctl::calicoctl(net, st, dev, args),
         "kubectl" => super::kubectl::kubectl(net, st, args, sent),
+        "etcdctl" => {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            crate::k8s::etcdctl_read(net, dev, &args, st.time_ms).map_err(CommandError::new)
+        }
         "cat" => cat(net, dev, args),
         "nslookup" => nslookup::nslookup(net, st, dev, args),
         "grep" | "egrep" => grep_file(net, dev, cmd, args),
