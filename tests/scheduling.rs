@@ -109,4 +109,28 @@ fn a_node_at_its_max_pods_takes_no_more() {
     assert!(c
         .kubelet_config_text("n2")
         .is_some_and(|t| t.contains("\nmaxPods: 2\n")));
+    // `web` bypasses the scheduler (spec.nodeName): n2's kubelet rejects it at admission, as
+    // `Kubelet::rejectPod` does — Failed, OutOfpods, and it stays so.
+    let web = c.pod("default", "web").expect("web");
+    assert_eq!(web.phase, fabsim::k8s::PodPhase::Failed);
+    assert_eq!(web.ip, None);
+    common::assert_has(
+        &common::out_in(&run, "n1", "kubectl get pod web"),
+        &["web 0/1 OutOfpods 0 ..."],
+    );
+    common::assert_has(
+        &common::out_in(&run, "n1", "kubectl describe pod web"),
+        &[
+            "Status: Failed",
+            "Reason: OutOfpods",
+            "Message: Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2",
+            "Warning OutOfpods ... kubelet Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2",
+        ],
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.starts_with("pod default/web was rejected by the kubelet on n2: OutOfpods")),
+        "{findings:#?}"
+    );
 }

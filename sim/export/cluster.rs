@@ -144,8 +144,13 @@ fn kubectl_list(cluster: &Cluster) -> Value {
         let phase = match p.phase {
             PodPhase::Running => "Running",
             PodPhase::Pending => "Pending",
+            PodPhase::Failed => "Failed",
         };
         status.insert("phase".into(), phase.into());
+        if let Some(r) = &p.rejected {
+            status.insert("reason".into(), r.reason.clone().into());
+            status.insert("message".into(), format!("Pod was rejected: {}", r.message).into());
+        }
         if let Some(ip) = p.ip {
             status.insert("podIP".into(), ip.to_string().into());
             status.insert("podIPs".into(), json!([{"ip": ip.to_string()}]));

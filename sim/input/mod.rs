@@ -79,3 +79,39 @@ pub(crate) fn check_device(
     }
     Ok(())
 }
+
+/// Parse a duration like `40s`, `500ms`, `2m`, `1h`, or several such terms as kubectl prints
+/// ages (`4m6s`, `1h30m`).
+pub fn parse_duration(s: &str) -> Option<u64> {
+    let mut rest = s.trim();
+    let mut total: u64 = 0;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let split = rest.find(|c: char| !c.is_ascii_digit())?;
+        let (num, after) = rest.split_at(split);
+        let n: u64 = num.parse().ok()?;
+        let unit_len = after.find(|c: char| c.is_ascii_digit()).unwrap_or(after.len());
+        let (unit, next) = after.split_at(unit_len);
+        let mult = match unit {
+            "ms" => 1,
+            "s" => 1000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => return None,
+        };
+        total = total.checked_add(n.checked_mul(mult)?)?;
+        rest = next;
+    }
+    Some(total)
+}
+
+/// Go's `time.ParseDuration` for what users write (`90s`, `5m`, `1h30m`, `500ms`): a bare `0`
+/// is the one unitless duration Go accepts; the rest is [`parse_duration`].
+pub fn parse_go_duration(s: &str) -> Option<u64> {
+    if s.trim() == "0" {
+        return Some(0);
+    }
+    parse_duration(s)
+}

@@ -502,7 +502,7 @@ impl<'a> Builder<'a> {
     }
 
     fn duration(&mut self, v: &Spanned<String>) -> u64 {
-        parse_duration_ms(&v.value).unwrap_or_else(|| {
+        super::parse_go_duration(&v.value).unwrap_or_else(|| {
             let msg = format!("expected a duration like 60s, 500ms or 2m, found `{}`", v.value);
             self.error(self.span(v), msg);
             0
@@ -1011,25 +1011,6 @@ pub(crate) fn parse_prefix(text: &str) -> Result<Ipv4Net, String> {
     text.trim()
         .parse()
         .map_err(|_| format!("expected an IPv4 prefix like 10.0.0.1/31, found `{text}`"))
-}
-
-/// `60s`, `500ms`, `2m`, `1h`, or a bare `0`.
-fn parse_duration_ms(text: &str) -> Option<u64> {
-    let text = text.trim();
-    if text == "0" {
-        return Some(0);
-    }
-    let split = text.find(|c: char| !c.is_ascii_digit())?;
-    let (num, unit) = text.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let scale = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return None,
-    };
-    n.checked_mul(scale)
 }
 
 /// YAML plumbing shared with `input::netplan`: parsing with diagnostics, order-preserving

@@ -179,6 +179,8 @@ pub enum Owner {
 pub enum PodPhase {
     Pending,
     Running,
+    /// Rejected by its kubelet at admission (`Pod::rejected`): terminal, never started.
+    Failed,
 }
 
 #[derive(Clone, Debug)]
@@ -216,6 +218,19 @@ pub struct Pod {
     /// Its `deletionTimestamp`: deleted or evicted at this time, it is Terminating until its
     /// kubelet has stopped it and its finalizers are gone (`termination`).
     pub deleted_ms: Option<u64>,
+    /// Why its kubelet refused to admit it (phase Failed).
+    pub rejected: Option<Rejection>,
+}
+
+/// A pod the kubelet rejected at admission (`Kubelet::rejectPod`: phase Failed, the reason
+/// and `Pod was rejected: MESSAGE`, a Warning event with the reason and message).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    pub at_ms: u64,
+    /// `OutOfpods`.
+    pub reason: String,
+    /// `Node didn't have enough resource: pods, requested: 1, used: N, capacity: N`.
+    pub message: String,
 }
 
 impl Pod {
@@ -462,6 +477,7 @@ impl Cluster {
             container_id: None,
             waiting: None,
             failed_scheduling: Vec::new(),
+            rejected: None,
             pinned_node,
             node_selector: spec.node_selector,
             facts: None,
@@ -679,7 +695,7 @@ impl Cluster {
                 // Its containers start again: what the scenario said about them is history.
                 self.pods[i].facts = None;
             }
-            if !on_node || self.pods[i].host_network {
+            if !on_node || self.pods[i].host_network || self.pods[i].phase == PodPhase::Failed {
                 continue;
             }
             let pod = self.pods[i].clone();
@@ -764,9 +780,10 @@ impl Cluster {
     }
 
     fn reconcile_pass(&mut self, now: u64) {
-        for i in self.start_order() {
-            // A Terminating pod is never started again.
-            if self.pods[i].phase == PodPhase::Running || self.pods[i].deleted_ms.is_some() {
+        let order = self.start_order();
+        for (turn, &i) in order.iter().enumerate() {
+            // A Terminating pod is never started again; a rejected one is terminal.
+            if self.pods[i].phase != PodPhase::Pending || self.pods[i].deleted_ms.is_some() {
                 continue;
             }
             if self.pods[i].node.is_none() {
@@ -786,6 +803,13 @@ impl Cluster {
             };
             if !self.kubelet_running(&node) {
                 // Bound, but no kubelet runs there to start it: Pending with no reason shown.
+                continue;
+            }
+            if let Some(rejection) = self.admission(i, &node, &order[..turn], now) {
+                let pod = &mut self.pods[i];
+                pod.phase = PodPhase::Failed;
+                pod.waiting = None;
+                pod.rejected = Some(rejection);
                 continue;
             }
             if self.pods[i].host_network {
@@ -918,15 +942,62 @@ impl Cluster {
         }
         // NodeResourcesFit: the pods already bound there against the Node's allocatable pods
         // (its kubelet's maxPods).
+        // The scheduler's cache drops terminated (Failed) pods.
         let bound = self
             .pods
             .iter()
-            .filter(|p| p.node.as_deref() == Some(node.name.as_str()))
+            .filter(|p| p.node.as_deref() == Some(node.name.as_str()) && p.phase != PodPhase::Failed)
             .count();
         if bound >= self.max_pods(&node.name) as usize {
             return Some("Too many pods".into());
         }
         None
+    }
+
+    /// The kubelet's admission of pod `i` on `node` (`lifecycle/predicate.go`: the scheduler's
+    /// resource fit run again against the pods it admitted before, `admitted_before` in start
+    /// order): a pod that bypassed the scheduler with `spec.nodeName` onto a node already at its
+    /// maxPods is rejected `OutOfpods`. DaemonSet and static pods are critical: the kubelet
+    /// evicts others to admit them, which fabsim does not model, so they are admitted.
+    fn admission(&self, i: usize, node: &str, admitted_before: &[usize], now: u64) -> Option<Rejection> {
+        let pod = &self.pods[i];
+        if matches!(pod.owner, Owner::DaemonSet(_) | Owner::Static) {
+            return None;
+        }
+        let on_node = |p: &Pod| p.node.as_deref() == Some(node) && p.phase != PodPhase::Failed;
+        let used = self
+            .pods
+            .iter()
+            .enumerate()
+            .filter(|(j, p)| *j != i && on_node(p) && (p.phase == PodPhase::Running || admitted_before.contains(j)))
+            .count();
+        let capacity = self.max_pods(node) as usize;
+        (used >= capacity).then(|| Rejection {
+            at_ms: now,
+            reason: "OutOfpods".into(),
+            message: format!(
+                "Node didn't have enough resource: pods, requested: 1, used: {used}, capacity: {capacity}"
+            ),
+        })
+    }
+
+    /// Findings for the pods their kubelet rejected (C24: a node at its maxPods).
+    pub fn rejected_findings(&self) -> Vec<String> {
+        self.pods
+            .iter()
+            .filter_map(|p| {
+                let r = p.rejected.as_ref()?;
+                Some(format!(
+                    "pod {}/{} was rejected by the kubelet on {}: {}: {} (spec.nodeName bypasses the scheduler's \
+                     \"Too many pods\"; the pod stays Failed)",
+                    p.namespace,
+                    p.name,
+                    p.node.as_deref().unwrap_or(""),
+                    r.reason,
+                    r.message
+                ))
+            })
+            .collect()
     }
 
     /// Findings for the pods stuck ContainerCreating because the CNI could not give their

@@ -482,11 +482,7 @@ impl Cluster {
 /// Go's `time.ParseDuration` for what a runbook writes (`90s`, `5m`, `1h30m`, `500ms`, `0`):
 /// milliseconds, or the text back when it is not a duration.
 fn go_duration(text: &str) -> Result<u64, String> {
-    // A bare `0` is the one unitless duration Go accepts; the rest is the scenario's syntax.
-    if text == "0" {
-        return Ok(0);
-    }
-    crate::scenario::parse_duration(text).ok_or_else(|| text.to_string())
+    crate::input::parse_go_duration(text).ok_or_else(|| text.to_string())
 }
 
 /// Go's `time.Duration.String()` of whole milliseconds: `1m0s`, `1h30m0s`, `5s`, `1.5s`,

@@ -81,7 +81,7 @@ mod services;
 mod taints;
 mod termination;
 
-pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase};
+pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase, Rejection};
 pub use command::{
     bare_pod, hold_allocations, init_cluster, install_calico, is_change, join_cluster, restart_nodes, run_line,
     start_calico_nodes, CommandOutcome, Context, Follow, InitOptions,

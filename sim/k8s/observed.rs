@@ -329,6 +329,7 @@ fn pod(cluster: &Cluster, ds: &Datastore, p: &KubePod, warnings: &mut Vec<Diagno
         // The scheduler's history is not in a dump; a pending pod gets its events from the
         // next scheduling pass.
         failed_scheduling: Vec::new(),
+        rejected: None,
         // fabsim's dump reader keeps no volumes, finalizers or deletion timestamps.
         declared: Default::default(),
         deleted_ms: None,

@@ -1,6 +1,7 @@
 //! The scenario file: a topology and a list of runbook steps, each with an id, one change,
 //! and expectations checked before, during (watched pings) and after it.
 
+pub use crate::input::parse_duration;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -518,33 +519,6 @@ fn root(file: &str) -> TextOrigin {
         line: 1,
         col: 1,
     }
-}
-
-/// Parse a duration like `40s`, `500ms`, `2m`, `1h`, or several such terms as kubectl prints
-/// ages (`4m6s`, `1h30m`).
-pub fn parse_duration(s: &str) -> Option<u64> {
-    let mut rest = s.trim();
-    let mut total: u64 = 0;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let split = rest.find(|c: char| !c.is_ascii_digit())?;
-        let (num, after) = rest.split_at(split);
-        let n: u64 = num.parse().ok()?;
-        let unit_len = after.find(|c: char| c.is_ascii_digit()).unwrap_or(after.len());
-        let (unit, next) = after.split_at(unit_len);
-        let mult = match unit {
-            "ms" => 1,
-            "s" => 1000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            _ => return None,
-        };
-        total = total.checked_add(n.checked_mul(mult)?)?;
-        rest = next;
-    }
-    Some(total)
 }
 
 pub fn load_scenario(path: &Path) -> Result<Scenario, InputError> {

@@ -164,6 +164,7 @@ pub fn cluster_findings(net: &Network, st: &State) -> Vec<String> {
     findings.extend(crate::k8s::service_findings(net, st));
     findings.extend(cluster.cluster_dns_findings());
     findings.extend(cluster.max_pods_findings());
+    findings.extend(cluster.rejected_findings());
     findings.extend(crate::k8s::wrong_source_findings(net));
     findings.extend(cluster.address_plan_findings());
     findings.extend(cluster.rollback_findings());

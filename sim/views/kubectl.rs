@@ -265,9 +265,10 @@ fn exec(
 /// yet has its containers waiting as `ContainerCreating` (the kubelet's default waiting reason
 /// while the sandbox is not up, e.g. when the CNI ADD fails); unbound, or on a node whose
 /// kubelet is stopped, it is `Pending`.
-fn pod_status(cluster: &Cluster, p: &Pod) -> &'static str {
+fn pod_status<'a>(cluster: &Cluster, p: &'a Pod) -> &'a str {
     match (p.phase, p.node.as_deref()) {
         (PodPhase::Running, _) => "Running",
+        (PodPhase::Failed, _) => p.rejected.as_ref().map_or("Failed", |r| r.reason.as_str()),
         (PodPhase::Pending, Some(node)) if cluster.kubelet_running(node) && cluster.node(node).is_some() => {
             "ContainerCreating"
         }
@@ -588,6 +589,7 @@ fn describe_pod(cluster: &Cluster, now: u64, p: &Pod) -> String {
     let phase = match p.phase {
         PodPhase::Running => "Running",
         PodPhase::Pending => "Pending",
+        PodPhase::Failed => "Failed",
     };
     let mut fields = vec![
         ("Name:", p.name.clone()),
@@ -602,6 +604,10 @@ fn describe_pod(cluster: &Cluster, now: u64, p: &Pod) -> String {
     }
     fields.push(("Labels:", labels.join("\n")));
     fields.push(("Status:", phase.into()));
+    if let Some(r) = &p.rejected {
+        fields.push(("Reason:", r.reason.clone()));
+        fields.push(("Message:", format!("Pod was rejected: {}", r.message)));
+    }
     fields.push(("IP:", ip.unwrap_or_default()));
     match &p.owner {
         Owner::Deployment(_) => fields.push(("Controlled By:", "ReplicaSet/".to_string() + replica_set(&p.name))),
@@ -667,6 +673,16 @@ fn pod_events(p: &Pod, now: u64) -> Vec<EventRow> {
             message: e.message.clone(),
         })
         .collect();
+    if let Some(r) = &p.rejected {
+        rows.push(EventRow {
+            last_ms: r.at_ms,
+            kind: "Warning".into(),
+            reason: r.reason.clone(),
+            age: human_duration(now.saturating_sub(r.at_ms)),
+            from: "kubelet".into(),
+            message: r.message.clone(),
+        });
+    }
     if let Some(f) = &p.facts {
         rows.extend(f.events.iter().map(|e| EventRow {
             last_ms: f.injected_ms.saturating_sub(e.last_seen_ago_ms),
