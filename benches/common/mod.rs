@@ -6,8 +6,8 @@ use fabsim::gen::{LeafSpine, Underlay};
 use fabsim::input::topology::parse_topology;
 use fabsim::scenario::ReachMatrix;
 
-/// The generated fabrics benchmarked (spines, leaves, nodes per leaf); 16x256x16 is not among
-/// them yet (BENCHMARKS.md says how far it is).
+/// The generated fabrics benchmarked (spines, leaves, nodes per leaf); 16x256x16 is benchmarked
+/// for the matrix only ([`LARGE`]; BENCHMARKS.md says how far its converge is).
 pub const FABRICS: [(u32, u32, u32); 2] = [(2, 4, 2), (4, 32, 16)];
 
 /// The large fabric (4,096 nodes, 16.7 M ordered pairs), benchmarked for the

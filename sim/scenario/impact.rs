@@ -120,7 +120,7 @@ impl ReachMatrix {
 
     /// Pairs answered on every ECMP branch (`Fates`, shared by all sources) are not walked.
     fn of(net: &Network, st: &State, endpoints: Vec<Endpoint>) -> ReachMatrix {
-        let mut fates = Fates::new(net, st);
+        let mut fates = Fates::new(net, st, endpoints.iter().map(|e| e.addr));
         ReachMatrix::walking(net, st, endpoints, |from, to| fates.echo_answered(from.device, to.addr))
     }
 
