@@ -4,7 +4,7 @@
 //! (`fabsim gen leaf-spine`, OSPF or eBGP underlay, Calico peering with the ToR) from topology
 //! text to converged FIBs on every device (`converge/…`), the all-pairs reachability matrix
 //! after convergence (`reach_all_pairs/…`) and a spine-leaf link failure re-converged
-//! (`step_delta/…`). Peak memory of the same workloads: `peak_memory.rs`. Results and the
+//! (`step_delta/…`), and the matrix of the 16x256x16 fabric. Peak memory of the same workloads: `peak_memory.rs`. Results and the
 //! machine go in BENCHMARKS.md.
 
 mod common;
@@ -12,8 +12,8 @@ mod common;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
-use common::{fabric, fabric_id, fail_spine_leaf_link, load_and_converge, reach_all_pairs, FABRICS};
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use common::{fabric, fabric_id, fail_spine_leaf_link, load_and_converge, reach_all_pairs, FABRICS, LARGE};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode};
 use fabsim::calico::confd;
 use fabsim::calico::datastore::Node;
 use fabsim::calico::install::Calico;
@@ -146,5 +146,20 @@ fn after_convergence(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, seed_lab, calico, generated, after_convergence);
+/// `reach_all_pairs/16x256x16`: the matrix of the large fabric (issue #8's target: ≤ 10 s).
+/// The fabric is loaded and converged once, before the first sample. An iteration takes
+/// seconds, so each of criterion's minimum 10 samples is one iteration (flat sampling; linear
+/// sampling would run 55).
+fn reach_large(c: &mut Criterion) {
+    let (s, l, n) = LARGE;
+    let engine = load_and_converge(&fabric(s, l, n, Underlay::Ospf));
+    let mut group = c.benchmark_group("reach_all_pairs");
+    group.sample_size(10).sampling_mode(SamplingMode::Flat);
+    group.bench_function(fabric_id(s, l, n, Underlay::Ospf), |b| {
+        b.iter(|| reach_all_pairs(&engine))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, seed_lab, calico, generated, after_convergence, reach_large);
 criterion_main!(benches);

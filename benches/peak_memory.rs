@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fabric, fabric_id, fail_spine_leaf_link, load_and_converge, reach_all_pairs, FABRICS};
+use common::{fabric, fabric_id, fail_spine_leaf_link, load_and_converge, reach_all_pairs, FABRICS, LARGE};
 use fabsim::gen::Underlay;
 use fabsim::scenario;
 
@@ -24,6 +24,8 @@ fn workloads() -> Vec<String> {
     let big = fabric_id(s, l, n, Underlay::Ospf);
     ids.push(format!("reach_all_pairs/{big}"));
     ids.push(format!("step_delta/{big}"));
+    let (s, l, n) = LARGE;
+    ids.push(format!("reach_all_pairs/{}", fabric_id(s, l, n, Underlay::Ospf)));
     ids
 }
 

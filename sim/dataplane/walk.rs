@@ -182,13 +182,38 @@ impl ProbeKind {
 /// The source address Linux picks for a route without `src`: the egress interface's address,
 /// or, when it has none (a pod's `caliX` veth), the first global address of the box in
 /// interface order (`inet_select_addr`).
-fn source_for(net: &Network, st: &State, dev: DeviceId, egress: IfId) -> Option<Ipv4Addr> {
+pub(super) fn source_for(net: &Network, st: &State, dev: DeviceId, egress: IfId) -> Option<Ipv4Addr> {
     st.ifaces[egress.idx()].addr.map(|a| a.addr()).or_else(|| {
         net.device(dev)
             .ifaces
             .iter()
             .filter(|i| net.iface(**i).name != "lo" && st.ifaces[i.idx()].up)
             .find_map(|i| st.ifaces[i.idx()].addr.map(|a| a.addr()))
+    })
+}
+
+/// The interface on `egress`'s L2 domain that owns `gw` and is up (ARP).
+pub(super) fn arp(net: &Network, st: &State, egress: IfId, gw: Ipv4Addr) -> Option<IfId> {
+    if !st.ifaces[egress.idx()].usable() {
+        return None;
+    }
+    let owner = net.l2_peers(egress).find(|p| {
+        let s = &st.ifaces[p.idx()];
+        s.usable() && s.addr.map(|a| a.addr()) == Some(gw)
+    });
+    // Without an owner, a proxy-ARP interface answers for the address (Linux answers when
+    // it has a route to it through another interface; Calico's host side of a pod veth
+    // answers for 169.254.1.1).
+    owner.or_else(|| {
+        net.l2_peers(egress).find(|p| {
+            let peer_dev = net.iface(*p).device;
+            net.iface(*p).proxy_arp
+                && st.ifaces[p.idx()].usable()
+                && st.devices[peer_dev.idx()]
+                    .fib
+                    .lookup(gw)
+                    .is_some_and(|r| r.nexthops.iter().all(|nh| nh.iface != *p))
+        })
     })
 }
 
@@ -842,7 +867,7 @@ impl Walk<'_> {
                 self.apply_nat(cur, nh.iface, &mut pkt);
             }
             let gw = nh.via.unwrap_or(pkt.dst);
-            let Some(next_if) = self.arp(nh.iface, gw) else {
+            let Some(next_if) = arp(net, st, nh.iface, gw) else {
                 hops.push(hop);
                 let quoted = pkt.quote(inner.as_ref(), pkt.ttl);
                 return match ingress {
@@ -1020,32 +1045,6 @@ impl Walk<'_> {
             },
             hops,
         )
-    }
-
-    /// The interface on `egress`'s L2 domain that owns `gw` and is up (ARP).
-    fn arp(&self, egress: IfId, gw: Ipv4Addr) -> Option<IfId> {
-        let (net, st) = (self.net, self.st);
-        if !st.ifaces[egress.idx()].usable() {
-            return None;
-        }
-        let owner = net.l2_peers(egress).find(|p| {
-            let s = &st.ifaces[p.idx()];
-            s.usable() && s.addr.map(|a| a.addr()) == Some(gw)
-        });
-        // Without an owner, a proxy-ARP interface answers for the address (Linux answers when
-        // it has a route to it through another interface; Calico's host side of a pod veth
-        // answers for 169.254.1.1).
-        owner.or_else(|| {
-            net.l2_peers(egress).find(|p| {
-                let peer_dev = net.iface(*p).device;
-                net.iface(*p).proxy_arp
-                    && st.ifaces[p.idx()].usable()
-                    && st.devices[peer_dev.idx()]
-                        .fib
-                        .lookup(gw)
-                        .is_some_and(|r| r.nexthops.iter().all(|nh| nh.iface != *p))
-            })
-        })
     }
 
     /// Source NAT on the way out of `egress`, by either mechanism a device has: EOS `ip nat

@@ -124,6 +124,37 @@ impl Fib {
         None
     }
 
+    /// `lookup(dst)`, with `dst`'s forwarding-equivalence block: the widest prefix around `dst`
+    /// holding no longer prefix of the table than the route found, so that every address in it
+    /// finds the same route and a caller may reuse the answer for all of them.
+    pub fn lookup_block(&self, dst: Ipv4Addr) -> Option<(&Route, Ipv4Net)> {
+        let route = self.lookup(dst)?;
+        let len = route.prefix.prefix_len();
+        // Whether the block of `dst` at length `m` holds a prefix longer than the route's. A
+        // key starting inside the block either lies inside it or holds it, and one holding it
+        // would hold `dst` too, so it is not longer than the route. True for short blocks,
+        // false from some length on (at the latest /32: a longer /32 would have been found).
+        let longer_inside = |m: u8| {
+            Ipv4Net::new(dst, m).is_ok_and(|b| {
+                let b = b.trunc();
+                self.routes
+                    .range((b, 0)..)
+                    .take_while(|((p, _), _)| b.contains(&p.network()))
+                    .any(|((p, _), _)| p.prefix_len() > len)
+            })
+        };
+        let (mut lo, mut hi) = (len, 32);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if longer_inside(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Some((route, Ipv4Net::new(dst, hi).ok()?.trunc()))
+    }
+
     /// Routes in table order (by prefix, then metric).
     pub fn iter(&self) -> impl Iterator<Item = &Route> {
         self.routes.values()
@@ -244,5 +275,33 @@ mod tests {
         assert_eq!(hit(&fib, "10.1.0.6"), Some(("10.1.0.0/26".into(), 20)));
         assert_eq!(hit(&fib, "10.1.0.64"), Some(("10.0.0.0/8".into(), 0)));
         assert_eq!(hit(&fib, "192.0.2.1"), Some(("0.0.0.0/0".into(), 0)));
+    }
+
+    /// The block is the widest prefix around the address without a longer prefix inside, and
+    /// every address in it finds the same route.
+    #[test]
+    fn lookup_block_is_the_widest_prefix_with_the_same_answer() {
+        let mut fib = Fib::default();
+        for p in ["0.0.0.0/0", "10.0.0.0/24", "10.0.0.5/32"] {
+            fib.insert(route(p, 0));
+        }
+        let block = |dst: &str| {
+            fib.lookup_block(dst.parse().expect("address"))
+                .map(|(r, b)| (r.prefix.to_string(), b.to_string()))
+        };
+        assert_eq!(block("10.0.0.9"), Some(("10.0.0.0/24".into(), "10.0.0.8/29".into())));
+        assert_eq!(
+            block("10.0.0.200"),
+            Some(("10.0.0.0/24".into(), "10.0.0.128/25".into()))
+        );
+        assert_eq!(block("10.0.0.5"), Some(("10.0.0.5/32".into(), "10.0.0.5/32".into())));
+        assert_eq!(block("8.8.8.8"), Some(("0.0.0.0/0".into(), "8.0.0.0/7".into())));
+        assert_eq!(block("192.0.2.1"), Some(("0.0.0.0/0".into(), "128.0.0.0/1".into())));
+        for dst in ["10.0.0.9", "8.8.8.8", "192.0.2.1"] {
+            let (route, b) = fib.lookup_block(dst.parse().expect("address")).expect("route");
+            for a in b.hosts().step_by(4099).take(64) {
+                assert_eq!(fib.lookup(a).map(|r| r.prefix), Some(route.prefix), "{a} in {b}");
+            }
+        }
     }
 }
