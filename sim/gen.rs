@@ -84,6 +84,8 @@ pub enum Encap {
 /// clarifications.md "Defaults for fabsim gen".
 #[derive(Clone, Debug, clap::Parser)]
 #[command(name = "leaf-spine")]
+// Flattened into `fabsim gen`'s `LeafSpine` variant, whose own argument group has this name.
+#[group(skip)]
 pub struct LeafSpine {
     /// Spine switches (S).
     #[arg(long)]

@@ -513,12 +513,14 @@ fn exports_everywhere(label: &str, net: &fabsim::model::Network, st: &fabsim::en
 
 /// The bundled scenarios, each exported after every step by a test of its own (they run in
 /// parallel); `every_bundled_scenario_has_its_export_test` keeps the list whole.
-const SCENARIOS: [&str; 6] = [
+const SCENARIOS: [&str; 8] = [
     "scenarios/seed-lab-bgp.yaml",
     "scenarios/seed-lab-no-outage.yaml",
     "scenarios/seed-lab.yaml",
     "scenarios/seed000-expand-pod-cidr.yaml",
     "scenarios/seed000-mask-only.yaml",
+    "scenarios/seed000-rollback.yaml",
+    "scenarios/seed001-flannel.yaml",
     "scenarios/seed001-pod-and-service-cidr.yaml",
 ];
 
@@ -580,8 +582,18 @@ fn seed000_mask_only_exports_after_every_step() {
 }
 
 #[test]
+fn seed000_rollback_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[5]) >= 5);
+}
+
+#[test]
+fn seed001_flannel_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[6]) >= 10);
+}
+
+#[test]
 fn seed001_exports_after_every_step() {
-    assert!(every_step_exports(SCENARIOS[5]) >= 10);
+    assert!(every_step_exports(SCENARIOS[7]) >= 10);
 }
 
 /// Issue #6: `fabsim export` works for every bundled topology and for generated fabrics in every

@@ -29,14 +29,7 @@ fn pod_ip(run: &Run, name: &str) -> Option<String> {
 
 #[test]
 fn the_main_scenario_meets_every_expectation() {
-    let run = run_until(&opened(), None);
-    let failed: Vec<String> = run
-        .failures()
-        .map(|(s, c)| format!("{}: {} — {}", s.id, c.what, c.detail))
-        .collect();
-    assert!(failed.is_empty(), "{failed:#?}");
-    let o = common::fabsim(&["run", SCENARIO]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    common::meets_every_expectation(SCENARIO);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use super::cluster::{Cluster, PodPhase};
 use super::command::CommandOutcome;
 use super::flannel::{Flannel, Flanneld, BRIDGE, VNI, VXLAN_DEVICE, VXLAN_PORT};
 use super::names::bridge_veth_name;
-use super::realize::{delete_veth, ensure_iface, new_netns, pod_route, unconfigure};
+use super::realize::{ensure_iface, new_netns, pod_route, release_gone_pods, unconfigure};
 use crate::diag::Span;
 use crate::model::{
     AddrConfig, DeviceId, IfId, L2Domain, L2Id, Network, RouteOrigin, StaticRoute, Tunnel, Vxlan, VxlanRemote,
@@ -167,18 +167,9 @@ fn attach_pods(net: &mut Network, cluster: &mut Cluster) {
         live.push(((p.namespace.clone(), p.name.clone()), dev, ip, gw, p.image.clone()));
     }
     let network = flannel.network;
-    // Pods that are gone, or now run on another node: the CNI's DEL deleted their veth.
-    for (key, netns) in cluster.netns.iter_mut() {
-        let live_on = live.iter().find(|(k, ..)| k == key).map(|(_, dev, ..)| *dev);
-        if let Some(host) = netns.host.filter(|h| Some(net.iface(*h).device) != live_on) {
-            delete_veth(net, netns.eth0, host);
-            netns.host = None;
-        }
-        if live_on.is_none() {
-            net.interfaces[netns.eth0.idx()].admin_up = false;
-            net.interfaces[netns.eth0.idx()].addr = AddrConfig::None;
-        }
-    }
+    release_gone_pods(net, &mut cluster.netns, |key| {
+        live.iter().find(|(k, ..)| k == key).map(|(_, dev, ..)| *dev)
+    });
     for (key, dev, ip, gw, image) in live {
         let netns = match cluster.netns.get(&key) {
             Some(n) => *n,

@@ -119,22 +119,14 @@ fn realize_cluster(net: &mut Network, cluster: &mut Cluster) -> Result<Vec<Diagn
             ))
         })
         .collect();
-    // Pods that are gone, or now run on another node: the CNI's DEL deleted their veth.
-    for (key, netns) in cluster.netns.iter_mut() {
-        let live_on = running
+    let k_nodes = &cluster.nodes;
+    release_gone_pods(net, &mut cluster.netns, |key| {
+        running
             .iter()
             .find(|(ns, name, ..)| (ns, name) == (&key.0, &key.1))
-            .and_then(|(_, _, node, ..)| cluster.nodes.iter().find(|n| &n.name == node))
-            .map(|n| n.device);
-        if let Some(host) = netns.host.filter(|h| Some(net.iface(*h).device) != live_on) {
-            delete_veth(net, netns.eth0, host);
-            netns.host = None;
-        }
-        if live_on.is_none() {
-            net.interfaces[netns.eth0.idx()].admin_up = false;
-            net.interfaces[netns.eth0.idx()].addr = AddrConfig::None;
-        }
-    }
+            .and_then(|(_, _, node, ..)| k_nodes.iter().find(|n| &n.name == node))
+            .map(|n| n.device)
+    });
     for (ns, name, node, ip, image) in running {
         let Some(host_dev) = cluster.node(&node).map(|n| n.device) else {
             continue;
@@ -224,6 +216,26 @@ pub(super) fn forget_node(net: &mut Network, dev: DeviceId) {
         .retain(|s| !s.origin.is_felix() && !s.dev.as_deref().is_some_and(|d| d.starts_with("cali")));
     unconfigure(net, dev, "tunl0");
     unconfigure(net, dev, vxlan::DEVICE);
+}
+
+/// Pods that are gone, or now run on another node (`live_on`: the host a pod runs on now):
+/// the CNI's DEL deleted their veth, and a gone pod's `eth0` is down without its address.
+pub(super) fn release_gone_pods(
+    net: &mut Network,
+    netns: &mut BTreeMap<(String, String), Netns>,
+    live_on: impl Fn(&(String, String)) -> Option<DeviceId>,
+) {
+    for (key, n) in netns.iter_mut() {
+        let live_on = live_on(key);
+        if let Some(host) = n.host.filter(|h| Some(net.iface(*h).device) != live_on) {
+            delete_veth(net, n.eth0, host);
+            n.host = None;
+        }
+        if live_on.is_none() {
+            net.interfaces[n.eth0.idx()].admin_up = false;
+            net.interfaces[n.eth0.idx()].addr = AddrConfig::None;
+        }
+    }
 }
 
 /// A pod's network namespace: its device and its `eth0`, and the host side of its veth.
@@ -411,7 +423,7 @@ pub(super) fn ensure_iface(net: &mut Network, dev: DeviceId, name: &str) -> IfId
 /// later pod gets a new one with the next ifindex, as test-pod1's `eth0@if15` then `@if16`
 /// on k-w1 show, seed-lab.md s3b) and the link is uncabled. Ids are dense, so the interface
 /// stays in `net.interfaces`, owned by no device's list, and its L2 domain stays, empty.
-pub(super) fn delete_veth(net: &mut Network, eth0: IfId, host: IfId) {
+fn delete_veth(net: &mut Network, eth0: IfId, host: IfId) {
     let dev = net.iface(host).device;
     net.devices[dev.idx()].ifaces.retain(|i| *i != host);
     for end in [eth0, host] {

@@ -32,6 +32,20 @@ pub fn run_file(file: &str, step: &str) -> Run {
     scenario::run(&opened, Some(step)).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The scenario `file` replayed whole meets every expectation, and `fabsim run` says so with
+/// its exit status.
+pub fn meets_every_expectation(file: &str) {
+    let opened = scenario::open(Path::new(file)).unwrap_or_else(|e| panic!("{e}"));
+    let run = scenario::run(&opened, None).unwrap_or_else(|e| panic!("{e}"));
+    let failed: Vec<String> = run
+        .failures()
+        .map(|(s, c)| format!("{}: {} — {}", s.id, c.what, c.detail))
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    let o = fabsim(&["run", file]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
 /// The `fabsim` binary run with `args` from the crate's root.
 pub fn fabsim(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_fabsim"))
