@@ -116,6 +116,24 @@ fn the_crash_loop_window_lasts_from_the_flag_edit_to_etcdhelper() {
     assert_eq!(c14, ["etcdhelper"], "{:?}", step(&run, "etcdhelper").findings);
 }
 
+/// C5 while kube-controller-manager runs: the restore brings back the Nodes' 10.112 podCIDRs
+/// behind the back of a controller started with --cluster-cidr=10.212.0.0/16. It keeps running,
+/// but would crash-loop at its next restart; the runbook's next step reverts its flags, which
+/// restarts it with the old range, and the finding goes.
+#[test]
+fn a_restore_under_the_new_cluster_cidr_is_a_latent_crash_loop_until_the_flags_revert() {
+    let run = run_file(ROLLBACK, "settled");
+    let latent = "Node etcdhelper-node-0's podCIDR 10.112.0.0/24 lies outside kube-controller-manager's \
+                  --cluster-cidr 10.212.0.0/16: the running controller goes on, but at its next restart node IPAM \
+                  cannot start";
+    assert_eq!(steps_with(&run, latent), ["etcd-on-backup"]);
+    let left = cluster(&run).address_plan_findings();
+    assert!(
+        left.iter().all(|f| !f.contains("lies outside kube-controller-manager")),
+        "{left:?}"
+    );
+}
+
 #[test]
 fn the_rolling_phase_reports_overlaps_with_drained_nodes_and_the_freed_block() {
     let run = run_file(SCENARIO, "final");

@@ -26,7 +26,31 @@ impl Cluster {
         out.extend(self.duplicate_pod_ips());
         out.extend(self.bitmap_and_capacity());
         out.extend(self.pods_outside_pod_cidr());
+        out.extend(self.startable_node_ipam());
         out
+    }
+
+    /// C5 while kube-controller-manager runs: a Node's podCIDR outside its `--cluster-cidr` (set
+    /// behind its back — an etcd write or restore — after it started) does not stop it, but its
+    /// node IPAM fails to start at its next restart (`AllocateOrOccupyCIDR` at startup) and it
+    /// crash-loops. (A crashed one is reported by `control_plane_findings`.)
+    fn startable_node_ipam(&self) -> Vec<String> {
+        let running = self.node_ipam.as_ref().is_some_and(|a| a.failure().is_none());
+        let Some((cidr, _)) = self.node_ipam_settings().filter(|_| running) else {
+            return Vec::new();
+        };
+        self.nodes
+            .iter()
+            .filter_map(|n| Some((n, n.pod_cidr.filter(|c| !cidr.contains(c))?)))
+            .map(|(n, c)| {
+                format!(
+                    "Node {}'s podCIDR {c} lies outside kube-controller-manager's --cluster-cidr {cidr}: the running \
+                     controller goes on, but at its next restart node IPAM cannot start (cidr {c} is out the range \
+                     of cluster cidr {cidr}) and kube-controller-manager crash-loops (k8s-cidr-migrations.md §5 C5)",
+                    n.name
+                )
+            })
+            .collect()
     }
 
     fn pod_count(&self, node: &str) -> usize {
