@@ -41,6 +41,8 @@ use sha1::{Digest, Sha1};
 
 use super::command::CommandOutcome;
 use super::host_local::HostLocalStore;
+use crate::calico::install::tunnel_mtu;
+use crate::calico::ipam::TunnelKind;
 use crate::model::{Masquerade, Network};
 
 /// The namespace, DaemonSet and ConfigMap of kube-flannel.yml.
@@ -58,8 +60,6 @@ pub const VNI: u32 = 1;
 pub const VXLAN_PORT: u16 = 8472;
 /// host-local's reservations for the `cbr0` network.
 pub const STATE_DIR: &str = "/var/lib/cni/networks/cbr0";
-/// VXLAN's overhead: flannel's MTU is the external interface's less 50.
-const VXLAN_OVERHEAD: u32 = 50;
 
 /// `/run/flannel/subnet.env` as flanneld writes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +152,7 @@ impl Flannel {
                     network,
                     subnet: Ipv4Net::new(Ipv4Addr::from(u32::from(lease.network()) + 1), lease.prefix_len())
                         .unwrap_or(lease),
-                    mtu: host_mtu - VXLAN_OVERHEAD,
+                    mtu: tunnel_mtu(TunnelKind::Vxlan, host_mtu),
                     ipmasq: true,
                 });
                 self.leases.insert(node.to_string(), lease);

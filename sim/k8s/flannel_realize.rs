@@ -18,11 +18,20 @@ use super::cluster::{Cluster, PodPhase};
 use super::command::CommandOutcome;
 use super::flannel::{Flannel, Flanneld, BRIDGE, VNI, VXLAN_DEVICE, VXLAN_PORT};
 use super::names::bridge_veth_name;
-use super::realize::{ensure_iface, new_netns, pod_route, release_gone_pods, unconfigure};
+use super::realize::{
+    ensure_iface, leave_segment, new_netns, pod_route, release_gone_pods, unconfigure, vxlan_parent, HOST_MTU,
+};
+use crate::calico::install::tunnel_mtu;
+use crate::calico::ipam::TunnelKind;
 use crate::diag::Span;
 use crate::model::{
     AddrConfig, DeviceId, IfId, L2Domain, L2Id, Network, RouteOrigin, StaticRoute, Tunnel, Vxlan, VxlanRemote,
 };
+
+/// The MTU of flannel.1, cni0 and the pods' links: VXLAN's on the hosts' NICs.
+fn mtu() -> u32 {
+    tunnel_mtu(TunnelKind::Vxlan, HOST_MTU)
+}
 
 /// A node with a lease, as the others see it (the Node's annotations and podCIDR).
 struct Registered {
@@ -100,7 +109,7 @@ pub(super) fn realize(net: &mut Network, cluster: &mut Cluster) {
                 let cni0 = ensure_iface(net, *dev, BRIDGE);
                 let b = &mut net.interfaces[cni0.idx()];
                 b.admin_up = true;
-                b.mtu = crate::k8s::realize::HOST_MTU - 50;
+                b.mtu = mtu();
                 b.addr = AddrConfig::Static(gw);
             }
             None => unconfigure(net, *dev, BRIDGE),
@@ -120,13 +129,7 @@ fn vxlan_device(
     public_ip: Ipv4Addr,
     remotes: Option<Vec<VxlanRemote>>,
 ) {
-    let parent = net
-        .device(dev)
-        .ifaces
-        .iter()
-        .map(|i| net.iface(*i))
-        .find(|i| matches!(i.addr, AddrConfig::Static(a) if a.addr() == public_ip))
-        .map(|i| i.name.clone());
+    let parent = vxlan_parent(net, dev, public_ip);
     let id = ensure_iface(net, dev, VXLAN_DEVICE);
     let ifc = &mut net.interfaces[id.idx()];
     let kept = match &ifc.tunnel {
@@ -141,7 +144,7 @@ fn vxlan_device(
         mac: Flannel::vtep_mac(node),
         remotes: remotes.unwrap_or(kept),
     }));
-    ifc.mtu = crate::k8s::realize::HOST_MTU - 50;
+    ifc.mtu = mtu();
     ifc.admin_up = true;
     ifc.addr = AddrConfig::Static(Ipv4Net::from(vtep));
 }
@@ -186,7 +189,7 @@ fn attach_pods(net: &mut Network, cluster: &mut Cluster) {
         ];
         let e = &mut net.interfaces[netns.eth0.idx()];
         e.admin_up = true;
-        e.mtu = crate::k8s::realize::HOST_MTU - 50;
+        e.mtu = mtu();
         e.addr = AddrConfig::Static(Ipv4Net::new(ip, gw.prefix_len()).unwrap_or(Ipv4Net::from(ip)));
         let Some(cni0) = net.iface_by_name(dev, BRIDGE) else {
             continue;
@@ -194,7 +197,7 @@ fn attach_pods(net: &mut Network, cluster: &mut Cluster) {
         let veth = ensure_iface(net, dev, &bridge_veth_name(&key.0, &key.1));
         let h = &mut net.interfaces[veth.idx()];
         h.admin_up = true;
-        h.mtu = crate::k8s::realize::HOST_MTU - 50;
+        h.mtu = mtu();
         join_segment(net, cni0, veth);
         join_segment(net, cni0, netns.eth0);
         if let Some(n) = cluster.netns.get_mut(&key) {
@@ -225,12 +228,6 @@ fn join_segment(net: &mut Network, bridge: IfId, port: IfId) {
     leave_segment(net, port);
     net.l2[l2.idx()].members.push(port);
     net.interfaces[port.idx()].l2 = Some(l2);
-}
-
-fn leave_segment(net: &mut Network, port: IfId) {
-    if let Some(l2) = net.interfaces[port.idx()].l2.take() {
-        net.l2[l2.idx()].members.retain(|m| *m != port);
-    }
 }
 
 /// `ip link delete [dev] IF` of Flannel's `cni0` or `flannel.1`, as a runbook clears a re-homed

@@ -325,13 +325,7 @@ pub(super) fn unconfigure(net: &mut Network, dev: DeviceId, name: &str) {
 /// tunnel address as a /32, up, and the ARP/FDB entries of every other VTEP (`SetL2Routes`).
 /// Returns the parent's name, if fabsim knows it.
 fn vxlan_device(net: &mut Network, calico: &Calico, dev: DeviceId, local: &Vtep) -> Option<String> {
-    let parent = net
-        .device(dev)
-        .ifaces
-        .iter()
-        .map(|i| net.iface(*i))
-        .find(|i| matches!(i.addr, AddrConfig::Static(a) if a.addr() == local.node_addr.addr()))
-        .map(|i| i.name.clone());
+    let parent = vxlan_parent(net, dev, local.node_addr.addr());
     let remotes = calico
         .remote_vteps(&local.node)
         .into_iter()
@@ -355,6 +349,17 @@ fn vxlan_device(net: &mut Network, calico: &Calico, dev: DeviceId, local: &Vtep)
     ifc.admin_up = true;
     ifc.addr = AddrConfig::Static(Ipv4Net::from(local.tunnel_addr));
     parent
+}
+
+/// A VXLAN device's parent on `dev`: the interface holding the node address `local`, if fabsim
+/// knows it (a DHCP lease is not an interface's configured address).
+pub(super) fn vxlan_parent(net: &Network, dev: DeviceId, local: Ipv4Addr) -> Option<String> {
+    net.device(dev)
+        .ifaces
+        .iter()
+        .map(|i| net.iface(*i))
+        .find(|i| matches!(i.addr, AddrConfig::Static(a) if a.addr() == local))
+        .map(|i| i.name.clone())
 }
 
 /// The routes of felix's VXLAN manager on `dev` (`Calico::vxlan_routes`). The no-encap ones go
@@ -427,12 +432,17 @@ fn delete_veth(net: &mut Network, eth0: IfId, host: IfId) {
     let dev = net.iface(host).device;
     net.devices[dev.idx()].ifaces.retain(|i| *i != host);
     for end in [eth0, host] {
+        leave_segment(net, end);
         let ifc = &mut net.interfaces[end.idx()];
-        if let Some(l2) = ifc.l2.take() {
-            net.l2[l2.idx()].members.retain(|m| *m != end);
-        }
         ifc.admin_up = false;
         ifc.addr = AddrConfig::None;
+    }
+}
+
+/// `port` off its L2 segment, if it is on one.
+pub(super) fn leave_segment(net: &mut Network, port: IfId) {
+    if let Some(l2) = net.interfaces[port.idx()].l2.take() {
+        net.l2[l2.idx()].members.retain(|m| *m != port);
     }
 }
 
