@@ -2,7 +2,7 @@
 //! prefix from their own BGP neighbour. Whichever learns it first keeps its BGP route active
 //! and originates the E2; the other's BGP route loses to that E2 (distance 110 < 200) and is
 //! neither active nor redistributed. Reversing the order reverses the forwarding; learning it
-//! at the same moment makes the two take turns forever, which fabsim reports.
+//! in the same millisecond leaves the order to the seed (sub-millisecond timing).
 
 use fabsim::diag::TextOrigin;
 use fabsim::engine::{converge, Engine, Proto};
@@ -136,11 +136,37 @@ fn the_leaf_that_learned_first_keeps_the_prefix() {
 }
 
 #[test]
-fn learning_it_at_the_same_moment_oscillates_and_is_reported() {
+fn learning_it_at_the_same_moment_the_seed_decides_who_keeps_it() {
+    let mut kept = Vec::new();
+    for seed in 1..=8 {
+        let loaded = parse_topology(&topology(false), "t.yaml").unwrap_or_else(|e| panic!("{e}"));
+        let mut e = Engine::new(loaded.net);
+        e.set_seed(seed);
+        let c = e.run_until_quiet();
+        assert!(c.quiet && c.findings.is_empty(), "seed {seed}: {:?}", c.findings);
+        let (a, b) = (proto_at(&e, "Leaf-A"), proto_at(&e, "Leaf-B"));
+        // One keeps its BGP route and redistributes it; the other takes that E2.
+        match (a, b) {
+            (Some(Proto::BgpExternal), Some(Proto::OspfE2)) => kept.push("Leaf-A"),
+            (Some(Proto::OspfE2), Some(Proto::BgpExternal)) => kept.push("Leaf-B"),
+            other => panic!("seed {seed}: {other:?}"),
+        }
+    }
+    kept.sort_unstable();
+    kept.dedup();
+    assert_eq!(kept, ["Leaf-A", "Leaf-B"], "each leaf wins under some seed");
+}
+
+/// The oscillation finding needs a network that never settles. The one this test used — two
+/// leaves learning a prefix in the same millisecond — settles now (FIDELITY.md "simultaneous
+/// redistribution"): a network without a stable state (e.g. Griffin's BAD GADGET of local
+/// preferences, with its routes redistributed) is the test to write.
+#[test]
+#[ignore = "needs a network without a stable routing state; the lockstep two-leaf case settles since the seeded order of simultaneous redistribution (FIDELITY.md)"]
+fn a_network_that_never_settles_is_reported_as_an_oscillation() {
     let loaded = parse_topology(&topology(false), "t.yaml").unwrap_or_else(|e| panic!("{e}"));
     let (_, c) = converge(loaded.net);
     assert!(!c.quiet);
     let f = c.findings.join("\n");
     assert!(f.contains("oscillation") && f.contains("10.50.0.0/24"), "{f}");
-    assert!(f.contains("Leaf-A") && f.contains("Leaf-B"), "{f}");
 }

@@ -513,8 +513,10 @@ fn exports_everywhere(label: &str, net: &fabsim::model::Network, st: &fabsim::en
 
 /// The bundled scenarios, each exported after every step by a test of its own (they run in
 /// parallel); `every_bundled_scenario_has_its_export_test` keeps the list whole.
-const SCENARIOS: [&str; 8] = [
+const SCENARIOS: [&str; 10] = [
     "scenarios/seed-lab-bgp.yaml",
+    "scenarios/seed-lab-cold-s5.yaml",
+    "scenarios/seed-lab-cold-s6.yaml",
     "scenarios/seed-lab-no-outage.yaml",
     "scenarios/seed-lab.yaml",
     "scenarios/seed000-expand-pod-cidr.yaml",
@@ -562,38 +564,48 @@ fn seed_lab_bgp_exports_after_every_step() {
 }
 
 #[test]
-fn seed_lab_no_outage_exports_after_every_step() {
+fn seed_lab_cold_s5_exports_after_every_step() {
     assert!(every_step_exports(SCENARIOS[1]) >= 20);
 }
 
 #[test]
-fn seed_lab_exports_after_every_step() {
+fn seed_lab_cold_s6_exports_after_every_step() {
     assert!(every_step_exports(SCENARIOS[2]) >= 20);
 }
 
 #[test]
+fn seed_lab_no_outage_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[3]) >= 20);
+}
+
+#[test]
+fn seed_lab_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[4]) >= 20);
+}
+
+#[test]
 fn seed000_exports_after_every_step() {
-    assert!(every_step_exports(SCENARIOS[3]) >= 10);
+    assert!(every_step_exports(SCENARIOS[5]) >= 10);
 }
 
 #[test]
 fn seed000_mask_only_exports_after_every_step() {
-    assert!(every_step_exports(SCENARIOS[4]) >= 5);
+    assert!(every_step_exports(SCENARIOS[6]) >= 5);
 }
 
 #[test]
 fn seed000_rollback_exports_after_every_step() {
-    assert!(every_step_exports(SCENARIOS[5]) >= 5);
+    assert!(every_step_exports(SCENARIOS[7]) >= 5);
 }
 
 #[test]
 fn seed001_flannel_exports_after_every_step() {
-    assert!(every_step_exports(SCENARIOS[6]) >= 10);
+    assert!(every_step_exports(SCENARIOS[8]) >= 10);
 }
 
 #[test]
 fn seed001_exports_after_every_step() {
-    assert!(every_step_exports(SCENARIOS[7]) >= 10);
+    assert!(every_step_exports(SCENARIOS[9]) >= 10);
 }
 
 /// Issue #6: `fabsim export` works for every bundled topology and for generated fabrics in every

@@ -152,6 +152,7 @@ fn max_memory_on_the_command_line_is_a_finding() {
 /// the service range ran for minutes, each wait's flaps costing more than the last, unbounded by
 /// the budget, and the steps reported no finding).
 #[test]
+#[ignore = "needs a network without a stable routing state: this generated fabric's leaves no longer take turns redistributing the service range (FIDELITY.md \"simultaneous redistribution\"); see bgp_history.rs"]
 fn a_wait_over_an_oscillating_fabric_is_bounded_and_says_why() {
     let dir = std::env::temp_dir().join(format!("fabsim-guards-wait-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");

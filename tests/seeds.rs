@@ -1,14 +1,15 @@
 //! `fabsim run --seeds`: a run is byte-identical for its seed; the seeds report groups identical
-//! outcomes and names what differs; the bundled cold-start scenarios (issue #5 item 8).
+//! outcomes and names what differs; the bundled cold-start scenarios (issue #5 item 8): a cold
+//! stage 5 races, a cold stage 6 races in forwarding only.
 
 use std::path::Path;
 
 use fabsim::scenario::report::RunReport;
-use fabsim::scenario::seeds::{run_seeds, seed_range};
+use fabsim::scenario::seeds::{run_seeds, seed_range, RaceStep};
 use fabsim::scenario::{open, run_seeded};
 
-const COLD_S5: &str = "tests/data/seeds/seed-lab-cold-s5.yaml";
-const COLD_S6: &str = "tests/data/seeds/seed-lab-cold-s6.yaml";
+const COLD_S5: &str = "scenarios/seed-lab-cold-s5.yaml";
+const COLD_S6: &str = "scenarios/seed-lab-cold-s6.yaml";
 
 fn json_of(file: &str, seed: u64) -> String {
     let opened = open(Path::new(file)).unwrap_or_else(|e| panic!("{e}"));
@@ -36,31 +37,75 @@ fn seeds_report_is_the_same_on_one_thread_and_two() {
     assert!(one.steps > 40, "every step of the scenario ran: {}", one.steps);
 }
 
-#[test]
-fn cold_stage_6_has_no_race() {
-    let opened = open(Path::new(COLD_S6)).unwrap_or_else(|e| panic!("{e}"));
-    let report = run_seeds(&opened, COLD_S6, None, &seed_range(1, 8), 2).unwrap_or_else(|e| panic!("{e}"));
-    let raced: Vec<&str> = report.races.iter().map(|r| r.id.as_str()).collect();
-    assert!(raced.is_empty(), "steps that raced: {raced:?}\n{}", report.text());
-    assert!(report.text().contains("no race: every one of the"), "{}", report.text());
+/// The leaves that hold 10.96.0.0/12 in BGP (`B E`) in some outcome, i.e. that won the
+/// redistribution race under some seed (the others then hold the winner's O E2).
+fn service_range_winners(race: &RaceStep) -> Vec<String> {
+    let mut won: Vec<String> = race
+        .differences
+        .iter()
+        .filter(|d| d.prefix == "10.96.0.0/12" && d.device.starts_with("Leaf-"))
+        .filter(|d| d.variants.iter().any(|v| v.route.starts_with("B E")))
+        .map(|d| d.device.clone())
+        .collect();
+    won.sort();
+    won
 }
 
 #[test]
-#[ignore = "fabsim finds no race on cold s5: after the reboot every leaf-node session comes up \
-            in the same millisecond, so the three leaves learn 10.96.0.0/12 at once and redistribute \
-            it before OSPF is up; with one global LSDB and instantaneous flooding they then see each \
-            other's E2 in one recompute and take turns forever under every seed (the mesh sessions' \
-            No route to host is a consequence: the finding ends the step ~40 s in, before their \
-            retries). Per-router LSA timing needs a flooding-delay spread that the warm seed lab's \
-            C68/C69/C71 bound below one UPDATE delay (FIDELITY.md run --seeds)"]
+fn cold_stage_6_races_in_forwarding_only() {
+    let opened = open(Path::new(COLD_S6)).unwrap_or_else(|e| panic!("{e}"));
+    let report = run_seeds(&opened, COLD_S6, None, &seed_range(1, 8), 2).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report.exit_code, 0, "{}", report.text());
+    let raced: Vec<&str> = report.races.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(raced, ["cold-s6"], "{}", report.text());
+    let race = &report.races[0];
+    assert!(!race.reachability_differs, "{}", report.text());
+    assert!(race.unsettled_seeds.is_empty(), "{}", report.text());
+    // Only the range every node advertises differs: its winner and the routes towards it.
+    assert!(
+        race.differences.iter().all(|d| d.prefix == "10.96.0.0/12"),
+        "{}",
+        report.text()
+    );
+    assert!(service_range_winners(race).len() > 1, "{}", report.text());
+    assert!(
+        report
+            .text()
+            .contains("forwarding only: every host/pod pair answers or not alike under every seed"),
+        "{}",
+        report.text()
+    );
+}
+
+#[test]
 fn cold_stage_5_races() {
     let opened = open(Path::new(COLD_S5)).unwrap_or_else(|e| panic!("{e}"));
     let report = run_seeds(&opened, COLD_S5, None, &seed_range(1, 20), 2).unwrap_or_else(|e| panic!("{e}"));
-    let race = report.races.iter().find(|r| r.id == "cold-s5").expect("cold-s5 races");
+    assert_eq!(
+        report.exit_code,
+        0,
+        "every expectation holds under every seed:\n{}",
+        report.text()
+    );
+    let raced: Vec<&str> = report.races.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        raced,
+        ["cold-s5"],
+        "the warm steps before it do not race:\n{}",
+        report.text()
+    );
+    let race = &report.races[0];
     assert!(race.outcomes.len() > 1);
     assert!(
         race.unsettled_seeds.is_empty(),
         "converged outcomes, not oscillation snapshots"
+    );
+    // Each of the three leaves wins the service range under some seed.
+    assert_eq!(
+        service_range_winners(race),
+        ["Leaf-1", "Leaf-2", "Leaf-3"],
+        "{}",
+        report.text()
     );
 }
 
@@ -90,7 +135,7 @@ fn json_and_text_report_the_seeds_and_failures() {
     let text = report.text();
     assert!(
         text.starts_with(
-            "scenario seed-lab-cold-s6 (tests/data/seeds/seed-lab-cold-s6.yaml) on topology seed-lab, 2 seeds (1-2)"
+            "scenario seed-lab-cold-s6 (scenarios/seed-lab-cold-s6.yaml) on topology seed-lab, 2 seeds (1-2)"
         ),
         "{text}"
     );

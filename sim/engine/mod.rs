@@ -628,13 +628,19 @@ impl Engine {
         for (at, e) in out {
             self.schedule(at, Event::Bgp(e));
         }
-        let flipped = self.ospf.originate(&self.net, &self.state);
-        if !flipped.is_empty() {
+        let jitter = &mut self.bgp.jitter;
+        let originated = self.ospf.originate(&self.net, &self.state, &mut |n| jitter.pick(n));
+        if !originated.changed.is_empty() {
             self.last_change = self.now;
-            for p in flipped {
+            for p in originated.changed {
                 *self.flips.entry(p).or_default() += 1;
             }
-            self.schedule(self.now + LSA_DELAY_MS, Event::Recompute);
+            let at = if originated.held_back {
+                self.now
+            } else {
+                self.now + LSA_DELAY_MS
+            };
+            self.schedule(at, Event::Recompute);
         }
         self.refresh_timers_view();
         if before.iter().zip(&self.state.devices).any(|(b, d)| *b != d.fib) {

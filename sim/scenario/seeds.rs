@@ -67,6 +67,9 @@ pub struct RaceStep {
     pub outcomes: Vec<OutcomeGroup>,
     /// Every device and prefix whose route is not the same in all outcomes.
     pub differences: Vec<Difference>,
+    /// Whether some host/pod pair answers under one seed and not under another; false when
+    /// only forwarding differs (traffic takes other paths to the same ends).
+    pub reachability_differs: bool,
     /// Seeds in which the step was still changing at the run limit (an oscillation): their
     /// outcome is wherever the network happened to be, not a converged state.
     pub unsettled_seeds: Vec<u64>,
@@ -237,10 +240,12 @@ fn compare_step(runs: &[SeedRun], i: usize) -> Option<RaceStep> {
     let mut ordered: Vec<(&Outcome, Vec<u64>)> = groups.into_iter().collect();
     ordered.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.1.cmp(&b.1)));
     let unsettled_seeds = runs.iter().filter(|r| !r.steps[i].2).map(|r| r.seed).collect();
+    let differences = differences(&ordered);
     Some(RaceStep {
         id: id.clone(),
         name: name.clone(),
-        differences: differences(&ordered),
+        reachability_differs: differences.iter().any(|d| d.device == REACHABILITY),
+        differences,
         outcomes: ordered.into_iter().map(|(_, seeds)| OutcomeGroup { seeds }).collect(),
         unsettled_seeds,
     })
@@ -327,6 +332,9 @@ impl SeedsReport {
                     "  NOT settled (still changing at the run limit) in seeds {}\n",
                     seed_list(&r.unsettled_seeds)
                 ));
+            }
+            if !r.reachability_differs {
+                out.push_str("  forwarding only: every host/pod pair answers or not alike under every seed\n");
             }
             for d in &r.differences {
                 out.push_str(&format!("  {} {}:\n", d.device, d.prefix));

@@ -12,11 +12,7 @@ use crate::model::BgpFlavor;
 /// An UPDATE's delay from the sender's decision to the receiver processing it, in ms,
 /// inclusive: the sender's output queue, the wire and the receiver's input queue. No reference
 /// measures it for any of the three speakers. The default is the fixed 10 ms fabsim used
-/// before: a spread (e.g. 5..=15 ms) makes UPDATEs for one prefix reach two leaves in the same
-/// millisecond, both redistribute it into OSPF in the same recompute, and fabsim's OSPF, whose
-/// flooding is global and instantaneous with no per-router LSA timing, then keeps them taking
-/// turns forever — an oscillation real routers leave through their own timing noise
-/// (FIDELITY.md "BGP message delay"). A setting: `Engine::set_message_delays`.
+/// before, a setting (`Engine::set_message_delays`; FIDELITY.md "BGP message delay").
 pub const DEFAULT_MESSAGE_DELAY_MS: (u64, u64) = (10, 10);
 
 /// Per-flavour message-delay ranges, in ms (inclusive).
@@ -90,6 +86,11 @@ impl Jitter {
             _ => secs,
         };
         fired * 1000
+    }
+
+    /// Which of `n` events of one millisecond happened first (an index below `n`).
+    pub(crate) fn pick(&mut self, n: usize) -> usize {
+        self.between(0, n as u64 - 1) as usize
     }
 
     /// How long the UPDATEs `flavor` sends on one session at one instant take to arrive, ms.

@@ -138,6 +138,15 @@ struct SpfRun {
 
 type Out = Vec<(u64, Event)>;
 
+/// What one origination pass did ([`Ospf::originate`]).
+pub(crate) struct Originated {
+    /// The prefixes whose AS-external LSAs changed.
+    pub(crate) changed: Vec<Ipv4Net>,
+    /// Some router held back a redistribution another router of the same instant made first:
+    /// recompute at once, so that it sees that E2.
+    pub(crate) held_back: bool,
+}
+
 impl Ospf {
     pub(crate) fn new(net: &Network) -> Self {
         Ospf {
@@ -677,8 +686,10 @@ impl Ospf {
 
     /// Originate AS-external LSAs from what each router has installed (`redistribute` takes
     /// active routes only, bgp-profiles.md §6). Returns the prefixes whose LSAs changed.
-    pub(crate) fn originate(&mut self, net: &Network, st: &State) -> Vec<Ipv4Net> {
+    pub(crate) fn originate(&mut self, net: &Network, st: &State, first: &mut dyn FnMut(usize) -> usize) -> Originated {
         let mut ext = BTreeMap::new();
+        // Routers that start redistributing a BGP route for a prefix in this recompute.
+        let mut fresh_bgp: BTreeMap<Ipv4Net, Vec<Ipv4Addr>> = BTreeMap::new();
         for (d, r) in self.routers.iter().enumerate() {
             let (Some(r), Some(cfg)) = (r, &net.devices[d].ospf) else {
                 continue;
@@ -703,7 +714,31 @@ impl Ospf {
                         dev.profile.ospf_redist_metric
                     });
                     let e1 = red.metric_type.unwrap_or(dev.profile.ospf_redist_metric_type) == 1;
-                    ext.insert((rt.prefix, r.rid), External { metric, e1 });
+                    let key = (rt.prefix, r.rid);
+                    if red.source == RedistSource::Bgp && !self.externals.contains_key(&key) && !ext.contains_key(&key)
+                    {
+                        fresh_bgp.entry(rt.prefix).or_default().push(r.rid);
+                    }
+                    ext.insert(key, External { metric, e1 });
+                }
+            }
+        }
+        // fabsim's clock counts milliseconds; two routers whose BGP routes for one prefix became
+        // active in the same one are still never simultaneous to the microsecond. The first to
+        // redistribute is drawn from the run's seed; the others hold theirs back, and the
+        // recompute at once that follows shows them its E2 (which beats eBGP's distance 200, so
+        // they keep it) — instead of all of them redistributing in one recompute, seeing each
+        // other's E2, withdrawing, and doing it again in step forever.
+        let mut held_back = false;
+        for (p, rids) in fresh_bgp {
+            if rids.len() < 2 {
+                continue;
+            }
+            let keep = first(rids.len());
+            for (i, rid) in rids.into_iter().enumerate() {
+                if i != keep {
+                    ext.remove(&(p, rid));
+                    held_back = true;
                 }
             }
         }
@@ -716,7 +751,10 @@ impl Ospf {
         changed.extend(self.externals.keys().filter(|k| !ext.contains_key(k)).map(|k| k.0));
         self.ever.extend(ext.keys().copied());
         self.externals = ext;
-        changed.into_iter().collect()
+        Originated {
+            changed: changed.into_iter().collect(),
+            held_back,
+        }
     }
 
     /// The routers that originated an external LSA for `prefix` at some point of the current
