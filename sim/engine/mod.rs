@@ -504,8 +504,10 @@ impl Engine {
         spent
     }
 
-    /// A prefix whose AS-external LSAs keep changing: the routers redistributing it take turns
-    /// (each one's BGP route loses to another's E2, is withdrawn, wins again).
+    /// A prefix whose AS-external LSAs keep changing: what one router redistributes changes
+    /// what another installs and so redistributes, with no state where all of them hold (e.g. a
+    /// BGP next hop that resolves only through another router's E2 for the same prefix, which
+    /// that router withdraws once this one's E2 beats its BGP route: tests/data/oscillation.yaml).
     fn oscillation(&self) -> Option<(ipnet::Ipv4Net, String)> {
         let (prefix, n) = self.flips.iter().find(|(_, n)| **n >= FLAP_LIMIT)?;
         let routers: Vec<String> = self
@@ -518,8 +520,8 @@ impl Engine {
             *prefix,
             format!(
                 "oscillation: the OSPF external route for {prefix} changed {n} times without settling; \
-             routers redistributing it in turn: {} (each one's own BGP route loses to another's \
-             E2 at distance 110, is withdrawn, and wins again)",
+             routers redistributing it in turn: {} (what each one redistributes changes what \
+             the others install, and no state lets all of them keep theirs)",
                 routers.join(", ")
             ),
         ))
