@@ -213,3 +213,24 @@ fn a_flag_that_is_not_a_cidr_crash_loops_the_controller_manager() {
         format!("{error}\n")
     );
 }
+
+/// A derived crash loop counts restarts on the kubelet's back-off (at once, then 10 s, 20 s,
+/// 40 s …) and `logs -p` shows the previous container's exit, which is the same every time.
+#[test]
+fn a_crash_looping_controller_manager_counts_its_restarts() {
+    let run = run_to("kcm-seen");
+    let seen = step(&run, "kcm-seen");
+    let pods = &seen.commands[0].output;
+    // kcm-backing-off's 75 s after the restart: starts at +0, +0, +10, +30, +70 s.
+    assert!(
+        has_line(pods, "kube-controller-manager-n1 0/1 CrashLoopBackOff 4 (... ago) ..."),
+        "{pods}"
+    );
+    assert!(
+        seen.commands[1]
+            .output
+            .starts_with("error starting controllers: failed to mark cidr[10.66.0.0/24]"),
+        "{}",
+        seen.commands[1].output
+    );
+}

@@ -747,6 +747,7 @@ impl Cluster {
             ready: Some("0/1".into()),
             status: Some("CrashLoopBackOff".into()),
             log: Some(format!("{log}\n")),
+            crash_loop_since_ms: pod.started_ms,
             ..PodFacts::default()
         });
     }

@@ -434,6 +434,7 @@ impl Cluster {
                 ready: Some("0/1".into()),
                 status: Some("CrashLoopBackOff".into()),
                 log: Some(format!("{e}\n")),
+                crash_loop_since_ms: Some(now + restart_ms),
                 ..PodFacts::default()
             });
         }

@@ -100,7 +100,7 @@ pub use kubeadm_config::kubeadm_config;
 pub use kubelet_config::KUBELET_CONFIG_PATH;
 pub use names::{netns_name, veth_name};
 pub use observed::{adopt as adopt_observed, Dump, CALICO_KINDS, K8S_KINDS};
-pub use pod_facts::{inject as inject_pod_facts, FactsFor, PodEvent, PodFacts, PodTarget};
+pub use pod_facts::{crash_loop_restarts, inject as inject_pod_facts, FactsFor, PodEvent, PodFacts, PodTarget};
 pub use realize::{realize, Netns};
 pub use rollout::{
     in_progress as rollout_in_progress, next_due, run_due, status_lines, stuck as rollout_stuck, StatusUpdate,

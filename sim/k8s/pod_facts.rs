@@ -23,6 +23,9 @@ pub struct PodFacts {
     pub restarts: Option<u32>,
     /// How long before the injection the container last restarted (`325 (53s ago)`).
     pub last_restart_ago_ms: Option<u64>,
+    /// fabsim derived the crash (not injected): the container exits as soon as it starts, first
+    /// at this moment, and the kubelet restarts it on its back-off ([`crash_loop_restarts`]).
+    pub crash_loop_since_ms: Option<u64>,
     /// What `kubectl logs POD` prints (the running container).
     pub log: Option<String>,
     /// What `kubectl logs -p POD` prints (the previous, terminated container).
@@ -78,6 +81,29 @@ impl PodFacts {
     }
 }
 
+/// The kubelet's restart back-off (pkg/kubelet/kubelet.go: `backOffPeriod` 10 s,
+/// `MaxContainerBackOff` 300 s): a container that exited is started again at once the first
+/// time, then after 10 s, 20 s, 40 s … 300 s (kuberuntime's `doBackOff` restarts unless the key
+/// is in back-off since the last exit, and `flowcontrol.Backoff.Next` doubles the period up to
+/// the cap). For a container that exits as soon as it starts, first at `since`: the restart
+/// count at `now` and when the last restart was, or None before the first start. The kubelet's
+/// 1 s relist is not modelled (real restarts land up to a second later).
+pub fn crash_loop_restarts(since: u64, now: u64) -> Option<(u32, u64)> {
+    const FIRST_BACKOFF_MS: u64 = 10_000;
+    const MAX_BACKOFF_MS: u64 = 300_000;
+    if now < since {
+        return None;
+    }
+    // The first exit: restarted at once.
+    let (mut count, mut last, mut backoff) = (1u32, since, FIRST_BACKOFF_MS);
+    while last + backoff <= now {
+        last += backoff;
+        count += 1;
+        backoff = (backoff * 2).min(MAX_BACKOFF_MS);
+    }
+    Some((count, last))
+}
+
 /// Put each set of facts on the pods its target selects (replacing facts injected earlier).
 /// Returns the pods changed, in order; an error names a target that selects no pod.
 pub fn inject(cluster: &mut Cluster, facts: &[FactsFor], now: u64) -> Result<Vec<String>, String> {
@@ -105,5 +131,22 @@ fn selects(target: &PodTarget, pod: &Pod) -> bool {
     match target {
         PodTarget::Name { namespace, name } => pod.namespace == *namespace && pod.name == *name,
         PodTarget::Selector { namespace, selector } => pod.namespace == *namespace && pod.matches(selector),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::crash_loop_restarts;
+
+    #[test]
+    fn the_kubelet_restarts_at_once_then_backs_off_doubling_up_to_five_minutes() {
+        assert_eq!(crash_loop_restarts(5_000, 4_999), None);
+        assert_eq!(crash_loop_restarts(0, 0), Some((1, 0)));
+        assert_eq!(crash_loop_restarts(0, 9_999), Some((1, 0)));
+        assert_eq!(crash_loop_restarts(0, 10_000), Some((2, 10_000)));
+        let starts: Vec<u64> = [30, 70, 150, 310, 610, 910, 1210].map(|s| s * 1000).to_vec();
+        for (i, t) in starts.iter().enumerate() {
+            assert_eq!(crash_loop_restarts(0, *t), Some((i as u32 + 3, *t)), "at {t} ms");
+        }
     }
 }

@@ -900,6 +900,8 @@ fn pod_facts_of(file: &str, p: &Spanned<RawPodFacts>) -> Result<FactsFor, Diagno
             last_restart_ago_ms: ago(&raw.last_restart)?,
             log: raw.log.clone(),
             previous_log: raw.previous_log.clone(),
+            // Injected facts say what the seed showed; only a derived crash backs off.
+            crash_loop_since_ms: None,
             events,
         },
     })

@@ -508,6 +508,12 @@ fn get_pdbs(cluster: &Cluster, now: u64, ns: Option<&str>, only: Option<&str>) -
 /// (`325 (53s ago)`, kubectl ≥ 1.22).
 fn restarts(pod: &Pod, now: u64) -> String {
     let Some(f) = &pod.facts else { return "0".into() };
+    if let Some((n, last)) = f
+        .crash_loop_since_ms
+        .and_then(|t| crate::k8s::crash_loop_restarts(t, now))
+    {
+        return format!("{n} ({} ago)", human_duration(now - last));
+    }
     let n = f.restarts.unwrap_or(0);
     match f.last_restart_ago_ms {
         Some(ago) => format!("{n} ({} ago)", human_duration(f.since(ago, now))),
@@ -524,7 +530,9 @@ fn logs(cluster: &Cluster, ns: &str, name: &str, previous: bool) -> Result<Strin
     let facts = pod.facts.as_ref();
     let restarted = facts.and_then(|f| f.restarts).is_some_and(|n| n > 0);
     let text = if previous {
-        facts.and_then(|f| f.previous_log.as_ref())
+        // A derived crash loop's containers all exit the same way: the previous one's log is
+        // the last one's.
+        facts.and_then(|f| f.previous_log.as_ref().or(f.crash_loop_since_ms.and(f.log.as_ref())))
     } else {
         facts.and_then(|f| f.log.as_ref())
     };
