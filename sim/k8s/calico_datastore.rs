@@ -63,6 +63,13 @@ pub(super) fn kubectl_apply(net: &mut Network, file: &str, ctx: &Context<'_>) ->
         Err(out) => return Ok(out),
     };
     match calico.apply_yaml(&text, &source, ctx.now) {
+        // What the datastore skipped (a kind or apiVersion fabsim does not read) was not
+        // applied: the runbook must hear it, not find it missing later.
+        Ok((skipped, _)) if !skipped.is_empty() => Err(format!(
+            "kubectl apply -f {file}: fabsim applies Pods, Deployments, Services, PodDisruptionBudgets, \
+             the kube-proxy ConfigMap and Calico resources; not applied: {}",
+            skipped.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+        )),
         Ok((_, applied)) => Ok(CommandOutcome::ok(
             applied
                 .iter()

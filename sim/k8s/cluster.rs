@@ -298,6 +298,7 @@ pub struct Pin {
 }
 
 /// What a new pod is: everything but its name, which the cluster gives it.
+#[derive(Clone, Debug)]
 pub struct PodSpec {
     pub namespace: String,
     pub owner: Owner,
@@ -542,6 +543,16 @@ impl Cluster {
     /// ReplicaSet does not count a pod that is being deleted). Returns false if there is no
     /// such pod.
     pub fn delete_pod(&mut self, namespace: &str, name: &str, now: u64) -> bool {
+        self.remove_pod(namespace, name, true, now)
+    }
+
+    /// Delete a pod its controller no longer wants (a Deployment scaled down): as
+    /// [`Cluster::delete_pod`], without a replacement.
+    pub(super) fn scale_down_pod(&mut self, namespace: &str, name: &str, now: u64) -> bool {
+        self.remove_pod(namespace, name, false, now)
+    }
+
+    fn remove_pod(&mut self, namespace: &str, name: &str, replace: bool, now: u64) -> bool {
         let Some(i) = self
             .pods
             .iter()
@@ -554,7 +565,7 @@ impl Cluster {
         self.pods[i].deleted_ms = Some(pod.deleted_ms.unwrap_or(now));
         self.finish_deletion(namespace, name);
         let daemon = matches!(pod.owner, Owner::DaemonSet(_));
-        if first && (daemon || matches!(pod.owner, Owner::Deployment(_))) {
+        if replace && first && (daemon || matches!(pod.owner, Owner::Deployment(_))) {
             self.replace(pod, now);
         }
         true

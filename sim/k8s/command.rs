@@ -16,6 +16,7 @@ use super::apiserver_cert::{ApiserverCert, CertConfig};
 use super::calico_datastore;
 use super::cluster::{Cluster, Owner, Pin, PodSpec, Template};
 use super::control_plane::ControlPlane;
+use super::deployment_cmd;
 use super::disruption;
 use super::flannel::{self, Flannel};
 use super::manifests::KubeadmValues;
@@ -584,6 +585,9 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
             if let Some(applied) = super::kube_proxy_config::apply(net, &text, namespace) {
                 return applied;
             }
+            if let Some(deployments) = deployment_cmd::manifests(&text) {
+                return deployment_cmd::apply(net, verb, deployments?, namespace, now);
+            }
             match pod_manifest(&text) {
                 Some(pod) => create_pod_from_manifest(net, pod, now),
                 None => calico_datastore::kubectl_apply(net, file, ctx),
@@ -772,53 +776,56 @@ fn patch_deployment(
     Ok(CommandOutcome::ok(format!("deployment.apps/{name} patched\n")))
 }
 
-/// A `v1` Pod manifest: what fabsim reads of it (name, namespace, image, nodeName,
-/// nodeSelector, tolerations; labels, emptyDir volumes, finalizers and the grace period:
-/// `termination::declared`). None when the text is not a Pod.
+/// A `v1` Pod manifest: what fabsim reads of it (`pod_spec`). None when the text is not a Pod.
 fn pod_manifest(text: &str) -> Option<Result<PodSpec, String>> {
     let doc: serde_json::Value = serde_saphyr::from_str(text).ok()?;
     if doc.get("kind").and_then(|k| k.as_str()) != Some("Pod") {
         return None;
     }
-    let str_at = |path: &str| doc.pointer(path).and_then(|v| v.as_str()).map(str::to_string);
-    let Some(name) = str_at("/metadata/name") else {
+    let Some(name) = doc.pointer("/metadata/name").and_then(|v| v.as_str()) else {
         return Some(Err("Pod manifest: metadata.name is missing".into()));
     };
-    let Some(image) = str_at("/spec/containers/0/image") else {
-        return Some(Err(format!("Pod {name}: spec.containers[0].image is missing")));
-    };
+    Some(pod_spec(&doc, &format!("Pod {name}"), name).map(|spec| PodSpec {
+        name: Some(name.to_string()),
+        ..spec
+    }))
+}
+
+/// What fabsim reads of a pod object — a Pod, or a controller's `spec.template` — named `what`
+/// in errors: image, nodeName, nodeSelector, hostNetwork, the control-plane toleration, and
+/// labels, emptyDir volumes, finalizers and the grace period (`termination::declared`, which
+/// names `name`). A bare pod in its namespace (`default` when the object has none).
+pub(super) fn pod_spec(obj: &serde_json::Value, what: &str, name: &str) -> Result<PodSpec, String> {
+    let str_at = |path: &str| obj.pointer(path).and_then(|v| v.as_str()).map(str::to_string);
+    let image =
+        str_at("/spec/containers/0/image").ok_or_else(|| format!("{what}: spec.containers[0].image is missing"))?;
     if crate::catalogue::image(&image).is_none() {
-        return Some(Err(format!(
-            "Pod {name}: image {image} is not one fabsim knows (catalogue/images.yaml has: {})",
+        return Err(format!(
+            "{what}: image {image} is not one fabsim knows (catalogue/images.yaml has: {})",
             crate::catalogue::names().join(", ")
-        )));
+        ));
     }
-    let node_selector = string_map(&doc, "/spec/nodeSelector");
-    let tolerates_control_plane = doc
+    let tolerates_control_plane = obj
         .pointer("/spec/tolerations")
         .and_then(|v| v.as_array())
         .is_some_and(|l| {
             l.iter()
                 .any(|t| t.get("key").and_then(|k| k.as_str()) == Some("node-role.kubernetes.io/control-plane"))
         });
-    let declared = match super::termination::declared(&doc, &name) {
-        Ok(d) => d,
-        Err(e) => return Some(Err(e)),
-    };
-    Some(Ok(PodSpec {
+    Ok(PodSpec {
         namespace: str_at("/metadata/namespace").unwrap_or_else(|| "default".into()),
         owner: Owner::Bare,
-        name: Some(name),
+        name: None,
         node: str_at("/spec/nodeName"),
-        host_network: doc
+        host_network: obj
             .pointer("/spec/hostNetwork")
             .and_then(|v| v.as_bool())
             .unwrap_or(false),
         image,
         tolerates_control_plane,
-        node_selector,
-        declared,
-    }))
+        node_selector: string_map(obj, "/spec/nodeSelector"),
+        declared: super::termination::declared(obj, name)?,
+    })
 }
 
 fn create_pod_from_manifest(

@@ -49,6 +49,7 @@ mod calico_datastore;
 mod cluster;
 mod command;
 mod control_plane;
+mod deployment_cmd;
 mod disruption;
 mod dns;
 mod drain;
