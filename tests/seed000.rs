@@ -205,6 +205,21 @@ fn etcd_writes_need_a_snapshot_first_and_run_on_the_control_plane() {
         "etcdctl on etcdhelper-node-1: fabsim models etcd on the control-plane node only (stacked etcd at \
          https://127.0.0.1:2379)"
     );
+    // Before any kubeadm init there is no etcd to talk to at all.
+    let mut bare = run.engine.network().clone();
+    bare.cluster = None;
+    let before = run_lines(
+        &run,
+        &mut bare,
+        "etcdhelper-node-0",
+        &["etcdctl snapshot save x.db"],
+        run.engine.now_ms(),
+    )
+    .remove(0);
+    assert_eq!(
+        before.unwrap_err(),
+        "etcdctl on etcdhelper-node-0: no etcd runs yet (`kubeadm init` starts the stacked etcd at https://127.0.0.1:2379)"
+    );
     // A stand where nothing was saved: etcdhelper's write is the C1 finding.
     let fresh = run_file(MASK_ONLY, "snapshot");
     let (out, rollback) = line_at(

@@ -36,12 +36,13 @@ const ENDPOINT: &str = "https://127.0.0.1:2379";
 /// Whether `dev` is the control plane's node (where etcd listens on 127.0.0.1): the error
 /// saying fabsim models etcd nowhere else, if not.
 fn check_control_plane(net: &Network, dev: DeviceId, tool: &str) -> Result<(), String> {
-    let here = net
-        .cluster
-        .as_deref()
-        .and_then(|c| c.control_plane.as_ref())
-        .is_some_and(|cp| cp.device == dev);
-    if here {
+    let Some(cp) = net.cluster.as_deref().and_then(|c| c.control_plane.as_ref()) else {
+        return Err(format!(
+            "{tool} on {}: no etcd runs yet (`kubeadm init` starts the stacked etcd at {ENDPOINT})",
+            net.device(dev).name
+        ));
+    };
+    if cp.device == dev {
         return Ok(());
     }
     Err(format!(
