@@ -2,9 +2,13 @@
 //! (`sed -i 's#--service-cluster-ip-range=10.96.0.0/12#--service-cluster-ip-range=10.100.0.0/16#' FILE`,
 //! k8s-cidr-migrations.md §2.4): any delimiter, `g` and `I` flags, several `-e` expressions or
 //! `;`-separated commands, basic (default) or extended (`-E`/`-r`) regular expressions, `&` and
-//! `\1`…`\9` in the replacement. sed works line by line, so each command applies to each line.
+//! `\1`…`\9` in the replacement; and the `d` command (`sed -i '/--feature-gates/d' FILE`). A
+//! command may take an address — a line number, `$`, `/REGEX/` (or `\cREGEXc`, `I` for any
+//! case), or a range `ADDR1,ADDR2` — and `!` to apply where it does not match. sed works line
+//! by line: each command whose address selects the line applies to it, and `d` drops the line
+//! and ends its commands.
 //!
-//! Other sed commands (`d`, `p`, `a`, addresses) are not modelled: a script using them is an
+//! Other sed commands (`p`, `a`, `i`, `c`, `{…}`, …) are not modelled: a script using them is an
 //! error naming them, never a silent no-op.
 
 use regex::{Captures, Regex, RegexBuilder};
@@ -13,8 +17,39 @@ use regex::{Captures, Regex, RegexBuilder};
 /// edits in place.
 #[derive(Debug)]
 pub struct InPlace<'a> {
-    pub commands: Vec<Subst>,
+    pub commands: Vec<Command>,
     pub files: Vec<&'a str>,
+}
+
+/// One command of a script: which lines it applies to, and what it does to them.
+#[derive(Debug)]
+pub struct Command {
+    address: Option<Address>,
+    /// `!`: the lines the address does not select.
+    negated: bool,
+    op: Op,
+}
+
+#[derive(Debug)]
+enum Op {
+    Subst(Subst),
+    /// `d`: the line is not printed and the next commands do not see it.
+    Delete,
+}
+
+#[derive(Debug)]
+enum Address {
+    One(Addr),
+    /// `ADDR1,ADDR2`: from a line ADDR1 selects to the next line ADDR2 selects (a line number
+    /// at or before the start: that one line), or the end.
+    Range(Addr, Addr),
+}
+
+#[derive(Debug)]
+enum Addr {
+    Line(usize),
+    Last,
+    Regex(Regex),
 }
 
 /// Reads sed's arguments (after `sed`). Only in-place editing is modelled: without `-i` sed
@@ -84,20 +119,58 @@ fn malformed(expr_no: usize, char_no: usize, what: &str) -> String {
 }
 
 /// The commands of one script (`-e` argument number `expr_no`, counted from 1).
-pub fn parse(script: &str, expr_no: usize, extended: bool) -> Result<Vec<Subst>, String> {
+pub fn parse(script: &str, expr_no: usize, extended: bool) -> Result<Vec<Command>, String> {
     let chars: Vec<char> = script.chars().collect();
     let mut at = 0;
     let mut out = Vec::new();
+    let skip_blanks = |at: &mut usize| {
+        while chars.get(*at).is_some_and(|c| *c == ' ' || *c == '\t') {
+            *at += 1;
+        }
+    };
     loop {
         while chars.get(at).is_some_and(|c| c.is_whitespace() || *c == ';') {
             at += 1;
         }
-        let Some(&cmd) = chars.get(at) else { break };
+        if at >= chars.len() {
+            break;
+        }
+        let address = match addr(&chars, &mut at, expr_no, extended)? {
+            None => None,
+            Some(first) if chars.get(at) == Some(&',') => {
+                at += 1;
+                skip_blanks(&mut at);
+                let second = addr(&chars, &mut at, expr_no, extended)?
+                    .ok_or_else(|| malformed(expr_no, at + 1, "unexpected `,'"))?;
+                Some(Address::Range(first, second))
+            }
+            Some(one) => Some(Address::One(one)),
+        };
+        skip_blanks(&mut at);
+        let negated = chars.get(at) == Some(&'!');
+        if negated {
+            at += 1;
+            skip_blanks(&mut at);
+        }
+        let Some(&cmd) = chars.get(at) else {
+            return Err(malformed(expr_no, at, "missing command"));
+        };
+        if cmd == 'd' {
+            at += 1;
+            skip_blanks(&mut at);
+            if chars.get(at).is_some_and(|c| *c != ';' && *c != '\n') {
+                return Err(malformed(expr_no, at + 1, "extra characters after command"));
+            }
+            out.push(Command {
+                address,
+                negated,
+                op: Op::Delete,
+            });
+            continue;
+        }
         if cmd != 's' {
-            return Err(if cmd.is_ascii_digit() || matches!(cmd, '/' | '$' | '\\') {
-                format!("sed: addresses are not modelled by fabsim (only `s` commands): `{script}`")
-            } else if "dpaicyqnNgGhHxlw=".contains(cmd) {
-                format!("sed: the `{cmd}` command is not modelled by fabsim (only `s`): `{script}`")
+            return Err(if "pPaicyqQnNgGhHxlw={}rRwWbtTezFv:".contains(cmd) {
+                format!("sed: the `{cmd}` command is not modelled by fabsim (only `s` and `d`): `{script}`")
             } else {
                 malformed(expr_no, at + 1, &format!("unknown command: `{cmd}'"))
             });
@@ -141,13 +214,72 @@ pub fn parse(script: &str, expr_no: usize, extended: bool) -> Result<Vec<Subst>,
                 &format!("invalid reference \\{n} on `s' command's RHS"),
             ));
         }
-        out.push(Subst {
-            re,
-            replacement,
-            global,
+        out.push(Command {
+            address,
+            negated,
+            op: Op::Subst(Subst {
+                re,
+                replacement,
+                global,
+            }),
         });
     }
     Ok(out)
+}
+
+/// An address at `at`, if one starts there: a line number, `$`, `/REGEX/` or `\cREGEXc`, each
+/// regex optionally followed by `I`.
+fn addr(chars: &[char], at: &mut usize, expr_no: usize, extended: bool) -> Result<Option<Addr>, String> {
+    let Some(&c) = chars.get(*at) else {
+        return Ok(None);
+    };
+    if c.is_ascii_digit() {
+        let start = *at;
+        while chars.get(*at).is_some_and(char::is_ascii_digit) {
+            *at += 1;
+        }
+        let n: usize = chars[start..*at]
+            .iter()
+            .collect::<String>()
+            .parse()
+            .unwrap_or(usize::MAX);
+        if n == 0 {
+            return Err(malformed(expr_no, *at, "invalid usage of line address 0"));
+        }
+        return Ok(Some(Addr::Line(n)));
+    }
+    if c == '$' {
+        *at += 1;
+        return Ok(Some(Addr::Last));
+    }
+    let delim = match c {
+        '/' => '/',
+        '\\' => match chars.get(*at + 1) {
+            Some(&d) if d != '\n' && d != '\\' => {
+                *at += 1;
+                d
+            }
+            _ => return Err(malformed(expr_no, *at + 1, "unexpected `,'")),
+        },
+        _ => return Ok(None),
+    };
+    *at += 1;
+    let pattern =
+        part(chars, at, delim).ok_or_else(|| malformed(expr_no, chars.len(), "unterminated address regex"))?;
+    let icase = chars.get(*at) == Some(&'I');
+    if icase {
+        *at += 1;
+    }
+    let source = if extended {
+        pattern.clone()
+    } else {
+        bre_to_regex(&pattern)
+    };
+    let re = RegexBuilder::new(&source)
+        .case_insensitive(icase)
+        .build()
+        .map_err(|e| format!("sed: -e expression #{expr_no}: invalid regular expression `{pattern}`: {e}"))?;
+    Ok(Some(Addr::Regex(re)))
 }
 
 /// The text up to the next unescaped `delim` (consumed), with `\delim` turned into the
@@ -243,20 +375,65 @@ impl Subst {
     }
 }
 
+impl Addr {
+    fn selects(&self, line_no: usize, last: bool, line: &str) -> bool {
+        match self {
+            Addr::Line(n) => *n == line_no,
+            Addr::Last => last,
+            Addr::Regex(re) => re.is_match(line),
+        }
+    }
+}
+
 /// The text after the commands ran on each of its lines, in order.
-pub fn apply(text: &str, commands: &[Subst]) -> String {
+pub fn apply(text: &str, commands: &[Command]) -> String {
     let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    // Each range command's state: inside its range since a line ADDR1 selected.
+    let mut in_range = vec![false; commands.len()];
+    'lines: for (i, line) in lines.iter().enumerate() {
+        let (line_no, last) = (i + 1, i + 1 == lines.len());
         let (body, newline) = match line.strip_suffix('\n') {
             Some(b) => (b, "\n"),
-            None => (line, ""),
+            None => (*line, ""),
         };
         let mut body = body.to_string();
-        for c in commands {
-            let limit = if c.global { 0 } else { 1 };
-            body =
-                c.re.replacen(&body, limit, |caps: &Captures<'_>| c.expand(caps))
-                    .into_owned();
+        for (c, inside) in commands.iter().zip(in_range.iter_mut()) {
+            let selected = match &c.address {
+                None => true,
+                Some(Address::One(a)) => a.selects(line_no, last, &body),
+                Some(Address::Range(from, to)) => {
+                    if *inside {
+                        // The range ends on the line ADDR2 selects (a line number already
+                        // passed ends it at once).
+                        *inside = !match to {
+                            Addr::Line(n) => line_no >= *n,
+                            other => other.selects(line_no, last, &body),
+                        };
+                        true
+                    } else if from.selects(line_no, last, &body) {
+                        // ADDR2 as a line number at or before this one: this line only; as a
+                        // regex it is first tried on the next line.
+                        *inside = !matches!(to, Addr::Line(n) if *n <= line_no) && !last;
+                        true
+                    } else {
+                        false
+                    }
+                }
+            };
+            if selected == c.negated {
+                continue;
+            }
+            match &c.op {
+                Op::Delete => continue 'lines,
+                Op::Subst(sub) => {
+                    let limit = if sub.global { 0 } else { 1 };
+                    body = sub
+                        .re
+                        .replacen(&body, limit, |caps: &Captures<'_>| sub.expand(caps))
+                        .into_owned();
+                }
+            }
         }
         out.push_str(&body);
         out.push_str(newline);
@@ -329,6 +506,39 @@ mod tests {
             sed("k", "").unwrap_err(),
             "sed: -e expression #1, char 1: unknown command: `k'"
         );
-        assert!(sed("/x/d", "").unwrap_err().contains("not modelled"));
+        assert!(sed("/x/p", "").unwrap_err().contains("`p` command is not modelled"));
+        assert_eq!(
+            sed("/x", "").unwrap_err(),
+            "sed: -e expression #1, char 2: unterminated address regex"
+        );
+        assert_eq!(
+            sed("0d", "").unwrap_err(),
+            "sed: -e expression #1, char 1: invalid usage of line address 0"
+        );
+    }
+
+    #[test]
+    fn d_drops_the_lines_its_address_selects() {
+        let text = "a\n    - --feature-gates=X=true\nb\nc\n";
+        assert_eq!(sed("/--feature-gates/d", text).unwrap(), "a\nb\nc\n");
+        assert_eq!(sed("\\#feature#d", text).unwrap(), "a\nb\nc\n");
+        assert_eq!(sed("2d;$d", text).unwrap(), "a\nb\n");
+        assert_eq!(sed("/^A$/Id", text).unwrap(), "    - --feature-gates=X=true\nb\nc\n");
+        assert_eq!(sed("/b/!d", text).unwrap(), "b\n");
+        // A deleted line is not seen by the next commands.
+        assert_eq!(sed("1d;s/a/z/", "a\na\n").unwrap(), "z\n");
+        assert_eq!(sed("d", text).unwrap(), "");
+    }
+
+    #[test]
+    fn ranges_run_from_the_first_address_to_the_second() {
+        let text = "1\nstart\n2\nend\n3\nstart\n4\n";
+        assert_eq!(sed("/start/,/end/d", text).unwrap(), "1\n3\n");
+        assert_eq!(sed("2,3d", text).unwrap(), "1\nend\n3\nstart\n4\n");
+        // ADDR2 a line already passed: the one line.
+        assert_eq!(sed("4,2d", text).unwrap(), "1\nstart\n2\n3\nstart\n4\n");
+        // ADDR2 is first tried on the line after ADDR1's, and to the end when never found.
+        assert_eq!(sed("/start/,/start/d", text).unwrap(), "1\n4\n");
+        assert_eq!(sed("5,$s/^/#/", text).unwrap(), "1\nstart\n2\nend\n#3\n#start\n#4\n");
     }
 }
