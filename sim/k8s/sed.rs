@@ -243,6 +243,9 @@ fn addr(chars: &[char], at: &mut usize, expr_no: usize, extended: bool) -> Resul
             .collect::<String>()
             .parse()
             .unwrap_or(usize::MAX);
+        if n == 0 && chars.get(*at) == Some(&',') {
+            return Err("sed: the address `0,/RE/` is not modelled by fabsim".into());
+        }
         if n == 0 {
             return Err(malformed(expr_no, *at, "invalid usage of line address 0"));
         }
@@ -515,6 +518,7 @@ mod tests {
             sed("0d", "").unwrap_err(),
             "sed: -e expression #1, char 1: invalid usage of line address 0"
         );
+        assert!(sed("0,/x/d", "").unwrap_err().contains("`0,/RE/` is not modelled"));
     }
 
     #[test]
