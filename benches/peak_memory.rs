@@ -25,7 +25,10 @@ fn workloads() -> Vec<String> {
     ids.push(format!("reach_all_pairs/{big}"));
     ids.push(format!("step_delta/{big}"));
     let (s, l, n) = LARGE;
-    ids.push(format!("reach_all_pairs/{}", fabric_id(s, l, n, Underlay::Ospf)));
+    let large = fabric_id(s, l, n, Underlay::Ospf);
+    for kind in ["converge", "reach_all_pairs", "step_delta"] {
+        ids.push(format!("{kind}/{large}"));
+    }
     ids
 }
 

@@ -799,18 +799,22 @@ impl Cluster {
                 continue;
             }
             if self.pods[i].node.is_none() {
-                self.pods[i].node = self.pick_node(i, now);
+                match self.schedule(i, now) {
+                    Ok(node) => self.pods[i].node = Some(node),
+                    Err(message) => {
+                        let pod = &mut self.pods[i];
+                        if pod.failed_scheduling.last().is_none_or(|e| e.message != message) {
+                            pod.failed_scheduling.push(SchedulerEvent {
+                                at_ms: now,
+                                message: message.clone(),
+                            });
+                        }
+                        pod.waiting = Some(message);
+                        continue;
+                    }
+                }
             }
             let Some(node) = self.pods[i].node.clone() else {
-                let message = self.fit_error(&self.pods[i], now);
-                let pod = &mut self.pods[i];
-                if pod.failed_scheduling.last().is_none_or(|e| e.message != message) {
-                    pod.failed_scheduling.push(SchedulerEvent {
-                        at_ms: now,
-                        message: message.clone(),
-                    });
-                }
-                pod.waiting = Some(message);
                 continue;
             };
             if !self.kubelet_running(&node) {
@@ -904,18 +908,33 @@ impl Cluster {
         order
     }
 
-    /// The scheduler's choice for an unpinned pod: among the nodes that pass its filters
-    /// (`unfit_reason`), the one with the fewest PreferNoSchedule taints it does not tolerate,
-    /// then the fewest pods, ties by join order. (kube-scheduler's scores differ in detail and
-    /// it breaks ties at random; a scenario pins placement where it matters.)
-    fn pick_node(&self, i: usize, now: u64) -> Option<String> {
+    /// kube-scheduler's attempt for pod `i`: a pinned pod's node when it is Ready, else the
+    /// best node that passes the filters, else the FitError message. Each node is filtered
+    /// once for both the choice and the message: every kubelet registration reconciles, so
+    /// the pending pods meet every node once per node that joins.
+    fn schedule(&self, i: usize, now: u64) -> Result<String, String> {
         let pod = &self.pods[i];
-        if let Some(pinned) = &pod.pinned_node {
-            return self.ready(pinned, now).then(|| pinned.clone());
+        if let Some(pinned) = pod.pinned_node.as_ref().filter(|n| self.ready(n, now)) {
+            return Ok(pinned.clone());
         }
+        let unfit: Vec<Option<String>> = self.nodes.iter().map(|n| self.unfit_reason(pod, n, now)).collect();
+        match pod.pinned_node {
+            None => self.best_fit(pod, &unfit).ok_or_else(|| fit_error(&unfit)),
+            Some(_) => Err(fit_error(&unfit)),
+        }
+    }
+
+    /// The scheduler's choice for an unpinned pod: among the nodes that pass its filters
+    /// (`unfit`, per node: `unfit_reason`), the one with the fewest PreferNoSchedule taints it
+    /// does not tolerate, then the fewest pods, ties by join order. (kube-scheduler's scores
+    /// differ in detail and it breaks ties at random; a scenario pins placement where it
+    /// matters.)
+    fn best_fit(&self, pod: &Pod, unfit: &[Option<String>]) -> Option<String> {
         self.nodes
             .iter()
-            .filter(|n| self.unfit_reason(pod, n, now).is_none())
+            .zip(unfit)
+            .filter(|(_, why)| why.is_none())
+            .map(|(n, _)| n)
             .min_by_key(|n| {
                 let preferred_against = n
                     .taints
@@ -1045,31 +1064,29 @@ impl Cluster {
             })
             .collect()
     }
+}
 
-    /// The scheduler's message for a pod no node fits (`FitError.Error()` in
-    /// `pkg/scheduler/framework/types.go`, v1.28): the count of each node's reason, the
-    /// `"N reason"` strings sorted as strings and joined by `, `, each part ended by `.`; then
-    /// DefaultPreemption's PostFilter message — every rejection here is
-    /// UnschedulableAndUnresolvable, so preemption cannot help on any node. With no nodes at
-    /// all the scheduler gives up before filtering (`ErrNoNodesAvailable`).
-    pub fn fit_error(&self, pod: &Pod, now: u64) -> String {
-        let n = self.nodes.len();
-        if n == 0 {
-            return "no nodes available to schedule pods".into();
-        }
-        let mut histogram: BTreeMap<String, usize> = BTreeMap::new();
-        for node in &self.nodes {
-            if let Some(reason) = self.unfit_reason(pod, node, now) {
-                *histogram.entry(reason).or_default() += 1;
-            }
-        }
-        let mut reasons: Vec<String> = histogram.iter().map(|(r, c)| format!("{c} {r}")).collect();
-        reasons.sort();
-        format!(
-            "0/{n} nodes are available: {}. preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling..",
-            reasons.join(", ")
-        )
+/// The scheduler's message for a pod no node fits, from each node's `unfit_reason`
+/// (`FitError.Error()` in `pkg/scheduler/framework/types.go`, v1.28): the count of each node's
+/// reason, the `"N reason"` strings sorted as strings and joined by `, `, each part ended by
+/// `.`; then DefaultPreemption's PostFilter message — every rejection here is
+/// UnschedulableAndUnresolvable, so preemption cannot help on any node. With no nodes at all
+/// the scheduler gives up before filtering (`ErrNoNodesAvailable`).
+fn fit_error(unfit: &[Option<String>]) -> String {
+    let n = unfit.len();
+    if n == 0 {
+        return "no nodes available to schedule pods".into();
     }
+    let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
+    for reason in unfit.iter().flatten() {
+        *histogram.entry(reason).or_default() += 1;
+    }
+    let mut reasons: Vec<String> = histogram.iter().map(|(r, c)| format!("{c} {r}")).collect();
+    reasons.sort();
+    format!(
+        "0/{n} nodes are available: {}. preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling..",
+        reasons.join(", ")
+    )
 }
 
 #[cfg(test)]

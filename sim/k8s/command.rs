@@ -989,16 +989,19 @@ pub fn start_calico_nodes(net: &mut Network, st: &State, now: u64) -> Result<(),
     };
     let pod_subnet = cluster.pod_cidr;
     let mut result = Ok(());
-    let nodes: Vec<(String, DeviceId, Ipv4Addr, BTreeMap<String, String>)> = cluster
-        .nodes
-        .iter()
-        .map(|n| (n.name.clone(), n.device, n.internal_ip, cluster.node_labels(n)))
-        .collect();
+    // Only the nodes it starts on are copied (with their labels): every kubelet registration
+    // calls this, so copying every node each time would be quadratic in the nodes.
+    let nodes: Vec<(String, DeviceId, Ipv4Addr, BTreeMap<String, String>)> = match cluster.calico.as_ref() {
+        None => Vec::new(),
+        Some(calico) => cluster
+            .nodes
+            .iter()
+            .filter(|n| !calico.is_started(&n.name))
+            .map(|n| (n.name.clone(), n.device, n.internal_ip, cluster.node_labels(n)))
+            .collect(),
+    };
     if let Some(calico) = cluster.calico.as_mut() {
         for (node, dev, internal_ip, labels) in nodes {
-            if calico.is_started(&node) {
-                continue;
-            }
             let ifaces: Vec<HostIface> = net
                 .device(dev)
                 .ifaces

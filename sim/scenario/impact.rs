@@ -31,6 +31,12 @@ pub struct Endpoint {
     pub device: DeviceId,
 }
 
+impl Endpoint {
+    fn key(&self) -> (&str, Ipv4Addr) {
+        (&self.name, self.addr)
+    }
+}
+
 /// Every host and running pod of the network, hosts in topology order, then pods by
 /// namespace and name.
 pub fn endpoints(net: &Network, st: &State) -> Vec<Endpoint> {
@@ -160,6 +166,18 @@ impl ReachMatrix {
 
     pub fn reached(&self, from: usize, to: usize) -> bool {
         self.reached[from * self.endpoints.len() + to]
+    }
+
+    /// Each endpoint's index by its name and address (how a step's endpoints are matched with
+    /// the previous step's).
+    fn by_key(&self) -> BTreeMap<(&str, Ipv4Addr), usize> {
+        self.endpoints.iter().enumerate().map(|(i, e)| (e.key(), i)).collect()
+    }
+
+    /// Whether `from` reaches each endpoint, in endpoint order (itself included: true).
+    fn row(&self, from: usize) -> &[bool] {
+        let n = self.endpoints.len();
+        &self.reached[from * n..(from + 1) * n]
     }
 
     /// Ordered pairs of distinct endpoints, and how many of them reach.
@@ -305,14 +323,30 @@ impl ReachGrid {
             }
             group.push(i);
         }
+        // Counted on flat k×k rows: one pass over the matrix, row by row. A pair count is
+        // the product of the two groups' sizes (less the diagonal within a group), and the
+        // diagonal's `reached` (always true) is taken back out of the answers.
         let k = labels.len();
-        let (mut answered, mut pairs) = (vec![vec![0; k]; k], vec![vec![0; k]; k]);
-        for (i, gi) in group.iter().enumerate() {
-            for (j, gj) in group.iter().enumerate().filter(|(j, _)| *j != i) {
-                pairs[*gi][*gj] += 1;
-                answered[*gi][*gj] += usize::from(m.reached(i, j));
-            }
+        let mut size = vec![0; k];
+        for g in &group {
+            size[*g] += 1;
         }
+        let mut answered = vec![0; k * k];
+        for (i, gi) in group.iter().enumerate() {
+            let counts = &mut answered[gi * k..(gi + 1) * k];
+            for (gj, reached) in group.iter().zip(m.row(i)) {
+                counts[*gj] += usize::from(*reached);
+            }
+            counts[*gi] -= 1;
+        }
+        let pairs = (0..k)
+            .map(|a| {
+                (0..k)
+                    .map(|b| size[a] * size[b] - if a == b { size[a] } else { 0 })
+                    .collect()
+            })
+            .collect();
+        let answered = answered.chunks(k.max(1)).map(<[usize]>::to_vec).collect();
         ReachGrid {
             by,
             labels,
@@ -348,18 +382,19 @@ impl ReachDelta {
     /// Pairs present before and after whose verdict changed. Broken pairs are probed again to
     /// explain them from the state after the step.
     pub fn between(before: &ReachMatrix, after: &ReachMatrix, net: &Network, st: &State) -> ReachDelta {
-        let key = |e: &Endpoint| (e.name.clone(), e.addr);
-        let old: BTreeMap<(String, Ipv4Addr), usize> =
-            before.endpoints.iter().enumerate().map(|(i, e)| (key(e), i)).collect();
-        let new: BTreeMap<(String, Ipv4Addr), usize> =
-            after.endpoints.iter().enumerate().map(|(i, e)| (key(e), i)).collect();
+        // Endpoints are matched by name and address once per step, not once per pair (16.8 M
+        // pairs on 16x256x16): `was[i]` is after's endpoint i's index before the step.
+        let key = Endpoint::key;
+        let (old, new) = (before.by_key(), after.by_key());
+        let was: Vec<Option<usize>> = after.endpoints.iter().map(|e| old.get(&key(e)).copied()).collect();
         let label = |e: &Endpoint| format!("{} ({})", e.name, e.addr);
         let mut d = ReachDelta::counts(after);
         d.appeared = after
             .endpoints
             .iter()
-            .filter(|e| !old.contains_key(&key(e)))
-            .map(label)
+            .zip(&was)
+            .filter(|(_, w)| w.is_none())
+            .map(|(e, _)| label(e))
             .collect();
         d.gone = before
             .endpoints
@@ -368,15 +403,15 @@ impl ReachDelta {
             .map(label)
             .collect();
         for (i, from) in after.endpoints.iter().enumerate() {
-            let Some(&bi) = old.get(&key(from)) else { continue };
-            for (j, to) in after.endpoints.iter().enumerate().filter(|(j, _)| *j != i) {
-                let Some(&bj) = old.get(&key(to)) else { continue };
-                let (was, is) = (before.reached(bi, bj), after.reached(i, j));
-                if was == is {
+            let Some(bi) = was[i] else { continue };
+            let (row_before, row_after) = (before.row(bi), after.row(i));
+            for (j, (bj, is)) in was.iter().zip(row_after).enumerate().filter(|(j, _)| *j != i) {
+                let Some(bj) = *bj else { continue };
+                if row_before[bj] == *is {
                     continue;
                 }
-                let change = pair_change(net, st, from, to, is);
-                if is {
+                let change = pair_change(net, st, from, &after.endpoints[j], *is);
+                if *is {
                     d.healed.push(change);
                 } else {
                     d.broke.push(change);
