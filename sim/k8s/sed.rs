@@ -194,15 +194,7 @@ pub fn parse(script: &str, expr_no: usize, extended: bool) -> Result<Vec<Command
             }
             at += 1;
         }
-        let source = if extended {
-            pattern.clone()
-        } else {
-            bre_to_regex(&pattern)
-        };
-        let re = RegexBuilder::new(&source)
-            .case_insensitive(icase)
-            .build()
-            .map_err(|e| format!("sed: -e expression #{expr_no}: invalid regular expression `{pattern}`: {e}"))?;
+        let re = regex(&pattern, extended, icase, expr_no)?;
         let replacement = pieces(&replacement);
         if let Some(n) = replacement.iter().find_map(|p| match p {
             Piece::Group(n) if *n > re.captures_len() - 1 => Some(*n),
@@ -273,16 +265,21 @@ fn addr(chars: &[char], at: &mut usize, expr_no: usize, extended: bool) -> Resul
     if icase {
         *at += 1;
     }
+    Ok(Some(Addr::Regex(regex(&pattern, extended, icase, expr_no)?)))
+}
+
+/// A script's regular expression (an `s` command's or an address's): ERE as written with `-E`,
+/// else a BRE translated.
+fn regex(pattern: &str, extended: bool, icase: bool, expr_no: usize) -> Result<Regex, String> {
     let source = if extended {
-        pattern.clone()
+        pattern.to_string()
     } else {
-        bre_to_regex(&pattern)
+        bre_to_regex(pattern)
     };
-    let re = RegexBuilder::new(&source)
+    RegexBuilder::new(&source)
         .case_insensitive(icase)
         .build()
-        .map_err(|e| format!("sed: -e expression #{expr_no}: invalid regular expression `{pattern}`: {e}"))?;
-    Ok(Some(Addr::Regex(re)))
+        .map_err(|e| format!("sed: -e expression #{expr_no}: invalid regular expression `{pattern}`: {e}"))
 }
 
 /// The text up to the next unescaped `delim` (consumed), with `\delim` turned into the
