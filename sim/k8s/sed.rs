@@ -226,15 +226,12 @@ fn addr(chars: &[char], at: &mut usize, expr_no: usize, extended: bool) -> Resul
         return Ok(None);
     };
     if c.is_ascii_digit() {
-        let start = *at;
-        while chars.get(*at).is_some_and(char::is_ascii_digit) {
+        let mut digits = String::new();
+        while let Some(&d) = chars.get(*at).filter(|d| d.is_ascii_digit()) {
+            digits.push(d);
             *at += 1;
         }
-        let n: usize = chars[start..*at]
-            .iter()
-            .collect::<String>()
-            .parse()
-            .unwrap_or(usize::MAX);
+        let n: usize = digits.parse().unwrap_or(usize::MAX);
         if n == 0 && chars.get(*at) == Some(&',') {
             return Err("sed: the address `0,/RE/` is not modelled by fabsim".into());
         }
