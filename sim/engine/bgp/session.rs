@@ -387,7 +387,7 @@ fn start(bgp: &mut Bgp, now: u64, sid: SessionId, out: &mut Out) {
 /// The connect-retry / error-wait timer in ms, exact. BIRD randomises it into its last quarter
 /// (bgp-profiles.md §7). With that jitter the seed lab's s6 rollout (mesh still on) ends with
 /// another leaf holding some pod /24s under about half the seeds, and C71's outage window is
-/// missed; whether real BIRD reaches those states has not been examined, so until it is only
+/// missed. Whether real BIRD reaches those states has not been examined; until it has, only
 /// the connect delay is jittered (FIDELITY.md "BGP message delay").
 fn retry_ms(secs: u64) -> u64 {
     secs * 1000
