@@ -75,6 +75,34 @@ fn power_loss_takes_a_multihop_session_down_at_hold_expiry_and_a_cut_cable_at_on
     ));
 }
 
+/// BIRD starts every BGP timer randomised into its last quarter (`bgp_start_timer`): keepalives
+/// go every 60–80 s of the 240 s hold time's third, and the hold timer, restarted at each
+/// message heard, fires 180–240 s after the last one. So when a multihop peer loses power the
+/// session ends 100–240 s later (exact timers: 160–240 s), at a time that depends on the seed.
+#[test]
+fn bird_notices_a_silent_peer_at_its_randomised_hold_timer() {
+    let opened = scenario::open(Path::new("tests/data/faults/bird-multihop.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let mut delays = std::collections::BTreeSet::new();
+    for seed in 1..=8 {
+        let run = scenario::run_seeded(&opened, None, seed).unwrap_or_else(|e| panic!("{e}"));
+        let off = run.steps[1].start_ms;
+        let s = session(&run, "h1", "10.8.0.3");
+        assert_eq!(s.state, BgpState::Active, "seed {seed}");
+        // (Its last error is the reconnect's by now: h2 is still off.)
+        let delay = s.since_ms - off;
+        assert!(
+            (100_000..=240_000).contains(&delay),
+            "seed {seed}: down {delay} ms after the power loss"
+        );
+        delays.insert(delay);
+    }
+    assert!(delays.len() >= 4, "the detection time follows the seed: {delays:?}");
+    assert!(
+        delays.iter().any(|&d| d < 160_000),
+        "a hold timer started short: {delays:?}"
+    );
+}
+
 #[test]
 fn a_reboot_with_for_comes_back() {
     let run = run("tests/data/faults/bgp.yaml", None);

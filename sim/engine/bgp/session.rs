@@ -84,8 +84,8 @@ pub(crate) struct Session {
     pub add_path_tx: bool,
     pub hold_s: u32,
     pub last_ok: u64,
-    /// A `HoldExpire` is pending for the current silence.
-    pub hold_armed: bool,
+    /// When the hold timer of the current silence fires (a `HoldExpire` is pending for it).
+    pub hold_expires: Option<u64>,
     pub peer_rid: Option<Ipv4Addr>,
     /// Adj-RIB-In's counters (`adj`; the paths are the speaker's table entries).
     pub adj_in: AdjIn,
@@ -121,12 +121,9 @@ pub(crate) enum Live {
 }
 
 impl Session {
-    fn hold_ms(&self) -> u64 {
-        u64::from(self.hold_s) * 1000
-    }
-
-    fn keepalive_ms(&self) -> u64 {
-        u64::from(self.cfg.timers.keepalive.unwrap_or(self.hold_s / 3).max(1)) * 1000
+    /// The keepalive interval, seconds: configured, else a third of the negotiated hold time.
+    fn keepalive_s(&self) -> u64 {
+        u64::from(self.cfg.timers.keepalive.unwrap_or(self.hold_s / 3).max(1))
     }
 
     fn retry_s(&self) -> u64 {
@@ -175,7 +172,7 @@ impl Session {
             add_path_tx: self.add_path_tx,
             source: self.local_address(),
             hold_s: self.hold_s,
-            keepalive_s: (self.keepalive_ms() / 1000) as u32,
+            keepalive_s: self.keepalive_s() as u32,
         }
     }
 }
@@ -336,7 +333,7 @@ fn new_session(
         add_path_tx: false,
         hold_s: hold,
         last_ok: now,
-        hold_armed: false,
+        hold_expires: None,
         peer_rid: None,
         adj_in: AdjIn::default(),
         adj_out: AdjOut::default(),
@@ -384,15 +381,6 @@ fn start(bgp: &mut Bgp, now: u64, sid: SessionId, out: &mut Out) {
     }
 }
 
-/// The connect-retry / error-wait timer in ms, exact. BIRD randomises it into its last quarter
-/// (bgp-profiles.md §7). With that jitter the seed lab's s6 rollout (mesh still on) ends with
-/// another leaf holding some pod /24s under about half the seeds, and C71's outage window is
-/// missed. Whether real BIRD reaches those states has not been examined; until it has, only
-/// the connect delay is jittered (FIDELITY.md "BGP message delay").
-fn retry_ms(secs: u64) -> u64 {
-    secs * 1000
-}
-
 /// Why a TCP connection or OPEN fails, in the speaker's words, and when to try again.
 struct Refused {
     ours: String,
@@ -423,8 +411,8 @@ pub(super) fn connect(
             true
         }
         Err(r) => {
-            // Exact, although BIRD randomises this timer too: see `retry_ms`.
-            let retry = retry_ms(r.retry_s);
+            // Exact: see `close` for why fabsim's retry is not BIRD's randomised timer.
+            let retry = r.retry_s * 1000;
             let s = &mut bgp.sessions[sid.idx()];
             let changed = s.last_error.as_deref() != Some(r.ours.as_str()) || s.state != BgpState::Active;
             s.state = BgpState::Active;
@@ -626,13 +614,11 @@ fn establish(bgp: &mut Bgp, now: u64, a: SessionId, b: SessionId, src: Ipv4Addr,
         // OPEN and KEEPALIVE each way.
         s.msgs_rcvd += 2;
         s.msgs_sent += 2;
-        let ka = s.keepalive_ms();
+        s.hold_expires = None;
+        let (flavor, ka, gen) = (s.flavor, s.keepalive_s(), s.gen);
         out.push((
-            now + ka,
-            Event::Keepalive {
-                session: me,
-                gen: s.gen,
-            },
+            now + bgp.jitter.timer_ms(flavor, ka),
+            Event::Keepalive { session: me, gen },
         ));
     }
     log_wire(bgp, now, a, wire);
@@ -665,27 +651,22 @@ pub(super) fn keepalive(
     }
     let s = &mut bgp.sessions[sid.idx()];
     s.transport_seen = s.source.map(|src| (epoch, src, up));
+    let (flavor, gen, hold_s, ka) = (s.flavor, s.gen, u64::from(s.hold_s), s.keepalive_s());
     if up {
         s.last_ok = now;
-        s.hold_armed = false;
+        s.hold_expires = None;
         s.msgs_sent += 1;
         s.msgs_rcvd += 1;
-    } else if !s.hold_armed {
-        s.hold_armed = true;
-        out.push((
-            s.last_ok + s.hold_ms(),
-            Event::HoldExpire {
-                session: sid,
-                gen: s.gen,
-            },
-        ));
+    } else if s.hold_expires.is_none() {
+        // The hold timer was last started when the peer's last message came; BIRD started it
+        // randomised like its other timers, so the draw is made for that last start.
+        let fires = s.last_ok + bgp.jitter.timer_ms(flavor, hold_s);
+        bgp.sessions[sid.idx()].hold_expires = Some(fires);
+        out.push((fires, Event::HoldExpire { session: sid, gen }));
     }
     out.push((
-        now + s.keepalive_ms(),
-        Event::Keepalive {
-            session: sid,
-            gen: s.gen,
-        },
+        now + bgp.jitter.timer_ms(flavor, ka),
+        Event::Keepalive { session: sid, gen },
     ));
     false
 }
@@ -695,10 +676,10 @@ pub(super) fn hold_expire(bgp: &mut Bgp, now: u64, sid: SessionId, gen: u32, out
     let Some(s) = bgp.sessions.get(sid.idx()) else {
         return false;
     };
-    if s.gen != gen || s.state != BgpState::Established || now.saturating_sub(s.last_ok) < s.hold_ms() {
-        if let Some(s) = bgp.sessions.get_mut(sid.idx()) {
-            s.hold_armed = false;
-        }
+    // A keepalive that got through since the timer was armed disarmed it (a later silence arms
+    // it again, with its own event).
+    let due = s.hold_expires.is_some_and(|fires| now >= fires);
+    if s.gen != gen || s.state != BgpState::Established || !due {
         return false;
     }
     drop_session(bgp, now, sid, Notice::HoldTimerExpired, out);
@@ -780,9 +761,17 @@ pub(super) fn close(bgp: &mut Bgp, now: u64, x: SessionId, why: String, out: &mu
     s.last_error = Some(why);
     s.adj_in = AdjIn::default();
     s.adj_out.clear();
-    s.hold_armed = false;
+    s.hold_expires = None;
     if !s.cfg.passive && !s.retired {
-        out.push((now + retry_ms(s.retry_s()), Event::Connect { session: x, gen: s.gen }));
+        // Exact, unlike BIRD's keepalive and hold timers. fabsim retries a closed or refused
+        // session after the connect-retry time; BIRD 1.6 runs that timer only on a connection
+        // attempt that hangs. After a close (`bgp_stop`: the core starts the protocol again)
+        // or a refused attempt (`bgp_sock_err` → `bgp_decision`) it connects again after the
+        // connect delay (Calico: 2 s), and it accepts an incoming connection in any state.
+        // Jittering fabsim's timer here would draw a race between the mesh and the leaf
+        // sessions of a restarted node that BIRD's own order decides differently
+        // (FIDELITY.md "timer jitter").
+        out.push((now + s.retry_s() * 1000, Event::Connect { session: x, gen: s.gen }));
     }
     let dev = s.device;
     if let Some(sp) = bgp.speakers.get_mut(&dev) {
