@@ -82,6 +82,10 @@ fn the_manifest_installs_an_agent_per_node_that_allocates_from_its_nodes_pod_cid
             "  name: cilium-config",
         ],
     );
+    // Listed beside kubeadm's, by name.
+    let listed = out_in(&run, "n1", "kubectl -n kube-system get cm");
+    assert_has(&listed, &["cilium-config 4 ...", "kubeadm-config 1 ..."]);
+    assert!(listed.find("cilium-config") < listed.find("kubeadm-config"), "{listed}");
 }
 
 /// P0-1's failing path: n2 rejoins with its /var/run/cilium/ kept. The agent takes the new

@@ -368,8 +368,10 @@ impl Cilium {
     /// The CNI ADD of sandbox `container_id` on `node`: the next free address of the agent's
     /// range, or the error the runtime reports after `plugin type="cilium-cni" failed (add): `.
     pub fn add(&mut self, node: &str, container_id: &str) -> Result<Ipv4Addr, String> {
+        // The kubelet adds pods only on a Ready node, which needs a running agent (`cni_ready`);
+        // the text below is fabsim's, not cilium-cni's.
         let Some(Agent::Running { health, .. }) = self.agents.get(node) else {
-            return Err("unable to connect to Cilium daemon: is the agent running?".into());
+            return Err(format!("the cilium agent on {node} is not running"));
         };
         let health = *health;
         let state = self.state.get_mut(node).ok_or("the agent's state is missing")?;
