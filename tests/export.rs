@@ -513,12 +513,13 @@ fn exports_everywhere(label: &str, net: &fabsim::model::Network, st: &fabsim::en
 
 /// The bundled scenarios, each exported after every step by a test of its own (they run in
 /// parallel); `every_bundled_scenario_has_its_export_test` keeps the list whole.
-const SCENARIOS: [&str; 10] = [
+const SCENARIOS: [&str; 11] = [
     "scenarios/seed-lab-bgp.yaml",
     "scenarios/seed-lab-cold-s5.yaml",
     "scenarios/seed-lab-cold-s6.yaml",
     "scenarios/seed-lab-no-outage.yaml",
     "scenarios/seed-lab.yaml",
+    "scenarios/seed000-cilium.yaml",
     "scenarios/seed000-expand-pod-cidr.yaml",
     "scenarios/seed000-mask-only.yaml",
     "scenarios/seed000-rollback.yaml",
@@ -584,28 +585,33 @@ fn seed_lab_exports_after_every_step() {
 }
 
 #[test]
-fn seed000_exports_after_every_step() {
+fn seed000_cilium_exports_after_every_step() {
     assert!(every_step_exports(SCENARIOS[5]) >= 10);
 }
 
 #[test]
-fn seed000_mask_only_exports_after_every_step() {
-    assert!(every_step_exports(SCENARIOS[6]) >= 5);
+fn seed000_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[6]) >= 10);
 }
 
 #[test]
-fn seed000_rollback_exports_after_every_step() {
+fn seed000_mask_only_exports_after_every_step() {
     assert!(every_step_exports(SCENARIOS[7]) >= 5);
 }
 
 #[test]
+fn seed000_rollback_exports_after_every_step() {
+    assert!(every_step_exports(SCENARIOS[8]) >= 5);
+}
+
+#[test]
 fn seed001_flannel_exports_after_every_step() {
-    assert!(every_step_exports(SCENARIOS[8]) >= 10);
+    assert!(every_step_exports(SCENARIOS[9]) >= 10);
 }
 
 #[test]
 fn seed001_exports_after_every_step() {
-    assert!(every_step_exports(SCENARIOS[9]) >= 10);
+    assert!(every_step_exports(SCENARIOS[10]) >= 10);
 }
 
 /// Issue #6: `fabsim export` works for every bundled topology and for generated fabrics in every

@@ -279,7 +279,7 @@ fn lines_fabsim_does_not_model_are_refused_by_name() {
     assert!(refused("sudo rm -rf /etc/cni/net.d").contains("on n2 calico-node would lose its configuration"));
     assert_eq!(
         refused("rm -rf /etc/kubernetes"),
-        "rm -rf /etc/kubernetes: fabsim models `rm -rf` of the CNI files (/etc/cni/net.d, /var/lib/cni) only"
+        "rm -rf /etc/kubernetes: fabsim models `rm -rf` of the CNI files (/etc/cni/net.d, /var/lib/cni, /var/run/cilium) only"
     );
     // Not recursive: rm refuses a directory; fabsim names what it models.
     assert!(refused("rm /var/lib/cni").starts_with("rm /var/lib/cni: fabsim models `rm -rf` of the CNI files"));

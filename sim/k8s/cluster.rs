@@ -8,6 +8,8 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::apiserver_cert::ApiserverCert;
+use super::cilium::Cilium;
+use super::cilium_cluster::is_cilium_pod;
 use super::control_plane::ControlPlane;
 use super::disruption::Pdb;
 use super::dns::PodDns;
@@ -125,6 +127,9 @@ pub struct Cluster {
     /// Flannel, when its manifest was applied (`flannel`): the ConfigMap's Network, flanneld
     /// per node, and each host's files and interfaces.
     pub flannel: Option<Flannel>,
+    /// Cilium, when its manifest was applied (`cilium`, `cilium_cluster`): cilium-config, the
+    /// operator's CiliumNode podCIDRs, the agents, and each host's `/var/run/cilium/state`.
+    pub cilium: Option<Cilium>,
     /// etcd's data directories on the control-plane host and which one it runs on, with what
     /// each restore onto them changed (`etcd_restore`).
     pub etcd_data: EtcdData,
@@ -349,6 +354,7 @@ impl Cluster {
             pdbs: Vec::new(),
             drains: BTreeMap::new(),
             flannel: None,
+            cilium: None,
             etcd_data: EtcdData::default(),
         }
     }
@@ -412,6 +418,7 @@ impl Cluster {
             None => {
                 self.calico.as_ref().is_some_and(|c| c.is_started(node))
                     || self.flannel.as_ref().is_some_and(|f| f.cni_ready(node))
+                    || self.cilium.as_ref().is_some_and(|c| c.cni_ready(node))
             }
         }
     }
@@ -650,6 +657,10 @@ impl Cluster {
             flannel.release(node, ip);
             return;
         }
+        if let (Some(cilium), Some(ip), Some(node)) = (self.cilium.as_mut(), pod.ip, pod.node.as_deref()) {
+            cilium.release(node, ip);
+            return;
+        }
         let host_local = self
             .calico
             .as_ref()
@@ -700,6 +711,11 @@ impl Cluster {
                 flannel.stop(n);
             }
         }
+        if let Some(cilium) = self.cilium.as_mut() {
+            for n in nodes {
+                cilium.reboot(n);
+            }
+        }
         for i in 0..self.pods.len() {
             let on_node = self.pods[i].node.as_ref().is_some_and(|n| nodes.contains(n));
             if on_node {
@@ -733,11 +749,23 @@ impl Cluster {
                 self.start_flanneld(i);
             }
         }
-        let started = self.flannel.as_ref().map(|f| f.daemons.len());
+        self.restart_failed_cilium_agents();
+        let started = self.cni_daemons();
         self.reconcile_pass(now);
-        if self.flannel.as_ref().map(|f| f.daemons.len()) != started {
+        if self.cni_daemons() != started {
             self.reconcile_pass(now);
         }
+    }
+
+    /// How many CNI daemons (flanneld, cilium-agent) run: one that started in a pass gives its
+    /// node a CNI.
+    fn cni_daemons(&self) -> usize {
+        let flannel = self.flannel.as_ref().map_or(0, |f| f.daemons.len());
+        let cilium = self
+            .cilium
+            .as_ref()
+            .map_or(0, |c| c.agents.keys().filter(|n| c.cni_ready(n)).count());
+        flannel + cilium
     }
 
     /// flanneld in the flannel pod `i` starts (`Flannel::start`); when it exits, the pod shows
@@ -752,6 +780,12 @@ impl Cluster {
             Some(super::flannel::Flanneld::Failed(log)) => Some(log.clone()),
             _ => None,
         };
+        self.show_crash_loop(i, failed);
+    }
+
+    /// The pod `i` of a CNI daemon shows what the kubelet shows of a crash-looping container
+    /// when its daemon exited with `failed` (its log line), or nothing injected when it runs.
+    pub(super) fn show_crash_loop(&mut self, i: usize, failed: Option<String>) {
         let pod = &mut self.pods[i];
         pod.facts = failed.map(|log| PodFacts {
             injected_ms: pod.started_ms.unwrap_or_default(),
@@ -840,8 +874,15 @@ impl Cluster {
             let pod = &self.pods[i];
             let cid = names::container_id(&pod.namespace, &pod.name, self.sandboxes);
             let handle = format!("k8s-pod-network.{cid}");
-            if let Some(flannel) = self.flannel.as_mut() {
-                match flannel.add(&node, &cid) {
+            // Flannel's and Cilium's CNI: the plugin's address, or its error as the runtime
+            // reports it.
+            let plugin = match (self.flannel.as_mut(), self.cilium.as_mut()) {
+                (Some(flannel), _) => Some(("flannel", flannel.add(&node, &cid))),
+                (None, Some(cilium)) => Some(("cilium-cni", cilium.add(&node, &cid))),
+                (None, None) => None,
+            };
+            if let Some((plugin, added)) = plugin {
+                match added {
                     Ok(ip) => {
                         self.pods[i].ip = Some(ip);
                         self.pods[i].container_id = Some(cid);
@@ -849,7 +890,7 @@ impl Cluster {
                     }
                     Err(e) => {
                         self.pods[i].waiting = Some(format!(
-                            "{SANDBOX_FAILED} \"{cid}\": plugin type=\"flannel\" failed (add): {e}"
+                            "{SANDBOX_FAILED} \"{cid}\": plugin type=\"{plugin}\" failed (add): {e}"
                         ))
                     }
                 }
@@ -894,6 +935,9 @@ impl Cluster {
         pod.waiting = None;
         if is_flannel_pod(pod) {
             self.start_flanneld(i);
+        }
+        if is_cilium_pod(&self.pods[i]) {
+            self.start_cilium_agent(i);
         }
     }
 

@@ -576,6 +576,9 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         }
         [verb @ ("apply" | "create"), "-f", file, ..] => {
             let (text, source) = ctx.read(file)?;
+            if let Some(applied) = super::cilium_cluster::apply(net, &text, now) {
+                return applied;
+            }
             if let Some(services) = service_cmd::manifests(&text) {
                 return service_cmd::apply(net, verb, services?, &source, namespace, now);
             }
@@ -619,6 +622,9 @@ fn kubectl(net: &mut Network, st: &State, args: &[&str], ctx: &Context<'_>) -> R
         }
         ["run", name, rest @ ..] => kubectl_run(net, name, namespace, rest, now),
         ["rollout", "restart", rest @ ..] => {
+            if let Some(restarted) = super::cilium_cluster::restart_operator(net, namespace, rest, now) {
+                return restarted;
+            }
             let ds = daemonset_arg(rest)?;
             if rollout::start(net, st, namespace, ds, now, ctx.pod_start_ms)? {
                 Ok(CommandOutcome::ok(format!("daemonset.apps/{ds} restarted\n")))

@@ -290,6 +290,9 @@ fn restore_api_objects(live: &mut Cluster, data: &Cluster) {
         // from the Nodes' annotations are in etcd; flanneld and each host's files and
         // interfaces are not.
         flannel,
+        // Cilium: cilium-config and the CiliumNodes' podCIDRs are in etcd; the agents and each
+        // host's /var/run/cilium are not.
+        cilium,
     } = data;
     live.pod_cidr = *pod_cidr;
     live.service_cidr = *service_cidr;
@@ -308,6 +311,13 @@ fn restore_api_objects(live: &mut Cluster, data: &Cluster) {
     if let (Some(live_flannel), Some(restored)) = (live.flannel.as_mut(), flannel) {
         live_flannel.network = restored.network;
         live_flannel.leases = restored.leases.clone();
+    }
+    if let (Some(live_cilium), Some(restored)) = (live.cilium.as_mut(), cilium) {
+        live_cilium.config = restored.config.clone();
+        live_cilium.operator.pod_cidrs = restored.operator.pod_cidrs.clone();
+        // Its allocator follows the restored CiliumNodes (as a restarted operator's would); a
+        // pool list it cannot build was refused when the ConfigMap was applied.
+        let _ = live_cilium.restart_operator();
     }
     merge_pods(live, pods);
 }

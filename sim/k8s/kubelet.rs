@@ -121,6 +121,9 @@ pub(super) fn register(net: &mut Network, st: &State, dev: DeviceId, now: u64) -
         if cluster.flannel.is_some() {
             cluster.create_pod(super::command::flannel_pod(&node), now);
         }
+        if cluster.cilium.is_some() {
+            cluster.create_pod(super::cilium_cluster::cilium_pod(&node), now);
+        }
     }
     start_calico_nodes(net, st, now)?;
     if let Some(c) = net.cluster.as_mut() {
@@ -130,9 +133,10 @@ pub(super) fn register(net: &mut Network, st: &State, dev: DeviceId, now: u64) -
 }
 
 /// The host's CNI files a runbook clears: the plugin configuration (`/etc/cni/net.d`, which
-/// Calico's install-cni writes when calico-node's pod starts) and the plugins' state
-/// (`/var/lib/cni`: for Calico only the cached results; its IPAM is in the datastore).
-const CNI_DIRS: [&str; 2] = ["/etc/cni/net.d", "/var/lib/cni"];
+/// Calico's install-cni writes when calico-node's pod starts), the plugins' state
+/// (`/var/lib/cni`: for Calico only the cached results; its IPAM is in the datastore) and the
+/// Cilium agent's state (`/var/run/cilium`, §2.4 step 4).
+const CNI_DIRS: [&str; 3] = ["/etc/cni/net.d", "/var/lib/cni", super::cilium::STATE_DIR];
 
 /// `rm -rf` of the CNI files (`/etc/cni/net.d[/*]`, `/var/lib/cni[/…]`) on a host whose kubelet
 /// is stopped and whose calico-node will start afresh: its Node deleted (seed 000's order) or
@@ -179,6 +183,15 @@ pub(super) fn rm_cni_files(net: &mut Network, dev: DeviceId, args: &[&str]) -> R
     };
     if let Some(cluster) = net.cluster.as_deref_mut().filter(|_| clears(host_local::STATE_DIR)) {
         cluster.host_local.remove(&node);
+    }
+    let clears_cilium = clears(&format!("{}/state", super::cilium::STATE_DIR));
+    if let Some(cilium) = net
+        .cluster
+        .as_deref_mut()
+        .and_then(|c| c.cilium.as_mut())
+        .filter(|_| clears_cilium)
+    {
+        cilium.clear_state(&node);
     }
     // Flannel's: host-local's `cbr0` directory, and the configuration install-cni wrote.
     let (clears_cbr0, clears_conf) = (clears(flannel::STATE_DIR), clears(CNI_DIRS[0]));

@@ -46,6 +46,8 @@
 mod address_plan;
 mod apiserver_cert;
 mod calico_datastore;
+mod cilium;
+mod cilium_cluster;
 mod cluster;
 mod command;
 mod control_plane;
@@ -82,6 +84,7 @@ mod services;
 mod taints;
 mod termination;
 
+pub use cilium::{Agent as CiliumAgent, Cilium, Discarded as CiliumDiscarded, CONFIGMAP as CILIUM_CONFIGMAP};
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase, Rejection};
 pub use command::{
     bare_pod, hold_allocations, init_cluster, install_calico, is_change, join_cluster, restart_nodes, run_line,

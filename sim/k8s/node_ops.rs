@@ -511,6 +511,9 @@ fn delete_nodes(net: &mut Network, args: &[&str], now: u64) -> Result<CommandOut
         if let Some(flannel) = cluster.flannel.as_mut() {
             flannel.node_deleted(name);
         }
+        if let Some(cilium) = cluster.cilium.as_mut() {
+            cilium.node_deleted(name);
+        }
         realize::forget_node(net, node.device);
         out += &format!("node \"{name}\" deleted\n");
     }

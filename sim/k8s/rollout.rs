@@ -141,9 +141,14 @@ fn kill_and_replace(cluster: &mut Cluster, namespace: &str, name: &str, now: u64
         _ => None,
     };
     // flanneld dies with its pod; its replacement starts it again (`Cluster::reconcile`).
+    // So does the cilium agent.
     let flanneld = pod.node.clone().filter(|_| is_flannel_pod(pod));
+    let agent = pod.node.clone().filter(|_| super::cilium_cluster::is_cilium_pod(pod));
     if let (Some(node), Some(f)) = (flanneld, cluster.flannel.as_mut()) {
         f.stop(&node);
+    }
+    if let (Some(node), Some(c)) = (agent, cluster.cilium.as_mut()) {
+        c.stop(&node);
     }
     cluster.delete_pod(namespace, name, now);
     if let (Some(node), Some(c)) = (&stopped, cluster.calico.as_mut()) {

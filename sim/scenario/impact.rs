@@ -208,6 +208,7 @@ pub fn cluster_findings(net: &Network, st: &State) -> Vec<String> {
     findings.extend(cluster.kubernetes_service_findings());
     findings.extend(cluster.kept_cni_state());
     findings.extend(cluster.flannel_findings());
+    findings.extend(cluster.cilium_findings());
     findings.extend(cluster.stuck_sandboxes());
     findings.extend(crate::k8s::dns_findings(net, st));
     findings.extend(crate::k8s::service_findings(net, st));

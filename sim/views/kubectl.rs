@@ -157,9 +157,10 @@ pub(crate) fn kubectl(
     }
 }
 
-/// `kubectl get configmaps [NAME]`: the one ConfigMap fabsim models, `kube-system/kubeadm-config`
-/// (`k8s::kubeadm_config`), with its creation time (`kubeadm init`'s); another name is the API
-/// server's NotFound, another namespace has none.
+/// `kubectl get configmaps [NAME]`: the ConfigMaps fabsim models in kube-system —
+/// `kubeadm-config` (`k8s::kubeadm_config`, created at `kubeadm init`) and, on a Cilium cluster,
+/// `cilium-config` (`Cilium::config_map`, created with its manifest) — sorted by name as the
+/// apiserver lists them; another name is the API server's NotFound, another namespace has none.
 fn config_maps(
     cluster: &Cluster,
     now: u64,
@@ -168,8 +169,18 @@ fn config_maps(
     output: &str,
 ) -> Result<String, CommandError> {
     let here = ns.is_none_or(|n| n == "kube-system");
+    let mut kubeadm = crate::k8s::kubeadm_config(cluster);
+    kubeadm["metadata"]["creationTimestamp"] = rfc3339(cluster.created_ms).into();
+    let mut maps = vec![("kubeadm-config", kubeadm, cluster.created_ms)];
+    if let Some(c) = cluster.cilium.as_ref() {
+        let mut doc = c.config_map();
+        doc["metadata"]["creationTimestamp"] = rfc3339(c.created_ms).into();
+        maps.push((crate::k8s::CILIUM_CONFIGMAP, doc, c.created_ms));
+    }
+    maps.sort_by(|a, b| a.0.cmp(b.0));
+    maps.retain(|m| name.is_none_or(|n| n == m.0));
     match name {
-        Some(n) if !here || n != "kubeadm-config" => {
+        Some(n) if !here || maps.is_empty() => {
             return Err(CommandError::new(format!(
                 "Error from server (NotFound): configmaps \"{n}\" not found"
             )))
@@ -177,29 +188,34 @@ fn config_maps(
         None if !here => return Ok(format!("No resources found in {} namespace.\n", ns.unwrap_or_default())),
         _ => {}
     }
-    let mut doc = crate::k8s::kubeadm_config(cluster);
-    doc["metadata"]["creationTimestamp"] = rfc3339(cluster.created_ms).into();
-    let object = ApiDoc::from(&doc);
-    let list = || {
-        Fields::new()
+    let objects: Vec<ApiDoc> = maps.iter().map(|(_, doc, _)| ApiDoc::from(doc)).collect();
+    let printed = match (name, objects.first()) {
+        (Some(_), Some(object)) => object.clone(),
+        _ => Fields::new()
             .put("apiVersion", ApiDoc::str("v1"))
-            .put("items", ApiDoc::Seq(vec![object.clone()]))
+            .put("items", ApiDoc::Seq(objects))
             .put("kind", ApiDoc::str("List"))
             .put("metadata", Fields::new().put("resourceVersion", ApiDoc::str("")).done())
-            .done()
+            .done(),
     };
-    let printed = if name.is_some() { object.clone() } else { list() };
     match output {
         "yaml" => Ok(printed.yaml()),
         "json" => Ok(printed.sorted().json("    ")),
         "" | "wide" => {
             let mut header = vec!["NAME", "DATA", "AGE"];
-            let mut row = vec!["kubeadm-config".to_string(), "1".into(), human_duration(now.saturating_sub(cluster.created_ms))];
             if ns.is_none() {
                 header.insert(0, "NAMESPACE");
-                row.insert(0, "kube-system".into());
             }
-            Ok(tabwriter(&[header.into_iter().map(String::from).collect(), row]))
+            let mut rows = vec![header.into_iter().map(String::from).collect::<Vec<_>>()];
+            for (map_name, doc, created) in &maps {
+                let data = doc.get("data").and_then(|d| d.as_object()).map_or(0, |d| d.len());
+                let mut row = vec![map_name.to_string(), data.to_string(), human_duration(now.saturating_sub(*created))];
+                if ns.is_none() {
+                    row.insert(0, "kube-system".into());
+                }
+                rows.push(row);
+            }
+            Ok(tabwriter(&rows))
         }
         other => Err(CommandError::new(format!(
             "error: unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,wide,yaml"
