@@ -82,6 +82,15 @@ fn the_manifest_installs_an_agent_per_node_that_allocates_from_its_nodes_pod_cid
             "  name: cilium-config",
         ],
     );
+    // What fabsim does not model is said where Cilium comes in, once.
+    let said: Vec<String> = run
+        .steps
+        .iter()
+        .flat_map(|s| s.warnings.iter().map(move |w| format!("{}: {}", s.id, w.message)))
+        .filter(|w| w.contains("Cilium's datapath"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].starts_with("cilium: "), "{said:?}");
     // Listed beside kubeadm's, by name.
     let listed = out_in(&run, "n1", "kubectl -n kube-system get cm");
     assert_has(&listed, &["cilium-config 4 ...", "kubeadm-config 1 ..."]);

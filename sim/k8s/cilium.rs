@@ -35,6 +35,12 @@ use ipnet::Ipv4Net;
 
 use super::node_ipam::RangeAllocator;
 
+/// What a run says once, at the command that installs Cilium: its datapath (eBPF programs,
+/// `cilium_host`, the routes between nodes) is not modelled, so its pods have addresses but no
+/// network, and the reachability matrix and the Service and DNS checks leave them out rather
+/// than report every pod as broken.
+pub const DATAPATH_UNMODELLED: &str = "Cilium's datapath (eBPF, cilium_host, routes between nodes) is not modelled: its pods get addresses, but they are left out of the reachability matrix and of the Service and DNS checks";
+
 pub const NAMESPACE: &str = "kube-system";
 pub const CONFIGMAP: &str = "cilium-config";
 pub const DAEMONSET: &str = "cilium";

@@ -84,7 +84,10 @@ mod services;
 mod taints;
 mod termination;
 
-pub use cilium::{Agent as CiliumAgent, Cilium, Discarded as CiliumDiscarded, CONFIGMAP as CILIUM_CONFIGMAP};
+pub use cilium::{
+    Agent as CiliumAgent, Cilium, Discarded as CiliumDiscarded, CONFIGMAP as CILIUM_CONFIGMAP,
+    DATAPATH_UNMODELLED as CILIUM_DATAPATH_UNMODELLED,
+};
 pub use cluster::{Cluster, KNode, Owner, Pin, Pod, PodPhase, Rejection};
 pub use command::{
     bare_pod, hold_allocations, init_cluster, install_calico, is_change, join_cluster, restart_nodes, run_line,

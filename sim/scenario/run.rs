@@ -458,8 +458,12 @@ fn run_commands(
             let st = engine.state().clone();
             let ctx = context(engine.now_ms());
             let mut outcome = engine.reconfigure(|net| -> Result<k8s::CommandOutcome, InputError> {
+                let had_cilium = net.cluster.as_ref().is_some_and(|c| c.cilium.is_some());
                 let outcome =
                     k8s::run_line(net, &st, dev, line, &ctx).map_err(|e| Diagnostic::error(span.clone(), e))?;
+                if !had_cilium && net.cluster.as_ref().is_some_and(|c| c.cilium.is_some()) {
+                    warnings.push(Diagnostic::warning(span.clone(), k8s::CILIUM_DATAPATH_UNMODELLED));
+                }
                 warnings.extend(k8s::realize(net)?);
                 Ok(outcome)
             })?;
