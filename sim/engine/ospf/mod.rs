@@ -10,12 +10,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
 use super::state::{NbrRole, NbrState, NextHop, OspfNeighbor, OspfView, Proto, Route, State};
 use crate::model::{DeviceId, IfId, Network, RedistSource};
 
+mod table;
 mod wire;
 pub(crate) use wire::WireLog;
 pub use wire::{LsaBody, OspfDest, OspfHello, OspfLsa, OspfPacket, OspfWireRecord, RouterLink, OPTIONS_E};
@@ -115,11 +117,10 @@ pub(crate) struct Ospf {
     externals: BTreeMap<(Ipv4Net, Ipv4Addr), External>,
     /// Every (prefix, ASBR) ever originated, to name the routers of an oscillation.
     ever: BTreeSet<(Ipv4Net, Ipv4Addr)>,
-    /// The last SPF: the routers and the router and network LSAs it ran on, and each router's
-    /// tree. Most recomputes follow a BGP change that left them as they were (at most the
-    /// AS-externals moved), and SPF on every router is what converging a large fabric spends
-    /// most on. Forgotten on a configuration change ([`Ospf::forget_spf`]), since costs, ECMP
-    /// limits and distances come from the config.
+    /// The last recompute: the router and network LSAs and the AS-externals it ran on, and each
+    /// router's table. Most recomputes follow a BGP change that left the LSDB as it was (at
+    /// most the AS-externals moved), and one LSDB change moves few of each router's routes;
+    /// deriving every route of every router is what converging a large fabric spends most on.
     last_spf: Option<SpfRun>,
     /// The packets tapped interfaces see, for captures (`Engine::record_ospf_wire`); None:
     /// not kept.
@@ -128,12 +129,9 @@ pub(crate) struct Ospf {
 
 #[derive(Clone, Debug)]
 struct SpfRun {
-    routers: Vec<Option<Router>>,
     lsdb: Lsdb,
-    trees: BTreeMap<DeviceId, SpfTree>,
-    /// The AS-externals last added to the trees, and the routes that made.
-    externals: BTreeMap<(Ipv4Net, Ipv4Addr), External>,
-    routes: BTreeMap<DeviceId, Vec<Route>>,
+    externals: table::Externals,
+    tables: BTreeMap<DeviceId, table::Table>,
 }
 
 type Out = Vec<(u64, Event)>;
@@ -157,11 +155,6 @@ impl Ospf {
             last_spf: None,
             wire: None,
         }
-    }
-
-    /// The configuration changed: the next SPF runs afresh.
-    pub(crate) fn forget_spf(&mut self) {
-        self.last_spf = None;
     }
 
     /// Make room for devices/interfaces a config change created.
@@ -573,49 +566,50 @@ impl Ospf {
         })
     }
 
-    /// Compute every OSPF router's routes from the shared LSDB (flooding what changed in it to
-    /// the wire log, when one is kept).
-    pub(crate) fn routes(&mut self, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Vec<Route>> {
+    /// Every OSPF router's routes from the shared LSDB (flooding what changed in it to the wire
+    /// log, when one is kept). SPF runs on every router when the router or network LSAs
+    /// changed; each router's table is then derived again only where the change reached it
+    /// ([`table`]). The tables are shared, not copied: the caller reads them and lets go.
+    pub(crate) fn routes(&mut self, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Arc<Vec<Route>>> {
         let mut lsdb = self.build_lsdb(net);
         self.log_flooding(net, st, now, &lsdb);
         let externals = std::mem::take(&mut lsdb.externals);
-        let fresh = self
-            .last_spf
-            .as_ref()
-            .is_some_and(|last| last.lsdb == lsdb && last.routers == self.routers);
-        if !fresh {
-            let trees = self
-                .routers
-                .iter()
-                .enumerate()
-                .filter_map(|(d, r)| {
-                    let id = DeviceId(d as u32);
-                    r.as_ref().map(|r| (id, spf_tree(net, &lsdb, id, r.rid)))
-                })
-                .collect();
-            self.last_spf = Some(SpfRun {
-                routers: self.routers.clone(),
-                lsdb,
-                trees,
-                externals: BTreeMap::new(),
-                routes: BTreeMap::new(),
-            });
-        }
-        let Some(last) = &mut self.last_spf else {
-            return BTreeMap::new();
+        let (same_lsdb, moved, mut old) = match self.last_spf.take() {
+            Some(last) => (
+                last.lsdb == lsdb,
+                table::moved_prefixes(&last.externals, &externals),
+                last.tables,
+            ),
+            None => (false, BTreeSet::new(), BTreeMap::new()),
         };
-        if !fresh || last.externals != externals {
-            last.routes = last
-                .trees
-                .iter()
-                .filter_map(|(&id, tree)| {
-                    let rid = self.routers[id.idx()].as_ref()?.rid;
-                    Some((id, routes_from(net, tree, &externals, id, rid)))
-                })
-                .collect();
-            last.externals = externals;
+        let by_asbr = if same_lsdb {
+            BTreeMap::new()
+        } else {
+            table::prefixes_by_asbr(&externals)
+        };
+        let mut tables = BTreeMap::new();
+        for (d, r) in self.routers.iter().enumerate() {
+            let Some(r) = r else { continue };
+            let id = DeviceId(d as u32);
+            let inputs = table::Inputs {
+                root: r.rid,
+                max_paths: max_paths(net, id),
+                distance: net.device(id).profile.distance_ospf,
+            };
+            let table = match old.remove(&id).filter(|t| t.inputs == inputs) {
+                Some(t) if same_lsdb => t.update(None, &externals, &moved, &by_asbr),
+                Some(t) => t.update(Some(spf_tree(net, &lsdb, id, r.rid)), &externals, &moved, &by_asbr),
+                None => table::Table::new(inputs, spf_tree(net, &lsdb, id, r.rid), &externals),
+            };
+            tables.insert(id, table);
         }
-        last.routes.clone()
+        let routes = tables.iter().map(|(id, t)| (*id, Arc::clone(t.routes()))).collect();
+        self.last_spf = Some(SpfRun {
+            lsdb,
+            externals,
+            tables,
+        });
+        routes
     }
 
     fn build_lsdb(&self, net: &Network) -> Lsdb {
@@ -742,13 +736,7 @@ impl Ospf {
                 }
             }
         }
-        let mut changed: BTreeSet<Ipv4Net> = BTreeSet::new();
-        for (k, v) in &ext {
-            if self.externals.get(k) != Some(v) {
-                changed.insert(k.0);
-            }
-        }
-        changed.extend(self.externals.keys().filter(|k| !ext.contains_key(k)).map(|k| k.0));
+        let changed = table::moved_prefixes(&self.externals, &ext);
         self.ever.extend(ext.keys().copied());
         self.externals = ext;
         Originated {
@@ -830,14 +818,14 @@ enum Vertex {
     Router(Ipv4Addr),
 }
 
-/// Dijkstra from `root` over the LSDB with the two-way check, keeping every equal-cost set of
-/// next hops; then stub, transit and external routes.
+/// Distance and next hops to every router an SPF tree reaches (the ASBRs among them).
+type Reached = BTreeMap<Ipv4Addr, (u32, BTreeSet<NextHop>)>;
+
 /// The routers a router reaches and its intra-area routes: what SPF makes of the router and
-/// network LSAs. AS-externals are added from it by [`routes_from`].
+/// network LSAs. AS-externals are added from it by [`table::Table`].
 #[derive(Clone, Debug)]
 struct SpfTree {
-    /// Distance and next hops to every router reached (the ASBRs among them).
-    routers: BTreeMap<Ipv4Addr, (u32, BTreeSet<NextHop>)>,
+    routers: Reached,
     intra: Vec<Route>,
 }
 
@@ -946,55 +934,6 @@ fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree 
         intra: routes,
     }
 }
-
-/// A router's OSPF routes: its intra-area routes, then the AS-externals of `externals` whose
-/// ASBR it reaches.
-fn routes_from(
-    net: &Network,
-    tree: &SpfTree,
-    externals: &BTreeMap<(Ipv4Net, Ipv4Addr), External>,
-    dev: DeviceId,
-    root: Ipv4Addr,
-) -> Vec<Route> {
-    let profile = &net.device(dev).profile;
-    let max_paths = max_paths(net, dev);
-    let mut routes = tree.intra.clone();
-    let intra: BTreeSet<Ipv4Net> = routes.iter().map(|r| r.prefix).collect();
-    // AS-external: E1 beats E2; E2 compares the external metric, then the cost to the ASBR.
-    let mut ext: BTreeMap<Ipv4Net, (ExtRank, BTreeSet<NextHop>)> = BTreeMap::new();
-    for ((prefix, asbr), e) in externals {
-        if *asbr == root || intra.contains(prefix) {
-            continue;
-        }
-        let Some((d, hops)) = tree.routers.get(asbr) else {
-            continue;
-        };
-        let key = if e.e1 {
-            (false, d + e.metric, 0)
-        } else {
-            (true, e.metric, *d)
-        };
-        let slot = ext
-            .entry(*prefix)
-            .or_insert(((true, u32::MAX, u32::MAX), BTreeSet::new()));
-        if key < slot.0 {
-            *slot = (key, hops.clone());
-        } else if key == slot.0 {
-            slot.1.extend(hops.iter().cloned());
-        }
-    }
-    for (prefix, ((e2, metric, _), hops)) in ext {
-        if hops.is_empty() {
-            continue;
-        }
-        let proto = if e2 { Proto::OspfE2 } else { Proto::OspfE1 };
-        routes.push(mk_route(prefix, proto, profile.distance_ospf, metric, hops, max_paths));
-    }
-    routes
-}
-
-/// How AS-external candidates compare: (is E2, metric, cost to the ASBR); lower is better.
-type ExtRank = (bool, u32, u32);
 
 fn mk_route(
     prefix: Ipv4Net,
