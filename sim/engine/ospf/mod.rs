@@ -8,6 +8,7 @@
 //! (`VendorProfile::ospf_exchange_ms`) that starts once both ends want the adjacency; all
 //! `network … area` statements are treated as one area.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -582,10 +583,10 @@ impl Ospf {
             ),
             None => (false, BTreeSet::new(), BTreeMap::new()),
         };
-        let by_asbr = if same_lsdb {
-            BTreeMap::new()
+        let (graph, by_asbr) = if same_lsdb {
+            (Graph::new(), BTreeMap::new())
         } else {
-            table::prefixes_by_asbr(&externals)
+            (graph(&lsdb), table::prefixes_by_asbr(&externals))
         };
         let mut tables = BTreeMap::new();
         for (d, r) in self.routers.iter().enumerate() {
@@ -598,8 +599,13 @@ impl Ospf {
             };
             let table = match old.remove(&id).filter(|t| t.inputs == inputs) {
                 Some(t) if same_lsdb => t.update(None, &externals, &moved, &by_asbr),
-                Some(t) => t.update(Some(spf_tree(net, &lsdb, id, r.rid)), &externals, &moved, &by_asbr),
-                None => table::Table::new(inputs, spf_tree(net, &lsdb, id, r.rid), &externals),
+                Some(t) => t.update(
+                    Some(spf_tree(net, &lsdb, &graph, id, r.rid)),
+                    &externals,
+                    &moved,
+                    &by_asbr,
+                ),
+                None => table::Table::new(inputs, spf_tree(net, &lsdb, &graph, id, r.rid), &externals),
             };
             tables.insert(id, table);
         }
@@ -837,7 +843,7 @@ fn max_paths(net: &Network, dev: DeviceId) -> usize {
         .map_or(d.profile.ospf_max_ecmp, |m| m as usize)
 }
 
-fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree {
+fn spf_tree(net: &Network, db: &Lsdb, graph: &Graph, dev: DeviceId, root: Ipv4Addr) -> SpfTree {
     let profile = &net.device(dev).profile;
     let max_paths = max_paths(net, dev);
     let mut dist: BTreeMap<Vertex, (u32, BTreeSet<NextHop>)> = BTreeMap::new();
@@ -850,11 +856,13 @@ fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree 
             continue;
         }
         let parent_hops = dist.get(&v).map(|x| x.1.clone()).unwrap_or_default();
-        for (w, cost, hop) in edges(db, v, root) {
+        for edge in graph.get(&v).into_iter().flatten() {
+            let w = edge.to;
             if done.contains(&w) {
                 continue;
             }
-            let nd = d + cost;
+            let nd = d + edge.cost;
+            let hop = edge.first_hop.clone().filter(|_| v == Vertex::Router(root));
             // Next hops: inherited, except on the first hop out of the root (its own interface)
             // and from a network the root sits on (the neighbour's address on that network).
             let hops: BTreeSet<NextHop> = match (v, hop) {
@@ -878,13 +886,15 @@ fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree 
             }
         }
     }
-    let mut best: BTreeMap<Ipv4Net, (u32, BTreeSet<NextHop>)> = BTreeMap::new();
-    let mut offer = |prefix: Ipv4Net, cost: u32, hops: &BTreeSet<NextHop>| {
-        let e = best.entry(prefix).or_insert((u32::MAX, BTreeSet::new()));
+    // The cheapest offers of each prefix, by reference: most lose to another, and the winner's
+    // next hops are copied once, into its route.
+    let mut best: BTreeMap<Ipv4Net, (u32, Vec<&BTreeSet<NextHop>>)> = BTreeMap::new();
+    let mut offer = |prefix: Ipv4Net, cost: u32, hops| {
+        let e = best.entry(prefix).or_insert((u32::MAX, Vec::new()));
         if cost < e.0 {
-            *e = (cost, hops.clone());
+            *e = (cost, vec![hops]);
         } else if cost == e.0 {
-            e.1.extend(hops.iter().cloned());
+            e.1.push(hops);
         }
     };
     for (v, (d, hops)) in &dist {
@@ -919,8 +929,19 @@ fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree 
     }
     let routes: Vec<Route> = best
         .into_iter()
-        .filter(|(_, (_, hops))| !hops.is_empty())
-        .map(|(prefix, (cost, hops))| mk_route(prefix, Proto::OspfIntra, profile.distance_ospf, cost, hops, max_paths))
+        .filter_map(|(prefix, (cost, offers))| {
+            let hops = union(offers);
+            (!hops.is_empty()).then(|| {
+                mk_route(
+                    prefix,
+                    Proto::OspfIntra,
+                    profile.distance_ospf,
+                    cost,
+                    hops.iter().cloned(),
+                    max_paths,
+                )
+            })
+        })
         .collect();
     let reached = dist
         .into_iter()
@@ -935,12 +956,21 @@ fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree 
     }
 }
 
+/// The next hops of equal-cost offers: one offer's own, else their union.
+fn union(offers: Vec<&BTreeSet<NextHop>>) -> Cow<'_, BTreeSet<NextHop>> {
+    match offers[..] {
+        [one] => Cow::Borrowed(one),
+        _ => Cow::Owned(offers.into_iter().flatten().cloned().collect()),
+    }
+}
+
+/// A route to `prefix` over the first `max_paths` of `hops` (in next-hop order).
 fn mk_route(
     prefix: Ipv4Net,
     proto: Proto,
     distance: u8,
     metric: u32,
-    hops: BTreeSet<NextHop>,
+    hops: impl IntoIterator<Item = NextHop>,
     max_paths: usize,
 ) -> Route {
     Route {
@@ -958,9 +988,27 @@ fn mk_route(
     }
 }
 
-/// Outgoing edges of a vertex that pass the two-way check. The third item is the root's own
-/// next hop when the edge leaves the root.
-fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextHop>)> {
+/// An edge of the area's graph that passed the two-way check.
+#[derive(Clone, Debug)]
+struct Edge {
+    to: Vertex,
+    cost: u32,
+    /// The next hop this edge is when it leaves the SPF root (none out of a network).
+    first_hop: Option<NextHop>,
+}
+
+/// Every vertex's outgoing edges. The same for every root, so made once per LSDB rather than
+/// per SPF: the two-way check scans the far end's LSA (a spine's lists every leaf).
+type Graph = BTreeMap<Vertex, Vec<Edge>>;
+
+fn graph(db: &Lsdb) -> Graph {
+    let routers = db.routers.keys().map(|r| Vertex::Router(*r));
+    let networks = db.networks.keys().map(|n| Vertex::Network(*n));
+    routers.chain(networks).map(|v| (v, edges(db, v))).collect()
+}
+
+/// Outgoing edges of a vertex that pass the two-way check.
+fn edges(db: &Lsdb, v: Vertex) -> Vec<Edge> {
     let mut out = Vec::new();
     match v {
         Vertex::Router(rid) => {
@@ -969,11 +1017,15 @@ fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextH
                 match l {
                     Link::Transit { dr, iface, cost, .. } => {
                         if db.networks.get(dr).is_some_and(|n| n.attached.contains(&rid)) {
-                            let hop = (rid == root).then_some(NextHop {
+                            let first_hop = Some(NextHop {
                                 via: None,
                                 iface: *iface,
                             });
-                            out.push((Vertex::Network(*dr), *cost, hop));
+                            out.push(Edge {
+                                to: Vertex::Network(*dr),
+                                cost: *cost,
+                                first_hop,
+                            });
                         }
                     }
                     Link::P2p { nbr, iface, cost, .. } => {
@@ -984,8 +1036,11 @@ fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextH
                         });
                         if back {
                             let via = p2p_addr(db, *nbr, rid);
-                            let hop = (rid == root).then_some(NextHop { via, iface: *iface });
-                            out.push((Vertex::Router(*nbr), *cost, hop));
+                            out.push(Edge {
+                                to: Vertex::Router(*nbr),
+                                cost: *cost,
+                                first_hop: Some(NextHop { via, iface: *iface }),
+                            });
                         }
                     }
                     Link::Stub { .. } => {}
@@ -1001,7 +1056,11 @@ fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextH
                         .any(|x| matches!(x, Link::Transit { dr: d, .. } if *d == dr))
                 });
                 if back {
-                    out.push((Vertex::Router(*rid), 0, None));
+                    out.push(Edge {
+                        to: Vertex::Router(*rid),
+                        cost: 0,
+                        first_hop: None,
+                    });
                 }
             }
         }

@@ -257,7 +257,7 @@ mod tests {
                 .collect(),
             intra: intra
                 .iter()
-                .map(|p| mk_route(net(p), Proto::OspfIntra, 110, 10, [hop(1)].into(), 4))
+                .map(|p| mk_route(net(p), Proto::OspfIntra, 110, 10, [hop(1)], 4))
                 .collect(),
         }
     }
