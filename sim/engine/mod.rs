@@ -606,12 +606,12 @@ impl Engine {
     /// after the LSA delay) and send BGP updates for what changed.
     fn recompute(&mut self) {
         let mut tables = rib::local_tables(&self.net, &self.state);
-        let mut ospf_routes = self.ospf.routes(&self.net, &self.state, self.now);
-        for (i, t) in tables.iter_mut().enumerate() {
-            if let Some(rs) = ospf_routes.remove(&DeviceId(i as u32)) {
-                t.extend(rs);
-            }
+        let ospf_routes = self.ospf.routes(&self.net, &self.state, self.now);
+        for (id, rs) in &ospf_routes {
+            tables[id.idx()].extend(rs.iter().cloned());
         }
+        // OSPF edits its tables in place next time when no one else holds them.
+        drop(ospf_routes);
         // BGP resolves its next hops through the tables without BGP, so those are installed
         // first; the tables from before are kept aside to tell whether anything changed.
         let mut before = Vec::with_capacity(tables.len());
@@ -678,7 +678,6 @@ impl Engine {
         self.walk_wire();
         let devices: Vec<DeviceId> = match booted {
             None => {
-                self.ospf.forget_spf();
                 self.state.ifaces = rib::interface_states(&self.net, &self.state, &self.severed);
                 (0..self.net.devices.len() as u32).map(DeviceId).collect()
             }

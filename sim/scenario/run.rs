@@ -203,7 +203,10 @@ fn run_with(
 ) -> Result<Run, InputError> {
     let mut engine = Engine::new(opened.net.clone());
     engine.set_seed(seed);
-    let tap = match taps {
+    // Nothing tapped, nothing logged: `fabsim run` passes its `--pcap` points, usually none,
+    // and a log without taps kept every BGP message and flooded every LSA change into
+    // packets no capture reads — in a large fabric's converge, more than the SPF runs.
+    let tap = match taps.filter(|t| !t.is_empty()) {
         Some(taps) => {
             engine.record_bgp_wire(taps.clone());
             engine.record_ospf_wire(taps.clone());

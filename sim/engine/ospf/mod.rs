@@ -8,14 +8,17 @@
 //! (`VendorProfile::ospf_exchange_ms`) that starts once both ends want the adjacency; all
 //! `network … area` statements are treated as one area.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
 use super::state::{NbrRole, NbrState, NextHop, OspfNeighbor, OspfView, Proto, Route, State};
 use crate::model::{DeviceId, IfId, Network, RedistSource};
 
+mod table;
 mod wire;
 pub(crate) use wire::WireLog;
 pub use wire::{LsaBody, OspfDest, OspfHello, OspfLsa, OspfPacket, OspfWireRecord, RouterLink, OPTIONS_E};
@@ -115,11 +118,10 @@ pub(crate) struct Ospf {
     externals: BTreeMap<(Ipv4Net, Ipv4Addr), External>,
     /// Every (prefix, ASBR) ever originated, to name the routers of an oscillation.
     ever: BTreeSet<(Ipv4Net, Ipv4Addr)>,
-    /// The last SPF: the routers and the router and network LSAs it ran on, and each router's
-    /// tree. Most recomputes follow a BGP change that left them as they were (at most the
-    /// AS-externals moved), and SPF on every router is what converging a large fabric spends
-    /// most on. Forgotten on a configuration change ([`Ospf::forget_spf`]), since costs, ECMP
-    /// limits and distances come from the config.
+    /// The last recompute: the router and network LSAs and the AS-externals it ran on, and each
+    /// router's table. Most recomputes follow a BGP change that left the LSDB as it was (at
+    /// most the AS-externals moved), and one LSDB change moves few of each router's routes;
+    /// deriving every route of every router is what converging a large fabric spends most on.
     last_spf: Option<SpfRun>,
     /// The packets tapped interfaces see, for captures (`Engine::record_ospf_wire`); None:
     /// not kept.
@@ -128,12 +130,9 @@ pub(crate) struct Ospf {
 
 #[derive(Clone, Debug)]
 struct SpfRun {
-    routers: Vec<Option<Router>>,
     lsdb: Lsdb,
-    trees: BTreeMap<DeviceId, SpfTree>,
-    /// The AS-externals last added to the trees, and the routes that made.
-    externals: BTreeMap<(Ipv4Net, Ipv4Addr), External>,
-    routes: BTreeMap<DeviceId, Vec<Route>>,
+    externals: table::Externals,
+    tables: BTreeMap<DeviceId, table::Table>,
 }
 
 type Out = Vec<(u64, Event)>;
@@ -157,11 +156,6 @@ impl Ospf {
             last_spf: None,
             wire: None,
         }
-    }
-
-    /// The configuration changed: the next SPF runs afresh.
-    pub(crate) fn forget_spf(&mut self) {
-        self.last_spf = None;
     }
 
     /// Make room for devices/interfaces a config change created.
@@ -573,49 +567,55 @@ impl Ospf {
         })
     }
 
-    /// Compute every OSPF router's routes from the shared LSDB (flooding what changed in it to
-    /// the wire log, when one is kept).
-    pub(crate) fn routes(&mut self, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Vec<Route>> {
+    /// Every OSPF router's routes from the shared LSDB (flooding what changed in it to the wire
+    /// log, when one is kept). SPF runs on every router when the router or network LSAs
+    /// changed; each router's table is then derived again only where the change reached it
+    /// ([`table`]). The tables are shared, not copied: the caller reads them and lets go.
+    pub(crate) fn routes(&mut self, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Arc<Vec<Route>>> {
         let mut lsdb = self.build_lsdb(net);
         self.log_flooding(net, st, now, &lsdb);
         let externals = std::mem::take(&mut lsdb.externals);
-        let fresh = self
-            .last_spf
-            .as_ref()
-            .is_some_and(|last| last.lsdb == lsdb && last.routers == self.routers);
-        if !fresh {
-            let trees = self
-                .routers
-                .iter()
-                .enumerate()
-                .filter_map(|(d, r)| {
-                    let id = DeviceId(d as u32);
-                    r.as_ref().map(|r| (id, spf_tree(net, &lsdb, id, r.rid)))
-                })
-                .collect();
-            self.last_spf = Some(SpfRun {
-                routers: self.routers.clone(),
-                lsdb,
-                trees,
-                externals: BTreeMap::new(),
-                routes: BTreeMap::new(),
-            });
-        }
-        let Some(last) = &mut self.last_spf else {
-            return BTreeMap::new();
+        let (same_lsdb, moved, mut old) = match self.last_spf.take() {
+            Some(last) => (
+                last.lsdb == lsdb,
+                table::moved_prefixes(&last.externals, &externals),
+                last.tables,
+            ),
+            None => (false, BTreeSet::new(), BTreeMap::new()),
         };
-        if !fresh || last.externals != externals {
-            last.routes = last
-                .trees
-                .iter()
-                .filter_map(|(&id, tree)| {
-                    let rid = self.routers[id.idx()].as_ref()?.rid;
-                    Some((id, routes_from(net, tree, &externals, id, rid)))
-                })
-                .collect();
-            last.externals = externals;
+        let (graph, by_asbr) = if same_lsdb {
+            (Graph::new(), BTreeMap::new())
+        } else {
+            (graph(&lsdb), table::prefixes_by_asbr(&externals))
+        };
+        let mut tables = BTreeMap::new();
+        for (d, r) in self.routers.iter().enumerate() {
+            let Some(r) = r else { continue };
+            let id = DeviceId(d as u32);
+            let inputs = table::Inputs {
+                root: r.rid,
+                max_paths: max_paths(net, id),
+                distance: net.device(id).profile.distance_ospf,
+            };
+            let table = match old.remove(&id).filter(|t| t.inputs == inputs) {
+                Some(t) if same_lsdb => t.update(None, &externals, &moved, &by_asbr),
+                Some(t) => t.update(
+                    Some(spf_tree(net, &lsdb, &graph, id, r.rid)),
+                    &externals,
+                    &moved,
+                    &by_asbr,
+                ),
+                None => table::Table::new(inputs, spf_tree(net, &lsdb, &graph, id, r.rid), &externals),
+            };
+            tables.insert(id, table);
         }
-        last.routes.clone()
+        let routes = tables.iter().map(|(id, t)| (*id, Arc::clone(t.routes()))).collect();
+        self.last_spf = Some(SpfRun {
+            lsdb,
+            externals,
+            tables,
+        });
+        routes
     }
 
     fn build_lsdb(&self, net: &Network) -> Lsdb {
@@ -742,13 +742,7 @@ impl Ospf {
                 }
             }
         }
-        let mut changed: BTreeSet<Ipv4Net> = BTreeSet::new();
-        for (k, v) in &ext {
-            if self.externals.get(k) != Some(v) {
-                changed.insert(k.0);
-            }
-        }
-        changed.extend(self.externals.keys().filter(|k| !ext.contains_key(k)).map(|k| k.0));
+        let changed = table::moved_prefixes(&self.externals, &ext);
         self.ever.extend(ext.keys().copied());
         self.externals = ext;
         Originated {
@@ -830,14 +824,14 @@ enum Vertex {
     Router(Ipv4Addr),
 }
 
-/// Dijkstra from `root` over the LSDB with the two-way check, keeping every equal-cost set of
-/// next hops; then stub, transit and external routes.
+/// Distance and next hops to every router an SPF tree reaches (the ASBRs among them).
+type Reached = BTreeMap<Ipv4Addr, (u32, BTreeSet<NextHop>)>;
+
 /// The routers a router reaches and its intra-area routes: what SPF makes of the router and
-/// network LSAs. AS-externals are added from it by [`routes_from`].
+/// network LSAs. AS-externals are added from it by [`table::Table`].
 #[derive(Clone, Debug)]
 struct SpfTree {
-    /// Distance and next hops to every router reached (the ASBRs among them).
-    routers: BTreeMap<Ipv4Addr, (u32, BTreeSet<NextHop>)>,
+    routers: Reached,
     intra: Vec<Route>,
 }
 
@@ -849,7 +843,7 @@ fn max_paths(net: &Network, dev: DeviceId) -> usize {
         .map_or(d.profile.ospf_max_ecmp, |m| m as usize)
 }
 
-fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree {
+fn spf_tree(net: &Network, db: &Lsdb, graph: &Graph, dev: DeviceId, root: Ipv4Addr) -> SpfTree {
     let profile = &net.device(dev).profile;
     let max_paths = max_paths(net, dev);
     let mut dist: BTreeMap<Vertex, (u32, BTreeSet<NextHop>)> = BTreeMap::new();
@@ -862,11 +856,13 @@ fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree 
             continue;
         }
         let parent_hops = dist.get(&v).map(|x| x.1.clone()).unwrap_or_default();
-        for (w, cost, hop) in edges(db, v, root) {
+        for edge in graph.get(&v).into_iter().flatten() {
+            let w = edge.to;
             if done.contains(&w) {
                 continue;
             }
-            let nd = d + cost;
+            let nd = d + edge.cost;
+            let hop = edge.first_hop.clone().filter(|_| v == Vertex::Router(root));
             // Next hops: inherited, except on the first hop out of the root (its own interface)
             // and from a network the root sits on (the neighbour's address on that network).
             let hops: BTreeSet<NextHop> = match (v, hop) {
@@ -890,13 +886,15 @@ fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree 
             }
         }
     }
-    let mut best: BTreeMap<Ipv4Net, (u32, BTreeSet<NextHop>)> = BTreeMap::new();
-    let mut offer = |prefix: Ipv4Net, cost: u32, hops: &BTreeSet<NextHop>| {
-        let e = best.entry(prefix).or_insert((u32::MAX, BTreeSet::new()));
+    // The cheapest offers of each prefix, by reference: most lose to another, and the winner's
+    // next hops are copied once, into its route.
+    let mut best: BTreeMap<Ipv4Net, (u32, Vec<&BTreeSet<NextHop>>)> = BTreeMap::new();
+    let mut offer = |prefix: Ipv4Net, cost: u32, hops| {
+        let e = best.entry(prefix).or_insert((u32::MAX, Vec::new()));
         if cost < e.0 {
-            *e = (cost, hops.clone());
+            *e = (cost, vec![hops]);
         } else if cost == e.0 {
-            e.1.extend(hops.iter().cloned());
+            e.1.push(hops);
         }
     };
     for (v, (d, hops)) in &dist {
@@ -931,8 +929,19 @@ fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree 
     }
     let routes: Vec<Route> = best
         .into_iter()
-        .filter(|(_, (_, hops))| !hops.is_empty())
-        .map(|(prefix, (cost, hops))| mk_route(prefix, Proto::OspfIntra, profile.distance_ospf, cost, hops, max_paths))
+        .filter_map(|(prefix, (cost, offers))| {
+            let hops = union(offers);
+            (!hops.is_empty()).then(|| {
+                mk_route(
+                    prefix,
+                    Proto::OspfIntra,
+                    profile.distance_ospf,
+                    cost,
+                    hops.iter().cloned(),
+                    max_paths,
+                )
+            })
+        })
         .collect();
     let reached = dist
         .into_iter()
@@ -947,61 +956,21 @@ fn spf_tree(net: &Network, db: &Lsdb, dev: DeviceId, root: Ipv4Addr) -> SpfTree 
     }
 }
 
-/// A router's OSPF routes: its intra-area routes, then the AS-externals of `externals` whose
-/// ASBR it reaches.
-fn routes_from(
-    net: &Network,
-    tree: &SpfTree,
-    externals: &BTreeMap<(Ipv4Net, Ipv4Addr), External>,
-    dev: DeviceId,
-    root: Ipv4Addr,
-) -> Vec<Route> {
-    let profile = &net.device(dev).profile;
-    let max_paths = max_paths(net, dev);
-    let mut routes = tree.intra.clone();
-    let intra: BTreeSet<Ipv4Net> = routes.iter().map(|r| r.prefix).collect();
-    // AS-external: E1 beats E2; E2 compares the external metric, then the cost to the ASBR.
-    let mut ext: BTreeMap<Ipv4Net, (ExtRank, BTreeSet<NextHop>)> = BTreeMap::new();
-    for ((prefix, asbr), e) in externals {
-        if *asbr == root || intra.contains(prefix) {
-            continue;
-        }
-        let Some((d, hops)) = tree.routers.get(asbr) else {
-            continue;
-        };
-        let key = if e.e1 {
-            (false, d + e.metric, 0)
-        } else {
-            (true, e.metric, *d)
-        };
-        let slot = ext
-            .entry(*prefix)
-            .or_insert(((true, u32::MAX, u32::MAX), BTreeSet::new()));
-        if key < slot.0 {
-            *slot = (key, hops.clone());
-        } else if key == slot.0 {
-            slot.1.extend(hops.iter().cloned());
-        }
+/// The next hops of equal-cost offers: one offer's own, else their union.
+fn union(offers: Vec<&BTreeSet<NextHop>>) -> Cow<'_, BTreeSet<NextHop>> {
+    match offers[..] {
+        [one] => Cow::Borrowed(one),
+        _ => Cow::Owned(offers.into_iter().flatten().cloned().collect()),
     }
-    for (prefix, ((e2, metric, _), hops)) in ext {
-        if hops.is_empty() {
-            continue;
-        }
-        let proto = if e2 { Proto::OspfE2 } else { Proto::OspfE1 };
-        routes.push(mk_route(prefix, proto, profile.distance_ospf, metric, hops, max_paths));
-    }
-    routes
 }
 
-/// How AS-external candidates compare: (is E2, metric, cost to the ASBR); lower is better.
-type ExtRank = (bool, u32, u32);
-
+/// A route to `prefix` over the first `max_paths` of `hops` (in next-hop order).
 fn mk_route(
     prefix: Ipv4Net,
     proto: Proto,
     distance: u8,
     metric: u32,
-    hops: BTreeSet<NextHop>,
+    hops: impl IntoIterator<Item = NextHop>,
     max_paths: usize,
 ) -> Route {
     Route {
@@ -1019,9 +988,27 @@ fn mk_route(
     }
 }
 
-/// Outgoing edges of a vertex that pass the two-way check. The third item is the root's own
-/// next hop when the edge leaves the root.
-fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextHop>)> {
+/// An edge of the area's graph that passed the two-way check.
+#[derive(Clone, Debug)]
+struct Edge {
+    to: Vertex,
+    cost: u32,
+    /// The next hop this edge is when it leaves the SPF root (none out of a network).
+    first_hop: Option<NextHop>,
+}
+
+/// Every vertex's outgoing edges. The same for every root, so made once per LSDB rather than
+/// per SPF: the two-way check scans the far end's LSA (a spine's lists every leaf).
+type Graph = BTreeMap<Vertex, Vec<Edge>>;
+
+fn graph(db: &Lsdb) -> Graph {
+    let routers = db.routers.keys().map(|r| Vertex::Router(*r));
+    let networks = db.networks.keys().map(|n| Vertex::Network(*n));
+    routers.chain(networks).map(|v| (v, edges(db, v))).collect()
+}
+
+/// Outgoing edges of a vertex that pass the two-way check.
+fn edges(db: &Lsdb, v: Vertex) -> Vec<Edge> {
     let mut out = Vec::new();
     match v {
         Vertex::Router(rid) => {
@@ -1030,11 +1017,15 @@ fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextH
                 match l {
                     Link::Transit { dr, iface, cost, .. } => {
                         if db.networks.get(dr).is_some_and(|n| n.attached.contains(&rid)) {
-                            let hop = (rid == root).then_some(NextHop {
+                            let first_hop = Some(NextHop {
                                 via: None,
                                 iface: *iface,
                             });
-                            out.push((Vertex::Network(*dr), *cost, hop));
+                            out.push(Edge {
+                                to: Vertex::Network(*dr),
+                                cost: *cost,
+                                first_hop,
+                            });
                         }
                     }
                     Link::P2p { nbr, iface, cost, .. } => {
@@ -1045,8 +1036,11 @@ fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextH
                         });
                         if back {
                             let via = p2p_addr(db, *nbr, rid);
-                            let hop = (rid == root).then_some(NextHop { via, iface: *iface });
-                            out.push((Vertex::Router(*nbr), *cost, hop));
+                            out.push(Edge {
+                                to: Vertex::Router(*nbr),
+                                cost: *cost,
+                                first_hop: Some(NextHop { via, iface: *iface }),
+                            });
                         }
                     }
                     Link::Stub { .. } => {}
@@ -1062,7 +1056,11 @@ fn edges(db: &Lsdb, v: Vertex, root: Ipv4Addr) -> Vec<(Vertex, u32, Option<NextH
                         .any(|x| matches!(x, Link::Transit { dr: d, .. } if *d == dr))
                 });
                 if back {
-                    out.push((Vertex::Router(*rid), 0, None));
+                    out.push(Edge {
+                        to: Vertex::Router(*rid),
+                        cost: 0,
+                        first_hop: None,
+                    });
                 }
             }
         }
