@@ -597,15 +597,11 @@ impl Ospf {
                 max_paths: max_paths(net, id),
                 distance: net.device(id).profile.distance_ospf,
             };
+            let tree = || spf_tree(net, &lsdb, &graph, id, r.rid);
             let table = match old.remove(&id).filter(|t| t.inputs == inputs) {
-                Some(t) if same_lsdb => t.update(None, &externals, &moved, &by_asbr),
-                Some(t) => t.update(
-                    Some(spf_tree(net, &lsdb, &graph, id, r.rid)),
-                    &externals,
-                    &moved,
-                    &by_asbr,
-                ),
-                None => table::Table::new(inputs, spf_tree(net, &lsdb, &graph, id, r.rid), &externals),
+                // The same LSDB makes the same tree: only moved externals are derived again.
+                Some(t) => t.update((!same_lsdb).then(tree), &externals, &moved, &by_asbr),
+                None => table::Table::new(inputs, tree(), &externals),
             };
             tables.insert(id, table);
         }
