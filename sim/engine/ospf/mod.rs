@@ -8,7 +8,6 @@
 //! (`VendorProfile::ospf_exchange_ms`) that starts once both ends want the adjacency; all
 //! `network … area` statements are treated as one area.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -18,6 +17,7 @@ use ipnet::Ipv4Net;
 use super::state::{NbrRole, NbrState, NextHop, OspfNeighbor, OspfView, Proto, Route, State};
 use crate::model::{DeviceId, IfId, Network, RedistSource};
 
+mod spf;
 mod table;
 mod wire;
 pub(crate) use wire::WireLog;
@@ -131,6 +131,8 @@ pub(crate) struct Ospf {
 #[derive(Clone, Debug)]
 struct SpfRun {
     lsdb: Lsdb,
+    /// The area's graph made from `lsdb`.
+    area: Arc<spf::Area>,
     externals: table::Externals,
     tables: BTreeMap<DeviceId, table::Table>,
 }
@@ -570,23 +572,29 @@ impl Ospf {
     /// Every OSPF router's routes from the shared LSDB (flooding what changed in it to the wire
     /// log, when one is kept). SPF runs on every router when the router or network LSAs
     /// changed; each router's table is then derived again only where the change reached it
-    /// ([`table`]). The tables are shared, not copied: the caller reads them and lets go.
+    /// ([`spf`], [`table`]). The tables are shared, not copied: the caller reads them and lets
+    /// go.
     pub(crate) fn routes(&mut self, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Arc<Vec<Route>>> {
         let mut lsdb = self.build_lsdb(net);
         self.log_flooding(net, st, now, &lsdb);
         let externals = std::mem::take(&mut lsdb.externals);
-        let (same_lsdb, moved, mut old) = match self.last_spf.take() {
-            Some(last) => (
-                last.lsdb == lsdb,
-                table::moved_prefixes(&last.externals, &externals),
-                last.tables,
-            ),
-            None => (false, BTreeSet::new(), BTreeMap::new()),
+        let last = self.last_spf.take();
+        let same_lsdb = last.as_ref().is_some_and(|l| l.lsdb == lsdb);
+        let moved = last
+            .as_ref()
+            .map(|l| table::moved_prefixes(&l.externals, &externals))
+            .unwrap_or_default();
+        let (area, by_asbr) = match &last {
+            Some(l) if same_lsdb => (Arc::clone(&l.area), BTreeMap::new()),
+            _ => (Arc::new(spf::Area::new(&lsdb)), table::prefixes_by_asbr(&externals)),
         };
-        let (graph, by_asbr) = if same_lsdb {
-            (Graph::new(), BTreeMap::new())
-        } else {
-            (graph(&lsdb), table::prefixes_by_asbr(&externals))
+        let change = match &last {
+            Some(l) if !same_lsdb => Some(area.change_since(&l.area)),
+            _ => None,
+        };
+        let (mut old, old_lsdb) = match last {
+            Some(l) => (l.tables, Some(l.lsdb)),
+            None => (BTreeMap::new(), None),
         };
         let mut tables = BTreeMap::new();
         for (d, r) in self.routers.iter().enumerate() {
@@ -597,17 +605,46 @@ impl Ospf {
                 max_paths: max_paths(net, id),
                 distance: net.device(id).profile.distance_ospf,
             };
-            let tree = || spf_tree(net, &lsdb, &graph, id, r.rid);
+            let own_lsa_kept = || {
+                old_lsdb
+                    .as_ref()
+                    .is_some_and(|o| o.routers.get(&r.rid) == lsdb.routers.get(&r.rid))
+            };
             let table = match old.remove(&id).filter(|t| t.inputs == inputs) {
                 // The same LSDB makes the same tree: only moved externals are derived again.
-                Some(t) => t.update((!same_lsdb).then(tree), &externals, &moved, &by_asbr),
-                None => table::Table::new(inputs, tree(), &externals),
+                Some(t) if same_lsdb => t.update(None, &externals, &moved, &by_asbr),
+                Some(t) => {
+                    let tree = match &change {
+                        Some(change) if own_lsa_kept() => spf::again(&area, &inputs, t.tree(), change),
+                        _ => spf::afresh(&area, &inputs),
+                    };
+                    t.update(Some(tree), &externals, &moved, &by_asbr)
+                }
+                None => {
+                    let tree = spf::afresh(&area, &inputs);
+                    table::Table::new(inputs, tree, &externals)
+                }
             };
             tables.insert(id, table);
         }
         let routes = tables.iter().map(|(id, t)| (*id, Arc::clone(t.routes()))).collect();
+        // In unit tests every update of kept tables is checked against tables made afresh.
+        #[cfg(test)]
+        if old_lsdb.is_some() {
+            let mut fresh = Ospf {
+                last_spf: None,
+                wire: None,
+                ..self.clone()
+            };
+            assert_eq!(
+                fresh.routes(net, st, now),
+                routes,
+                "kept OSPF tables differ from fresh ones"
+            );
+        }
         self.last_spf = Some(SpfRun {
             lsdb,
+            area,
             externals,
             tables,
         });
@@ -811,25 +848,8 @@ struct Lsdb {
     externals: BTreeMap<(Ipv4Net, Ipv4Addr), External>,
 }
 
-/// SPF vertices. Networks order before routers so that, among candidates at equal distance,
-/// transit networks are added to the tree first (RFC 2328 §16.1 step 3): a router behind two
-/// equal-cost networks then collects the next hops of both (network→router edges cost 0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Vertex {
-    Network(Ipv4Addr),
-    Router(Ipv4Addr),
-}
-
 /// Distance and next hops to every router an SPF tree reaches (the ASBRs among them).
 type Reached = BTreeMap<Ipv4Addr, (u32, BTreeSet<NextHop>)>;
-
-/// The routers a router reaches and its intra-area routes: what SPF makes of the router and
-/// network LSAs. AS-externals are added from it by [`table::Table`].
-#[derive(Clone, Debug)]
-struct SpfTree {
-    routers: Reached,
-    intra: Vec<Route>,
-}
 
 fn max_paths(net: &Network, dev: DeviceId) -> usize {
     let d = net.device(dev);
@@ -837,127 +857,6 @@ fn max_paths(net: &Network, dev: DeviceId) -> usize {
         .as_ref()
         .and_then(|c| c.max_paths)
         .map_or(d.profile.ospf_max_ecmp, |m| m as usize)
-}
-
-fn spf_tree(net: &Network, db: &Lsdb, graph: &Graph, dev: DeviceId, root: Ipv4Addr) -> SpfTree {
-    let profile = &net.device(dev).profile;
-    let max_paths = max_paths(net, dev);
-    let mut dist: BTreeMap<Vertex, (u32, BTreeSet<NextHop>)> = BTreeMap::new();
-    let mut done: BTreeSet<Vertex> = BTreeSet::new();
-    let mut queue: BTreeSet<(u32, Vertex)> = BTreeSet::new();
-    dist.insert(Vertex::Router(root), (0, BTreeSet::new()));
-    queue.insert((0, Vertex::Router(root)));
-    while let Some((d, v)) = queue.pop_first() {
-        if !done.insert(v) {
-            continue;
-        }
-        let parent_hops = dist.get(&v).map(|x| x.1.clone()).unwrap_or_default();
-        for edge in graph.get(&v).into_iter().flatten() {
-            let w = edge.to;
-            if done.contains(&w) {
-                continue;
-            }
-            let nd = d + edge.cost;
-            let hop = edge.first_hop.clone().filter(|_| v == Vertex::Router(root));
-            // Next hops: inherited, except on the first hop out of the root (its own interface)
-            // and from a network the root sits on (the neighbour's address on that network).
-            let hops: BTreeSet<NextHop> = match (v, hop) {
-                (Vertex::Router(r), Some(h)) if r == root => [h].into(),
-                (Vertex::Network(n), _) if root_attached(db, root, n) => match w {
-                    Vertex::Router(rid) => addr_on_network(db, rid, n)
-                        .and_then(|a| root_iface_on(db, root, n).map(|i| NextHop { via: Some(a), iface: i }))
-                        .into_iter()
-                        .collect(),
-                    Vertex::Network(_) => BTreeSet::new(),
-                },
-                _ => parent_hops.clone(),
-            };
-            let entry = dist.entry(w).or_insert((u32::MAX, BTreeSet::new()));
-            if nd < entry.0 {
-                queue.remove(&(entry.0, w));
-                *entry = (nd, hops);
-                queue.insert((nd, w));
-            } else if nd == entry.0 {
-                entry.1.extend(hops);
-            }
-        }
-    }
-    // The cheapest offers of each prefix, by reference: most lose to another, and the winner's
-    // next hops are copied once, into its route.
-    let mut best: BTreeMap<Ipv4Net, (u32, Vec<&BTreeSet<NextHop>>)> = BTreeMap::new();
-    let mut offer = |prefix: Ipv4Net, cost: u32, hops| {
-        let e = best.entry(prefix).or_insert((u32::MAX, Vec::new()));
-        if cost < e.0 {
-            *e = (cost, vec![hops]);
-        } else if cost == e.0 {
-            e.1.push(hops);
-        }
-    };
-    for (v, (d, hops)) in &dist {
-        if !done.contains(v) {
-            continue;
-        }
-        match v {
-            Vertex::Router(rid) if *rid != root => {
-                if let Some(lsa) = db.routers.get(rid) {
-                    for l in &lsa.links {
-                        if let Link::Stub { net, cost } = l {
-                            offer(*net, d + cost, hops);
-                        }
-                    }
-                }
-            }
-            Vertex::Network(n) if !root_attached(db, root, *n) => {
-                if let Some(nl) = db.networks.get(n) {
-                    offer(nl.net, *d, hops);
-                }
-            }
-            _ => {}
-        }
-    }
-    // The root's own networks are connected routes; OSPF does not install them.
-    if let Some(lsa) = db.routers.get(&root) {
-        for l in &lsa.links {
-            if let Link::Stub { net, .. } = l {
-                best.remove(net);
-            }
-        }
-    }
-    let routes: Vec<Route> = best
-        .into_iter()
-        .filter_map(|(prefix, (cost, offers))| {
-            let hops = union(offers);
-            (!hops.is_empty()).then(|| {
-                mk_route(
-                    prefix,
-                    Proto::OspfIntra,
-                    profile.distance_ospf,
-                    cost,
-                    hops.iter().cloned(),
-                    max_paths,
-                )
-            })
-        })
-        .collect();
-    let reached = dist
-        .into_iter()
-        .filter_map(|(v, x)| match v {
-            Vertex::Router(rid) if done.contains(&v) => Some((rid, x)),
-            _ => None,
-        })
-        .collect();
-    SpfTree {
-        routers: reached,
-        intra: routes,
-    }
-}
-
-/// The next hops of equal-cost offers: one offer's own, else their union.
-fn union(offers: Vec<&BTreeSet<NextHop>>) -> Cow<'_, BTreeSet<NextHop>> {
-    match offers[..] {
-        [one] => Cow::Borrowed(one),
-        _ => Cow::Owned(offers.into_iter().flatten().cloned().collect()),
-    }
 }
 
 /// A route to `prefix` over the first `max_paths` of `hops` (in next-hop order).
@@ -982,109 +881,4 @@ fn mk_route(
         scope_link: false,
         onlink: false,
     }
-}
-
-/// An edge of the area's graph that passed the two-way check.
-#[derive(Clone, Debug)]
-struct Edge {
-    to: Vertex,
-    cost: u32,
-    /// The next hop this edge is when it leaves the SPF root (none out of a network).
-    first_hop: Option<NextHop>,
-}
-
-/// Every vertex's outgoing edges. The same for every root, so made once per LSDB rather than
-/// per SPF: the two-way check scans the far end's LSA (a spine's lists every leaf).
-type Graph = BTreeMap<Vertex, Vec<Edge>>;
-
-fn graph(db: &Lsdb) -> Graph {
-    let routers = db.routers.keys().map(|r| Vertex::Router(*r));
-    let networks = db.networks.keys().map(|n| Vertex::Network(*n));
-    routers.chain(networks).map(|v| (v, edges(db, v))).collect()
-}
-
-/// Outgoing edges of a vertex that pass the two-way check.
-fn edges(db: &Lsdb, v: Vertex) -> Vec<Edge> {
-    let mut out = Vec::new();
-    match v {
-        Vertex::Router(rid) => {
-            let Some(lsa) = db.routers.get(&rid) else { return out };
-            for l in &lsa.links {
-                match l {
-                    Link::Transit { dr, iface, cost, .. } => {
-                        if db.networks.get(dr).is_some_and(|n| n.attached.contains(&rid)) {
-                            let first_hop = Some(NextHop {
-                                via: None,
-                                iface: *iface,
-                            });
-                            out.push(Edge {
-                                to: Vertex::Network(*dr),
-                                cost: *cost,
-                                first_hop,
-                            });
-                        }
-                    }
-                    Link::P2p { nbr, iface, cost, .. } => {
-                        let back = db.routers.get(nbr).is_some_and(|n| {
-                            n.links
-                                .iter()
-                                .any(|x| matches!(x, Link::P2p { nbr: b, .. } if *b == rid))
-                        });
-                        if back {
-                            let via = p2p_addr(db, *nbr, rid);
-                            out.push(Edge {
-                                to: Vertex::Router(*nbr),
-                                cost: *cost,
-                                first_hop: Some(NextHop { via, iface: *iface }),
-                            });
-                        }
-                    }
-                    Link::Stub { .. } => {}
-                }
-            }
-        }
-        Vertex::Network(dr) => {
-            let Some(n) = db.networks.get(&dr) else { return out };
-            for rid in &n.attached {
-                let back = db.routers.get(rid).is_some_and(|r| {
-                    r.links
-                        .iter()
-                        .any(|x| matches!(x, Link::Transit { dr: d, .. } if *d == dr))
-                });
-                if back {
-                    out.push(Edge {
-                        to: Vertex::Router(*rid),
-                        cost: 0,
-                        first_hop: None,
-                    });
-                }
-            }
-        }
-    }
-    out
-}
-
-fn p2p_addr(db: &Lsdb, of: Ipv4Addr, towards: Ipv4Addr) -> Option<Ipv4Addr> {
-    db.routers.get(&of)?.links.iter().find_map(|l| match l {
-        Link::P2p { nbr, my_addr, .. } if *nbr == towards => Some(*my_addr),
-        _ => None,
-    })
-}
-
-fn addr_on_network(db: &Lsdb, rid: Ipv4Addr, dr: Ipv4Addr) -> Option<Ipv4Addr> {
-    db.routers.get(&rid)?.links.iter().find_map(|l| match l {
-        Link::Transit { dr: d, my_addr, .. } if *d == dr => Some(*my_addr),
-        _ => None,
-    })
-}
-
-fn root_iface_on(db: &Lsdb, root: Ipv4Addr, dr: Ipv4Addr) -> Option<IfId> {
-    db.routers.get(&root)?.links.iter().find_map(|l| match l {
-        Link::Transit { dr: d, iface, .. } if *d == dr => Some(*iface),
-        _ => None,
-    })
-}
-
-fn root_attached(db: &Lsdb, root: Ipv4Addr, dr: Ipv4Addr) -> bool {
-    root_iface_on(db, root, dr).is_some()
 }

@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
-use super::{mk_route, External, Reached, SpfTree};
+use super::spf::{Intra, SpfTree, Tree};
+use super::{mk_route, External, Reached};
 use crate::engine::state::{NextHop, Proto, Route};
 
 /// AS-external LSAs: (prefix, advertising ASBR) → metric and type.
@@ -37,6 +38,8 @@ pub(super) struct Inputs {
 #[derive(Clone, Debug)]
 pub(super) struct Table {
     pub(super) inputs: Inputs,
+    /// The router's SPF tree, for telling which vertices the next run moved.
+    tree: Tree,
     /// Distance and next hops to every router the tree reaches (the ASBRs among them).
     reached: Reached,
     /// The intra-area routes, then the AS-external routes, each in prefix order. Shared with
@@ -49,59 +52,154 @@ pub(super) struct Table {
 
 impl Table {
     /// A router's table from a fresh SPF tree, with nothing kept from before.
-    pub(super) fn new(inputs: Inputs, tree: SpfTree, externals: &Externals) -> Self {
+    pub(super) fn new(inputs: Inputs, spf: SpfTree, externals: &Externals) -> Self {
+        let SpfTree { tree, routers, intra } = spf;
+        let intra = match intra {
+            Intra::Whole(routes) => routes,
+            Intra::Again(edits) => edits.into_iter().filter_map(|(_, r)| r).collect(),
+        };
         let every: BTreeSet<Ipv4Net> = externals.keys().map(|(p, _)| *p).collect();
-        derive(inputs, tree, Vec::new(), &every, externals)
+        derive(inputs, tree, routers, intra, Vec::new(), &every, externals)
     }
 
     pub(super) fn routes(&self) -> &Arc<Vec<Route>> {
         &self.routes
     }
 
-    /// This table after a recompute: `tree` is the router's new SPF tree (`None`: the router
+    pub(super) fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// This table after a recompute: `spf` is the router's new SPF result (`None`: the router
     /// and network LSAs did not change, so neither did the tree), `externals` the AS-external
     /// LSAs now, `moved` the prefixes whose AS-external LSAs changed since this table was made,
     /// `by_asbr` every ASBR's prefixes.
     pub(super) fn update(
         self,
-        tree: Option<SpfTree>,
+        spf: Option<SpfTree>,
         externals: &Externals,
         moved: &BTreeSet<Ipv4Net>,
         by_asbr: &BTreeMap<Ipv4Addr, Vec<Ipv4Net>>,
     ) -> Self {
-        let unchanged_tree = tree
-            .as_ref()
-            .is_none_or(|t| t.routers == self.reached && t.intra[..] == self.routes[..self.intra_len]);
-        if unchanged_tree && moved.is_empty() {
-            return self;
-        }
+        let Some(SpfTree { tree, routers, intra }) = spf else {
+            if moved.is_empty() {
+                return self;
+            }
+            let Table {
+                inputs,
+                tree,
+                reached,
+                routes,
+                intra_len,
+            } = self;
+            let mut intra = unshared(routes);
+            let old_external = intra.split_off(intra_len);
+            return derive(inputs, tree, reached, intra, old_external, moved, externals);
+        };
+        let old_intra = &self.routes[..self.intra_len];
+        let edits = intra_edits(old_intra, intra);
+        let mut dirty = moved.clone();
+        dirty.extend(
+            moved_asbrs(&self.reached, &routers)
+                .flat_map(|asbr| by_asbr.get(&asbr))
+                .flatten(),
+        );
+        // An external is hidden by an intra-area route to the same prefix.
+        dirty.extend(
+            edits
+                .iter()
+                .filter(|(p, r)| r.is_some() != intra_route(old_intra, p).is_some())
+                .map(|(p, _)| *p),
+        );
         let Table {
             inputs,
-            reached,
             routes,
             intra_len,
+            ..
         } = self;
-        let mut routes = Arc::try_unwrap(routes).unwrap_or_else(|shared| (*shared).clone());
-        let old_external = routes.split_off(intra_len);
-        let old_intra = routes;
-        let mut dirty = moved.clone();
-        let tree = match tree {
-            Some(tree) => {
-                dirty.extend(
-                    moved_asbrs(&reached, &tree.routers)
-                        .flat_map(|asbr| by_asbr.get(&asbr))
-                        .flatten(),
-                );
-                dirty.extend(symmetric_difference(&old_intra, &tree.intra));
-                tree
-            }
-            None => SpfTree {
-                routers: reached,
-                intra: old_intra,
-            },
-        };
-        derive(inputs, tree, old_external, &dirty, externals)
+        if edits.is_empty() && dirty.is_empty() {
+            return Table {
+                inputs,
+                tree,
+                reached: routers,
+                routes,
+                intra_len,
+            };
+        }
+        let mut intra = unshared(routes);
+        let old_external = intra.split_off(intra_len);
+        apply(&mut intra, edits);
+        derive(inputs, tree, routers, intra, old_external, &dirty, externals)
     }
+}
+
+/// The routes, copied only if the engine still holds them (a cloned engine shares them).
+fn unshared(routes: Arc<Vec<Route>>) -> Vec<Route> {
+    Arc::try_unwrap(routes).unwrap_or_else(|shared| (*shared).clone())
+}
+
+/// The route to `prefix` among prefix-ordered routes.
+fn intra_route<'a>(routes: &'a [Route], prefix: &Ipv4Net) -> Option<&'a Route> {
+    routes
+        .binary_search_by_key(prefix, |r| r.prefix)
+        .ok()
+        .map(|i| &routes[i])
+}
+
+/// What the new intra-area routes change in `old`: per prefix, in prefix order, the route now
+/// (None: gone), for the prefixes whose route is not as it was.
+fn intra_edits(old: &[Route], new: Intra) -> Vec<(Ipv4Net, Option<Route>)> {
+    match new {
+        Intra::Again(edits) => edits
+            .into_iter()
+            .filter(|(p, r)| intra_route(old, p) != r.as_ref())
+            .collect(),
+        Intra::Whole(routes) => {
+            let mut edits: Vec<(Ipv4Net, Option<Route>)> = old
+                .iter()
+                .filter(|r| intra_route(&routes, &r.prefix).is_none())
+                .map(|r| (r.prefix, None))
+                .collect();
+            edits.extend(
+                routes
+                    .into_iter()
+                    .filter(|r| intra_route(old, &r.prefix) != Some(r))
+                    .map(|r| (r.prefix, Some(r))),
+            );
+            edits.sort_by_key(|(p, _)| *p);
+            edits
+        }
+    }
+}
+
+/// Apply prefix-ordered edits to prefix-ordered routes: in place when every edit replaces a
+/// route (a moved next hop, the usual case), else by merging.
+fn apply(routes: &mut Vec<Route>, edits: Vec<(Ipv4Net, Option<Route>)>) {
+    let slots: Option<Vec<usize>> = edits
+        .iter()
+        .map(|(p, r)| {
+            let at = routes.binary_search_by_key(p, |x| x.prefix).ok()?;
+            r.is_some().then_some(at)
+        })
+        .collect();
+    if let Some(slots) = slots {
+        for (at, (_, r)) in slots.into_iter().zip(edits) {
+            routes[at] = r.expect("only replacements are applied in place");
+        }
+        return;
+    }
+    let old = std::mem::take(routes);
+    let mut edits = edits.into_iter().peekable();
+    for r in old {
+        while let Some((_, new)) = edits.next_if(|(p, _)| *p < r.prefix) {
+            routes.extend(new);
+        }
+        match edits.next_if(|(p, _)| *p == r.prefix) {
+            Some((_, new)) => routes.extend(new),
+            None => routes.push(r),
+        }
+    }
+    routes.extend(edits.filter_map(|(_, r)| r));
 }
 
 /// The prefixes whose AS-external LSAs differ between `old` and `new` (added, withdrawn, or
@@ -135,29 +233,17 @@ fn moved_asbrs<'a>(old: &'a Reached, new: &'a Reached) -> impl Iterator<Item = I
         .copied()
 }
 
-/// The prefixes of routes in one of two prefix-ordered route lists but not the other.
-fn symmetric_difference<'a>(a: &'a [Route], b: &'a [Route]) -> impl Iterator<Item = Ipv4Net> + 'a {
-    let missing = |from: &'a [Route], of: &'a [Route]| {
-        of.iter()
-            .map(|r| r.prefix)
-            .filter(move |p| from.binary_search_by_key(p, |r| r.prefix).is_err())
-    };
-    missing(a, b).chain(missing(b, a))
-}
-
-/// A router's table: the tree's intra-area routes, then its AS-external routes — those of
+/// A router's table: the intra-area routes, then its AS-external routes — those of
 /// `old_external` (prefix-ordered) for prefixes not in `dirty`, derived again for the rest.
 fn derive(
     inputs: Inputs,
-    tree: SpfTree,
+    tree: Tree,
+    reached: Reached,
+    intra: Vec<Route>,
     old_external: Vec<Route>,
     dirty: &BTreeSet<Ipv4Net>,
     externals: &Externals,
 ) -> Table {
-    let SpfTree {
-        routers: reached,
-        intra,
-    } = tree;
     let intra_len = intra.len();
     let mut routes = intra;
     let mut old = old_external.into_iter().peekable();
@@ -166,7 +252,7 @@ fn derive(
             routes.push(kept);
         }
         old.next_if(|r| r.prefix == prefix);
-        if routes[..intra_len].binary_search_by_key(&prefix, |r| r.prefix).is_ok() {
+        if intra_route(&routes[..intra_len], &prefix).is_some() {
             continue;
         }
         let lsas = externals.range((prefix, Ipv4Addr::UNSPECIFIED)..=(prefix, Ipv4Addr::BROADCAST));
@@ -177,6 +263,7 @@ fn derive(
     routes.extend(old);
     Table {
         inputs,
+        tree,
         reached,
         routes: Arc::new(routes),
         intra_len,
@@ -251,14 +338,33 @@ mod tests {
     /// routes to `intra`.
     fn tree(routers: &[(u8, u32, &[u32])], intra: &[&str]) -> SpfTree {
         SpfTree {
+            tree: Tree::default(),
             routers: routers
                 .iter()
                 .map(|(r, d, hops)| (addr(*r), (*d, hops.iter().map(|i| hop(*i)).collect())))
                 .collect(),
-            intra: intra
-                .iter()
-                .map(|p| mk_route(net(p), Proto::OspfIntra, 110, 10, [hop(1)], 4))
-                .collect(),
+            intra: Intra::Whole(
+                intra
+                    .iter()
+                    .map(|p| mk_route(net(p), Proto::OspfIntra, 110, 10, [hop(1)], 4))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The same tree as edits: every prefix of `touched` derived again (some unchanged).
+    fn as_edits(t: &SpfTree, touched: &[&str]) -> SpfTree {
+        let Intra::Whole(routes) = &t.intra else {
+            unreachable!("trees are made whole")
+        };
+        let mut edits: Vec<(Ipv4Net, Option<Route>)> = touched
+            .iter()
+            .map(|p| (net(p), intra_route(routes, &net(p)).cloned()))
+            .collect();
+        edits.sort_by_key(|(p, _)| *p);
+        SpfTree {
+            intra: Intra::Again(edits),
+            ..t.clone()
         }
     }
 
@@ -277,7 +383,8 @@ mod tests {
     }
 
     /// Updating a kept table gives what deriving it afresh gives, whatever moved: an ASBR's
-    /// next hops, an external withdrawn or added or retyped, a prefix that became intra-area.
+    /// next hops, an external withdrawn or added or retyped, a prefix that became intra-area;
+    /// whether the new intra-area routes come whole or as edits.
     #[test]
     fn an_updated_table_is_a_fresh_one() {
         let before_tree = || {
@@ -317,6 +424,11 @@ mod tests {
                 ("192.168.2.0/24", 4, 20, false),
             ]),
         ];
+        let touched = ["192.168.0.0/31", "192.168.1.0/24", "192.168.2.0/24", "192.168.9.0/24"];
+        let after_trees: Vec<SpfTree> = after_trees
+            .iter()
+            .flat_map(|t| [t.clone(), as_edits(t, &touched)])
+            .collect();
         for t in &after_trees {
             for e in &after_ext {
                 let kept = Table::new(inputs(), before_tree(), &before_ext);
