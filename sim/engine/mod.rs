@@ -8,6 +8,7 @@
 
 mod bgp;
 pub mod bgp_state;
+mod fib_update;
 mod live;
 pub use bgp::{filter, MessageDelays, DEFAULT_MESSAGE_DELAY_MS, DEFAULT_SEED};
 mod ospf;
@@ -133,6 +134,9 @@ pub struct Engine {
     bgp: bgp::Bgp,
     ospf: ospf::Ospf,
     state: State,
+    /// What each device's forwarding table was made of, so that a recompute makes again only
+    /// what moved.
+    made: Vec<fib_update::Made>,
     /// Ports whose medium is broken (a cut cable, a dead optic): physical faults, not
     /// configuration, so they live here and not in the model.
     severed: BTreeSet<IfId>,
@@ -162,6 +166,7 @@ impl Engine {
         let mut e = Engine {
             ospf: ospf::Ospf::new(&net),
             state: State::default(),
+            made: Vec::new(),
             net,
             now: 0,
             seq: 0,
@@ -605,25 +610,27 @@ impl Engine {
     /// metric. Then originate AS-externals from what got installed (seen by the other routers
     /// after the LSA delay) and send BGP updates for what changed.
     fn recompute(&mut self) {
-        let mut tables = rib::local_tables(&self.net, &self.state);
+        let locals = rib::local_tables(&self.net, &self.state);
         let ospf_routes = self.ospf.routes(&self.net, &self.state, self.now);
-        for (id, rs) in &ospf_routes {
-            tables[id.idx()].extend(rs.iter().cloned());
+        // BGP resolves its next hops through the tables without BGP, so those are made first
+        // (again only where their candidates moved); what they were is kept aside for BGP's
+        // export and to tell whether anything changed.
+        self.made.resize_with(self.net.devices.len(), Default::default);
+        let mut before = Vec::with_capacity(locals.len());
+        for (i, local) in locals.into_iter().enumerate() {
+            let ospf = ospf_routes.get(&DeviceId(i as u32));
+            let fib = &mut self.state.devices[i].fib;
+            before.push(self.made[i].remake(&self.net.devices[i], fib, local, ospf));
         }
         // OSPF edits its tables in place next time when no one else holds them.
         drop(ospf_routes);
-        // BGP resolves its next hops through the tables without BGP, so those are installed
-        // first; the tables from before are kept aside to tell whether anything changed.
-        let mut before = Vec::with_capacity(tables.len());
-        for (i, t) in tables.into_iter().enumerate() {
-            let fib = rib::install(&self.net.devices[i], t);
-            before.push(std::mem::replace(&mut self.state.devices[i].fib, fib));
-        }
         let bgp_routes = self.bgp.decide(&self.net, &self.state, self.now);
         for (dev, rs) in bgp_routes {
             // Installing BGP's routes over the installed winners picks what installing every
             // candidate at once would (`rib::add` keeps the earlier of equals).
-            rib::add(&self.net.devices[dev.idx()], &mut self.state.devices[dev.idx()].fib, rs);
+            let i = dev.idx();
+            let fib = &mut self.state.devices[i].fib;
+            self.made[i].add_bgp(&self.net.devices[i], fib, rs, &mut before[i]);
         }
         let mut out = Vec::new();
         self.bgp.export(&self.net, &self.state, &before, self.now, &mut out);
@@ -645,7 +652,7 @@ impl Engine {
             self.schedule(at, Event::Recompute);
         }
         self.refresh_timers_view();
-        if before.iter().zip(&self.state.devices).any(|(b, d)| *b != d.fib) {
+        if before.iter().zip(&self.state.devices).any(|(b, d)| b.differs(&d.fib)) {
             self.last_change = self.now;
             self.routes_changed = self.now;
             self.bgp.forwarding_epoch += 1;

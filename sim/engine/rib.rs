@@ -117,19 +117,39 @@ pub(super) fn install(dev: &crate::model::Device, candidates: Vec<Route>) -> Fib
     fib
 }
 
-/// More candidates for a table built by [`install`], as if they had come after its own.
-pub(super) fn add(dev: &crate::model::Device, fib: &mut Fib, candidates: Vec<Route>) {
+/// How a device's table takes its candidates. Each decides prefix by prefix: what a table
+/// holds for one prefix follows from that prefix's candidates, in their order, alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Rules {
+    /// A router: the best route per prefix by administrative distance.
+    Router,
+    /// The Linux kernel: every route, by (prefix, metric).
+    Kernel,
+    /// The Linux kernel under FRR's zebra: per prefix, zebra installs only its best distance.
+    Zebra,
+}
+
+pub(super) fn rules(dev: &Device) -> Rules {
     let zebra = dev
         .bgp
         .as_ref()
         .is_some_and(|b| b.flavor == crate::model::BgpFlavor::Frr);
     match dev.kind {
-        DeviceKind::Linux if zebra => {
+        DeviceKind::Linux if zebra => Rules::Zebra,
+        DeviceKind::Linux => Rules::Kernel,
+        DeviceKind::Eos | DeviceKind::External => Rules::Router,
+    }
+}
+
+/// More candidates for a table built by [`install`], as if they had come after its own.
+pub(super) fn add(dev: &crate::model::Device, fib: &mut Fib, candidates: Vec<Route>) {
+    match rules(dev) {
+        Rules::Zebra => {
             let candidates = zebra_selected(fib, candidates);
             kernel_table(fib, candidates)
         }
-        DeviceKind::Linux => kernel_table(fib, candidates),
-        DeviceKind::Eos | DeviceKind::External => best_by_distance(fib, candidates),
+        Rules::Kernel => kernel_table(fib, candidates),
+        Rules::Router => best_by_distance(fib, candidates),
     }
 }
 

@@ -88,17 +88,26 @@ pub struct Route {
 
 /// A device's forwarding table. Keyed by (prefix, metric) so a Linux table can hold the same
 /// prefix at several metrics, as the kernel does; on EOS there is one route per prefix.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fib {
     routes: BTreeMap<(Ipv4Net, u32), Route>,
-    /// Bit `len` is set when some route has a prefix of that length: a lookup probes only
-    /// those lengths (a fabric's tables use a handful of the 33).
-    lens: u64,
+    /// How many routes have a prefix of each length: a lookup probes only the lengths present
+    /// (a fabric's tables use a handful of the 33).
+    lens: [u32; 33],
 }
 
 impl Serialize for Fib {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.routes.values())
+    }
+}
+
+impl Default for Fib {
+    fn default() -> Self {
+        Fib {
+            routes: BTreeMap::new(),
+            lens: [0; 33],
+        }
     }
 }
 
@@ -115,7 +124,7 @@ impl Fib {
     /// Longest-prefix match; among equal prefixes the lowest metric wins (Linux semantics;
     /// EOS tables have one route per prefix).
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
-        for len in (0..=32u8).rev().filter(|l| self.lens & (1 << l) != 0) {
+        for len in (0..=32u8).rev().filter(|l| self.lens[*l as usize] != 0) {
             let Ok(net) = Ipv4Net::new(dst, len) else { continue };
             if let Some(r) = self.with_prefix(net.trunc()).next() {
                 return Some(r);
@@ -176,13 +185,34 @@ impl Fib {
 
     /// Keeps only the routes `keep` accepts.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Route) -> bool) {
-        self.routes.retain(|_, r| keep(r));
+        let lens = &mut self.lens;
+        self.routes.retain(|(p, _), r| {
+            let kept = keep(r);
+            if !kept {
+                lens[p.prefix_len() as usize] -= 1;
+            }
+            kept
+        });
     }
 
     /// `r` under `key`, replacing what was there (a router's table keys every route at metric 0).
     pub(crate) fn insert_at(&mut self, key: (Ipv4Net, u32), r: Route) {
-        self.lens |= 1 << key.0.prefix_len();
-        self.routes.insert(key, r);
+        if self.routes.insert(key, r).is_none() {
+            self.lens[key.0.prefix_len() as usize] += 1;
+        }
+    }
+
+    /// Take out every route for exactly `prefix` (with its key), lowest metric first.
+    pub(crate) fn take_prefix(&mut self, prefix: Ipv4Net) -> Vec<((Ipv4Net, u32), Route)> {
+        let keys: Vec<(Ipv4Net, u32)> = self
+            .routes
+            .range((prefix, 0)..=(prefix, u32::MAX))
+            .map(|(k, _)| *k)
+            .collect();
+        self.lens[prefix.prefix_len() as usize] -= keys.len() as u32;
+        keys.into_iter()
+            .filter_map(|k| self.routes.remove(&k).map(|r| (k, r)))
+            .collect()
     }
 }
 

@@ -339,6 +339,7 @@ fn a_peer_without_a_route_stays_active_with_the_socket_error() {
 fn ospf_tables_updated_in_place_stay_equal_to_fresh_ones() {
     let text = crate::gen::LeafSpine {
         pods_per_node: 1,
+        advertise_services: true,
         ..crate::gen::LeafSpine::new(2, 4, 2)
     }
     .generate();
@@ -360,6 +361,31 @@ fn ospf_tables_updated_in_place_stay_equal_to_fresh_ones() {
     let before = e.state().devices[leaf4.idx()].fib.clone();
     e.set_severed(&[leaf1_to_spine2], true);
     e.run_until_quiet();
+    // On a leaf that forwards the service CIDR by another leaf's E2, BGP's route for it (from
+    // its own nodes) wins at distance 20, then no longer: the E2 entry it replaced comes back.
+    let service = "10.96.0.0/12".parse().expect("prefix");
+    let proto = |e: &Engine, d: DeviceId| {
+        e.state().devices[d.idx()]
+            .fib
+            .with_prefix(service)
+            .next()
+            .map(|r| r.proto)
+    };
+    let (l, leaf) = (1..=4)
+        .map(|l| (l, dev(&e, &format!("leaf-{l}"))))
+        .find(|(_, d)| proto(&e, *d) == Some(Proto::OspfE2))
+        .expect("a leaf forwards the service CIDR by an E2");
+    let distance = |set: &str| format!("router bgp {}\n {set}\n", 64512 + l);
+    e.reconfigure(|n| apply_config(n, leaf, &distance("distance bgp 20 200 200"), &origin))
+        .expect("distance");
+    e.run_until_quiet();
+    assert_eq!(proto(&e, leaf), Some(Proto::BgpExternal));
+    // Back at distance 200, which leaf keeps redistributing it is a race the model plays out
+    // (seed-lab.md: the first to redistribute keeps it); the tables are what is checked here.
+    e.reconfigure(|n| apply_config(n, leaf, &distance("no distance bgp"), &origin))
+        .expect("distance");
+    e.run_until_quiet();
+    assert!(proto(&e, leaf).is_some());
     e.reconfigure(|n| apply_config(n, leaf4, "interface Ethernet1\n ip ospf cost 50\n", &origin))
         .expect("cost");
     e.run_until_quiet();
@@ -371,9 +397,11 @@ fn ospf_tables_updated_in_place_stay_equal_to_fresh_ones() {
     e.reconfigure(|n| apply_config(n, leaf4, "interface Ethernet1\n no ip ospf cost\n", &origin))
         .expect("cost");
     e.run_until_quiet();
+    let fib = &e.state().devices[leaf4.idx()].fib;
+    let others = |f: &Fib| f.iter().filter(|r| r.prefix != service).cloned().collect::<Vec<_>>();
     assert_eq!(
-        e.state().devices[leaf4.idx()].fib,
-        before,
+        others(fib),
+        others(&before),
         "all mended, leaf-4's table is as at the start"
     );
 }

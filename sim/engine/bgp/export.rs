@@ -19,7 +19,8 @@ use super::session::{log_wire, Live, Session, SessionId};
 use super::table::{Entry, Origin, Speaker};
 use super::{Bgp, Event, Out};
 use crate::engine::bgp_state::{BgpMessage, BgpState, BgpWire, PathAttrs};
-use crate::engine::state::{Fib, Proto, State};
+use crate::engine::fib_update::Before;
+use crate::engine::state::{Proto, State};
 use crate::model::bgp::Policy;
 use crate::model::{BgpFlavor, BirdDaemon, Device, Network};
 
@@ -126,7 +127,7 @@ fn export_policy(
 /// every sync); otherwise only the prefixes whose paths changed since the last export
 /// (`Speaker::dirty`) or whose EOS activity did. The others would come out as they are, so the
 /// UPDATEs are the same, in the same order, as re-deriving every prefix of every session.
-pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Fib], now: u64, out: &mut Out) {
+pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before], now: u64, out: &mut Out) {
     let all = std::mem::take(&mut bgp.export_all);
     let devices: Vec<_> = bgp.speakers.keys().copied().collect();
     for dev in devices {
@@ -135,7 +136,7 @@ pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Fib], n
         let mut dirty = std::mem::take(&mut sp.dirty);
         if sp.flavor == BgpFlavor::Eos {
             if let Some(old) = before.get(dev.idx()) {
-                dirty.extend(activity_changed(old, &st.devices[dev.idx()].fib));
+                dirty.extend(old.bgp_activity_changed(&st.devices[dev.idx()].fib));
             }
         }
         for sid in sessions {
@@ -172,46 +173,6 @@ impl ExportKey {
             source: s.local_address(),
         }
     }
-}
-
-/// The prefixes whose first route in the forwarding table went from BGP to not or back (EOS
-/// advertises a received best path only while it is active): one walk over both tables.
-fn activity_changed(old: &Fib, new: &Fib) -> Vec<Ipv4Net> {
-    let firsts = |fib: &Fib| {
-        let mut last = None;
-        fib.iter()
-            .filter(|r| last.replace(r.prefix) != Some(r.prefix))
-            .map(|r| (r.prefix, matches!(r.proto, Proto::BgpExternal | Proto::BgpInternal)))
-            .collect::<Vec<(Ipv4Net, bool)>>()
-    };
-    let (a, b) = (firsts(old), firsts(new));
-    let (mut i, mut j) = (0, 0);
-    let mut out = Vec::new();
-    while i < a.len() || j < b.len() {
-        match (a.get(i), b.get(j)) {
-            (Some(x), Some(y)) if x.0 == y.0 => {
-                if x.1 != y.1 {
-                    out.push(x.0);
-                }
-                i += 1;
-                j += 1;
-            }
-            (Some(x), y) if y.is_none_or(|y| x.0 < y.0) => {
-                if x.1 {
-                    out.push(x.0);
-                }
-                i += 1;
-            }
-            (_, Some(y)) => {
-                if y.1 {
-                    out.push(y.0);
-                }
-                j += 1;
-            }
-            (_, None) => break,
-        }
-    }
-    out
 }
 
 /// Re-derive session `sid`'s advertisements: for every prefix, or `only` those.

@@ -203,7 +203,14 @@ impl Bgp {
 
     /// Send UPDATEs for whatever changed in what each session should advertise.
     /// `before`: each device's forwarding table as the last export saw it.
-    pub(crate) fn export(&mut self, net: &Network, st: &State, before: &[super::state::Fib], now: u64, out: &mut Out) {
+    pub(crate) fn export(
+        &mut self,
+        net: &Network,
+        st: &State,
+        before: &[super::fib_update::Before],
+        now: u64,
+        out: &mut Out,
+    ) {
         export::export(self, net, st, before, now, out)
     }
 

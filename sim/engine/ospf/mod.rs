@@ -139,6 +139,27 @@ struct SpfRun {
 
 type Out = Vec<(u64, Event)>;
 
+/// A router's OSPF routes, as a recompute hands them to the engine.
+pub(crate) struct Routes {
+    /// The intra-area routes, then the AS-external routes, each in prefix order. Shared with
+    /// the router's kept table: let go before the next recompute, so that it edits in place.
+    pub(crate) all: Arc<Vec<Route>>,
+    intra_len: usize,
+    /// The prefixes whose routes may have changed since the last recompute, in order (None:
+    /// any; the table was made afresh).
+    pub(crate) moved: Option<Vec<Ipv4Net>>,
+}
+
+impl Routes {
+    /// The route to exactly `prefix`.
+    pub(crate) fn get(&self, prefix: Ipv4Net) -> Option<&Route> {
+        let (intra, external) = self.all.split_at(self.intra_len);
+        [intra, external]
+            .into_iter()
+            .find_map(|part| part.binary_search_by_key(&prefix, |r| r.prefix).ok().map(|i| &part[i]))
+    }
+}
+
 /// What one origination pass did ([`Ospf::originate`]).
 pub(crate) struct Originated {
     /// The prefixes whose AS-external LSAs changed.
@@ -574,7 +595,7 @@ impl Ospf {
     /// changed; each router's table is then derived again only where the change reached it
     /// ([`spf`], [`table`]). The tables are shared, not copied: the caller reads them and lets
     /// go.
-    pub(crate) fn routes(&mut self, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Arc<Vec<Route>>> {
+    pub(crate) fn routes(&mut self, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Routes> {
         let mut lsdb = self.build_lsdb(net);
         self.log_flooding(net, st, now, &lsdb);
         let externals = std::mem::take(&mut lsdb.externals);
@@ -627,7 +648,17 @@ impl Ospf {
             };
             tables.insert(id, table);
         }
-        let routes = tables.iter().map(|(id, t)| (*id, Arc::clone(t.routes()))).collect();
+        let routes: BTreeMap<DeviceId, Routes> = tables
+            .iter()
+            .map(|(id, t)| {
+                let routes = Routes {
+                    all: Arc::clone(t.routes()),
+                    intra_len: t.intra_len(),
+                    moved: t.moved().map(<[Ipv4Net]>::to_vec),
+                };
+                (*id, routes)
+            })
+            .collect();
         // In unit tests every update of kept tables is checked against tables made afresh.
         #[cfg(test)]
         if old_lsdb.is_some() {
@@ -636,9 +667,12 @@ impl Ospf {
                 wire: None,
                 ..self.clone()
             };
+            let all = |r: &BTreeMap<DeviceId, Routes>| -> Vec<(DeviceId, Arc<Vec<Route>>)> {
+                r.iter().map(|(d, t)| (*d, Arc::clone(&t.all))).collect()
+            };
             assert_eq!(
-                fresh.routes(net, st, now),
-                routes,
+                all(&fresh.routes(net, st, now)),
+                all(&routes),
                 "kept OSPF tables differ from fresh ones"
             );
         }

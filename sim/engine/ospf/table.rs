@@ -48,6 +48,9 @@ pub(super) struct Table {
     routes: Arc<Vec<Route>>,
     /// Where the AS-external routes start in `routes`.
     intra_len: usize,
+    /// The prefixes whose routes the last update may have changed, in order (None: any, the
+    /// table was made afresh).
+    moved: Option<Vec<Ipv4Net>>,
 }
 
 impl Table {
@@ -70,6 +73,14 @@ impl Table {
         &self.tree
     }
 
+    pub(super) fn intra_len(&self) -> usize {
+        self.intra_len
+    }
+
+    pub(super) fn moved(&self) -> Option<&[Ipv4Net]> {
+        self.moved.as_deref()
+    }
+
     /// This table after a recompute: `spf` is the router's new SPF result (`None`: the router
     /// and network LSAs did not change, so neither did the tree), `externals` the AS-external
     /// LSAs now, `moved` the prefixes whose AS-external LSAs changed since this table was made,
@@ -83,7 +94,10 @@ impl Table {
     ) -> Self {
         let Some(SpfTree { tree, routers, intra }) = spf else {
             if moved.is_empty() {
-                return self;
+                return Table {
+                    moved: Some(Vec::new()),
+                    ..self
+                };
             }
             let Table {
                 inputs,
@@ -91,10 +105,13 @@ impl Table {
                 reached,
                 routes,
                 intra_len,
+                ..
             } = self;
             let mut intra = unshared(routes);
             let old_external = intra.split_off(intra_len);
-            return derive(inputs, tree, reached, intra, old_external, moved, externals);
+            let mut table = derive(inputs, tree, reached, intra, old_external, moved, externals);
+            table.moved = Some(moved.iter().copied().collect());
+            return table;
         };
         let old_intra = &self.routes[..self.intra_len];
         let edits = intra_edits(old_intra, intra);
@@ -124,12 +141,16 @@ impl Table {
                 reached: routers,
                 routes,
                 intra_len,
+                moved: Some(Vec::new()),
             };
         }
         let mut intra = unshared(routes);
         let old_external = intra.split_off(intra_len);
+        dirty.extend(edits.iter().map(|(p, _)| *p));
         apply(&mut intra, edits);
-        derive(inputs, tree, routers, intra, old_external, &dirty, externals)
+        let mut table = derive(inputs, tree, routers, intra, old_external, &dirty, externals);
+        table.moved = Some(dirty.into_iter().collect());
+        table
     }
 }
 
@@ -267,6 +288,7 @@ fn derive(
         reached,
         routes: Arc::new(routes),
         intra_len,
+        moved: None,
     }
 }
 
