@@ -232,12 +232,22 @@ pub(super) struct Change {
     prefixes: Vec<Ipv4Net>,
 }
 
-/// One router's shortest-path tree: distance (`u32::MAX`: not reached) and next hops (in
-/// order, no repeats) to every vertex of the area it was made over.
+/// One router's shortest-path tree: distance (`u32::MAX`: not reached) and next hops to every
+/// vertex of the area it was made over. Most vertices inherit their parent's next hops, so
+/// the sets are held once each and the vertices name theirs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(super) struct Tree {
     dist: Vec<u32>,
-    hops: Vec<Vec<NextHop>>,
+    /// Per vertex, its next-hop set (an index into `sets`).
+    hops: Vec<u32>,
+    /// Next-hop sets, each in order without repeats; the first is empty.
+    sets: Vec<Vec<NextHop>>,
+}
+
+impl Tree {
+    fn hops(&self, v: usize) -> &[NextHop] {
+        &self.sets[self.hops[v] as usize]
+    }
 }
 
 /// What a new tree changed in a router's intra-area routes.
@@ -285,7 +295,7 @@ pub(super) fn again(area: &Area, root: &Inputs, old: &Tree, change: &Change) -> 
     let mut dirty: Vec<Ipv4Net> = change.prefixes.clone();
     for (v, was) in change.old_of_new.iter().enumerate() {
         let moved = match *was {
-            Some(o) => old.dist[o as usize] != tree.dist[v] || old.hops[o as usize] != tree.hops[v],
+            Some(o) => old.dist[o as usize] != tree.dist[v] || old.hops(o as usize) != tree.hops(v),
             None => true,
         };
         if moved {
@@ -317,11 +327,15 @@ fn dijkstra(area: &Area, rid: Ipv4Addr) -> Tree {
     let n = area.vertices.len();
     let mut tree = Tree {
         dist: vec![u32::MAX; n],
-        hops: vec![Vec::new(); n],
+        hops: vec![0; n],
+        sets: vec![Vec::new()],
     };
     let Some(root) = area.router(rid) else { return tree };
     let own = &area.own[root as usize];
     let mut done = vec![false; n];
+    // The vertex each set was made for by merging: until that vertex leaves the queue no other
+    // vertex holds the set, so further equal-cost paths merge into it in place.
+    let mut merged_for: Vec<u32> = vec![u32::MAX];
     let mut queue = BinaryHeap::new();
     tree.dist[root as usize] = 0;
     queue.push(Reverse((0u32, root)));
@@ -342,22 +356,34 @@ fn dijkstra(area: &Area, rid: Ipv4Addr) -> Tree {
             }
             // Next hops: the root's own interface on the first hop out of it, the neighbour's
             // address on a network the root sits on, else the parent's.
-            let hops: Vec<NextHop> = if v == root {
-                edge.hop.clone().into_iter().collect()
-            } else if let Some(iface) = on_network {
-                edge.addr
-                    .map(|via| NextHop { via: Some(via), iface })
-                    .into_iter()
-                    .collect()
+            let own_hop = if v == root {
+                Some(edge.hop.clone())
             } else {
-                tree.hops[v as usize].clone()
+                on_network.map(|iface| edge.addr.map(|via| NextHop { via: Some(via), iface }))
+            };
+            let set = match own_hop {
+                Some(hop) => {
+                    tree.sets.push(hop.into_iter().collect());
+                    merged_for.push(u32::MAX);
+                    (tree.sets.len() - 1) as u32
+                }
+                None => tree.hops[v as usize],
             };
             if nd < tree.dist[w] {
                 tree.dist[w] = nd;
-                tree.hops[w] = hops;
+                tree.hops[w] = set;
                 queue.push(Reverse((nd, edge.to)));
-            } else {
-                merge(&mut tree.hops[w], &hops);
+            } else if tree.hops[w] != set {
+                let held = tree.hops[w] as usize;
+                if merged_for[held] != w as u32 {
+                    tree.sets.push(tree.sets[held].clone());
+                    merged_for.push(w as u32);
+                    tree.hops[w] = (tree.sets.len() - 1) as u32;
+                }
+                let (into, from) = (tree.hops[w] as usize, set as usize);
+                let from = std::mem::take(&mut tree.sets[from]);
+                merge(&mut tree.sets[into], &from);
+                tree.sets[set as usize] = from;
             }
         }
     }
@@ -379,8 +405,8 @@ fn reached(area: &Area, tree: &Tree, rid: Ipv4Addr) -> Reached {
         .vertices
         .iter()
         .zip(tree.dist.iter().zip(&tree.hops))
-        .filter_map(|(v, (d, hops))| match v {
-            Vertex::Router(r) if *d != u32::MAX => Some((*r, (*d, hops.iter().cloned().collect()))),
+        .filter_map(|(v, (d, set))| match v {
+            Vertex::Router(r) if *d != u32::MAX => Some((*r, (*d, tree.sets[*set as usize].iter().cloned().collect()))),
             _ => None,
         })
         .collect();
@@ -415,11 +441,11 @@ fn intra_route(area: &Area, root: &Inputs, r: V, tree: &Tree, p: u32) -> Option<
     }
     let hops: Vec<NextHop> = match winners[..] {
         [] => return None,
-        [one] => tree.hops[one as usize].clone(),
+        [one] => tree.hops(one as usize).to_vec(),
         _ => {
             let mut all = Vec::new();
             for v in winners {
-                merge(&mut all, &tree.hops[v as usize]);
+                merge(&mut all, tree.hops(v as usize));
             }
             all
         }
