@@ -27,7 +27,7 @@ type Entries = Vec<((Ipv4Net, u32), Route)>;
 /// What a device's table was made of by the last recompute.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Made {
-    /// None: not made yet.
+    /// None: to be made whole next time (not made yet, or mostly BGP's).
     rules: Option<Rules>,
     local: Vec<Route>,
     ospf: bool,
@@ -169,10 +169,22 @@ impl Made {
     }
 
     /// Install BGP's `routes` over the device's table without BGP, keeping what they replace.
+    /// When BGP's routes outnumber the rest (a node of an eBGP fabric learns every prefix
+    /// from its leaf), keeping them would cost more than making the table again whole, which
+    /// the next recompute then does.
     pub(super) fn add_bgp(&mut self, dev: &Device, fib: &mut Fib, routes: Vec<Route>, before: &mut Before) {
         let mut prefixes: Vec<Ipv4Net> = routes.iter().map(|r| r.prefix).collect();
         prefixes.sort_unstable();
         prefixes.dedup();
+        let mostly_bgp = prefixes.len() > fib.len();
+        if mostly_bgp {
+            self.rules = None;
+            self.under_bgp.clear();
+        }
+        // Made whole now and next time: nothing to keep.
+        if mostly_bgp && matches!(before, Before::Whole(_)) {
+            prefixes.clear();
+        }
         for p in prefixes {
             let entries: Entries = fib
                 .routes()
@@ -184,7 +196,9 @@ impl Made {
                     .entry(p)
                     .or_insert_with(|| entries.iter().map(|(_, r)| r.clone()).collect());
             }
-            self.under_bgp.push((p, entries));
+            if !mostly_bgp {
+                self.under_bgp.push((p, entries));
+            }
         }
         rib::add(dev, fib, routes);
     }
