@@ -6,6 +6,10 @@ use fabsim::gen::{LeafSpine, Underlay};
 use fabsim::input::topology::parse_topology;
 use fabsim::scenario::ReachMatrix;
 
+/// The CLI's allocator (`sim/main.rs`), so that the workloads measure what `fabsim` does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The generated fabrics benchmarked (spines, leaves, nodes per leaf), OSPF and eBGP; 16x256x16
 /// is [`LARGE`].
 pub const FABRICS: [(u32, u32, u32); 2] = [(2, 4, 2), (4, 32, 16)];
