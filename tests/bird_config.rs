@@ -417,3 +417,95 @@ fn recursive_function_rejects_without_panicking() {
         Verdict::Reject
     );
 }
+
+// --- `proto` in an import filter ------------------------------------------------------------
+
+/// h2 advertises 10.99.0.0/24 to h1 over iBGP; h1's import filter accepts it only when
+/// `proto` names the receiving protocol, as in BIRD, where `proto` is the name of the protocol
+/// the route came through (`h2` here). Returns h1's `birdcl show protocols all h2`.
+fn h1_routes_with_import(filter: &str) -> String {
+    let topo = format!(
+        r#"devices:
+  R:
+    kind: eos
+    config: |
+      interface Ethernet1
+         no switchport
+         ip address 10.8.0.0/31
+      interface Ethernet2
+         no switchport
+         ip address 10.8.0.2/31
+  h1:
+    kind: linux
+    interfaces: [eth1]
+    netplan: |
+      network:
+        version: 2
+        ethernets:
+          eth1:
+            addresses: [10.8.0.1/31]
+            routes:
+              - to: 10.8.0.0/24
+                via: 10.8.0.0
+    bird: |
+      router id 10.8.0.1;
+      protocol device {{ scan time 2; }}
+      protocol bgp h2 {{
+        local as 64512;
+        neighbor 10.8.0.3 as 64512;
+        multihop;
+        source address 10.8.0.1;
+        import filter {{ {filter} }};
+        export none;
+      }}
+  h2:
+    kind: linux
+    interfaces: [eth1]
+    netplan: |
+      network:
+        version: 2
+        ethernets:
+          eth1:
+            addresses: [10.8.0.3/31]
+            routes:
+              - to: 10.8.0.0/24
+                via: 10.8.0.2
+    bird: |
+      router id 10.8.0.3;
+      protocol device {{ scan time 2; }}
+      protocol static {{ route 10.99.0.0/24 blackhole; }}
+      protocol bgp h1 {{
+        local as 64512;
+        neighbor 10.8.0.1 as 64512;
+        multihop;
+        source address 10.8.0.3;
+        import none;
+        export all;
+      }}
+links:
+  - [R:Ethernet1, h1:eth1]
+  - [R:Ethernet2, h2:eth1]
+"#
+    );
+    let loaded = parse_topology(&topo, "proto.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let (engine, conv) = fabsim::engine::converge(loaded.net);
+    assert!(conv.quiet, "converged");
+    let net = engine.network();
+    let h1 = net.device_by_name("h1").expect("h1");
+    fabsim::views::run_command(net, engine.state(), h1, "birdcl show protocols all h2")
+        .unwrap_or_else(|e| panic!("{}", e.message))
+}
+
+#[test]
+fn an_import_filter_sees_the_receiving_protocol_as_proto() {
+    let accepted = h1_routes_with_import(r#"if proto = "h2" then accept; reject;"#);
+    assert!(
+        accepted.contains("  Routes:         1 imported, 0 exported"),
+        "{accepted}"
+    );
+    let refused = h1_routes_with_import(r#"if proto = "h3" then accept; reject;"#);
+    assert!(
+        refused.contains("  Routes:         0 imported, 0 exported"),
+        "{refused}"
+    );
+}

@@ -329,9 +329,7 @@ fn zebra_selected(fib: &mut Fib, candidates: Vec<Route>) -> Vec<Route> {
 /// with the same key the first one stays.
 fn kernel_table(fib: &mut Fib, candidates: Vec<Route>) {
     for r in candidates {
-        if !fib.routes().contains_key(&(r.prefix, r.metric)) {
-            fib.insert(r);
-        }
+        fib.insert_new(r);
     }
 }
 

@@ -202,6 +202,19 @@ impl Fib {
         }
     }
 
+    /// Insert `r` unless the table holds a route at its prefix and metric (the kernel refuses
+    /// such a route: `EEXIST`).
+    pub(crate) fn insert_new(&mut self, r: Route) {
+        let key = (r.prefix, r.metric);
+        match self.routes.entry(key) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(r);
+                self.lens[key.0.prefix_len() as usize] += 1;
+            }
+            std::collections::btree_map::Entry::Occupied(_) => {}
+        }
+    }
+
     /// Take out every route for exactly `prefix` (with its key), lowest metric first.
     pub(crate) fn take_prefix(&mut self, prefix: Ipv4Net) -> Vec<((Ipv4Net, u32), Route)> {
         let keys: Vec<(Ipv4Net, u32)> = self

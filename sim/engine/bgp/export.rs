@@ -33,7 +33,13 @@ pub(crate) fn policy_accepts(
     attrs: &PathAttrs,
     proto: &str,
 ) -> bool {
-    policy_result(daemon, policy, prefix, attrs, proto).is_some()
+    // Without a filter to run, the verdict needs no route to run it on (this is asked for
+    // every path received and advertised).
+    match (policy, daemon) {
+        (Policy::All, _) | (Policy::Filter(_), None) => true,
+        (Policy::None | Policy::RouteMap(_), _) => false,
+        (Policy::Filter(_), Some(_)) => policy_result(daemon, policy, prefix, attrs, proto).is_some(),
+    }
 }
 
 /// Like `policy_accepts`, returning the route as the filter left it (the attributes it set,
@@ -307,20 +313,16 @@ fn advertise(
     };
     let dev = net.device(sp.device);
     let all_paths = s.add_path_tx;
-    let chosen: Vec<&Entry> = entries
-        .iter()
-        .filter(|e| e.accepted)
-        .filter(|e| {
-            if all_paths {
-                sp.flavor == BgpFlavor::Bird || e.valid
-            } else {
-                e.best
-            }
-        })
-        .collect();
+    let chosen = entries.iter().filter(|e| e.accepted).filter(|e| {
+        if all_paths {
+            sp.flavor == BgpFlavor::Bird || e.valid
+        } else {
+            e.best
+        }
+    });
     if sp.flavor == BgpFlavor::Eos && !all_paths {
         let advertise_inactive = dev.bgp.as_ref().is_some_and(|c| c.advertise_inactive);
-        if let Some(best) = chosen.first() {
+        if let Some(best) = chosen.clone().next() {
             let received = matches!(best.origin, Origin::Peer(..));
             let active = st.devices[sp.device.idx()]
                 .fib
@@ -344,11 +346,11 @@ fn advertise(
             }
         }
         let proto = match &e.origin {
-            Origin::Peer(from, _) => bgp.sessions[from.idx()].cfg.name.clone().unwrap_or_default(),
-            Origin::Local(l) => l.protocol.to_string(),
+            Origin::Peer(from, _) => bgp.sessions[from.idx()].cfg.name.as_deref().unwrap_or_default(),
+            Origin::Local(l) => l.protocol,
         };
         let Some(src) = s.local_address() else { continue };
-        let Some(attrs) = export_policy(dev, s, e, prefix, &proto, src) else {
+        let Some(attrs) = export_policy(dev, s, e, prefix, proto, src) else {
             continue;
         };
         let id = if all_paths { e.src_id } else { 0 };

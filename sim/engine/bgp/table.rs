@@ -15,7 +15,7 @@ use super::Bgp;
 use crate::engine::bgp_state::{BgpOrigin, BgpState, EcmpRole, NhMetric, PathAttrs, TableDest, TableRoute};
 use crate::engine::local_iface;
 use crate::engine::state::{NextHop, Proto, Route, State};
-use crate::model::bgp::{BgpRedistSource, BirdStaticDest, Value};
+use crate::model::bgp::{BgpRedistSource, BirdStaticDest, Policy, Value};
 use crate::model::{BgpFlavor, DeviceId, DeviceKind, Network, ZEBRA_ROUTE_METRIC};
 
 /// BIRD protocol preferences (`DEF_PREF_*`, nest/route.h).
@@ -286,6 +286,12 @@ pub(super) fn receive(
     }
     let (dev, local_as, internal) = (s.device, s.local_as, s.internal);
     let import = s.cfg.import.clone();
+    // The protocol name a BIRD import filter sees (`proto`: the receiving protocol's); only
+    // a filter reads it.
+    let proto = match import {
+        Policy::Filter(_) => s.cfg.name.clone().unwrap_or_default(),
+        _ => String::new(),
+    };
     if let Some(p) = s.peer {
         bgp.sessions[p.idx()].msgs_sent += 1;
     }
@@ -304,7 +310,7 @@ pub(super) fn receive(
                     ..(*a).clone()
                 })
             };
-            let (a, ok) = super::export::import_policy(device, &import, internal, prefix, a, &format!("{to:?}"));
+            let (a, ok) = super::export::import_policy(device, &import, internal, prefix, a, &proto);
             (id, bgp.attrs.share(a), ok)
         })
         .collect();
