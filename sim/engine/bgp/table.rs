@@ -301,17 +301,21 @@ pub(super) fn receive(
         .filter(|(_, a)| !a.as_path.contains(&local_as))
         .map(|(id, a)| {
             // LOCAL_PREF is not carried over eBGP; the receiver attaches its default (100),
-            // which BIRD and EOS both display (seed-lab.md s3b `BGP.local_pref: 100`).
-            let a = if internal || a.local_pref.is_some() {
+            // which BIRD and EOS both display (seed-lab.md s3b `BGP.local_pref: 100`). That
+            // set comes out of the attribute table shared; a received one (a live peer's) may not.
+            let (a, shared) = if internal || a.local_pref.is_some() {
+                (a, false)
+            } else {
+                (bgp.attrs.with_local_pref(&a, 100), true)
+            };
+            let before = Arc::as_ptr(&a);
+            let (a, ok) = super::export::import_policy(device, &import, internal, prefix, a, &proto);
+            let a = if shared && Arc::as_ptr(&a) == before {
                 a
             } else {
-                bgp.attrs.intern(PathAttrs {
-                    local_pref: Some(100),
-                    ..(*a).clone()
-                })
+                bgp.attrs.share(a)
             };
-            let (a, ok) = super::export::import_policy(device, &import, internal, prefix, a, &proto);
-            (id, bgp.attrs.share(a), ok)
+            (id, a, ok)
         })
         .collect();
     let kept = guard_paths(bgp, net, dev, to, prefix, kept);
