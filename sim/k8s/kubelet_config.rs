@@ -28,10 +28,32 @@ pub const DEFAULT_MAX_PODS: u32 = 110;
 /// The file on one node and what its running kubelet read from it.
 #[derive(Clone, Debug)]
 pub struct KubeletConfig {
-    pub text: String,
+    text: String,
+    /// What a kubelet starting now would read from `text` (None: it would not start), kept
+    /// with it: every step's findings compare it with what the kubelet runs with, and parsing
+    /// the YAML each time was an eighth of the seed lab's replay.
+    on_disk: Option<KubeletDns>,
     pub running: KubeletDns,
     /// `maxPods` as the running kubelet read it: the Node's allocatable pods.
     pub running_max_pods: u32,
+}
+
+impl KubeletConfig {
+    fn new(text: String, running: KubeletDns, running_max_pods: u32) -> Self {
+        let mut c = KubeletConfig {
+            text: String::new(),
+            on_disk: None,
+            running,
+            running_max_pods,
+        };
+        c.write(text);
+        c
+    }
+
+    fn write(&mut self, text: String) {
+        self.on_disk = read(&text).ok().map(|(dns, _)| dns);
+        self.text = text;
+    }
 }
 
 /// The KubeletConfiguration kubeadm v1.28 writes on an Ubuntu host (systemd-resolved, hence
@@ -138,11 +160,7 @@ impl Cluster {
         let dns = self.configmap_kubelet_dns();
         self.kubelet_configs
             .entry(node.to_string())
-            .or_insert_with(|| KubeletConfig {
-                text: kubeadm_text(&dns),
-                running: dns,
-                running_max_pods: DEFAULT_MAX_PODS,
-            });
+            .or_insert_with(|| KubeletConfig::new(kubeadm_text(&dns), dns, DEFAULT_MAX_PODS));
     }
 
     /// The host's kubelet configuration sets `maxPods` (the topology's `kubelet: max_pods`):
@@ -155,9 +173,10 @@ impl Cluster {
         if c.text.contains("\nmaxPods:") {
             return;
         }
-        c.text = c
-            .text
-            .replacen("\nmemorySwap:", &format!("\nmaxPods: {n}\nmemorySwap:"), 1);
+        c.write(
+            c.text
+                .replacen("\nmemorySwap:", &format!("\nmaxPods: {n}\nmemorySwap:"), 1),
+        );
         c.running_max_pods = n;
     }
 
@@ -184,7 +203,7 @@ impl Cluster {
     /// `sed -i` wrote the file (the running kubelet does not notice).
     pub(super) fn write_kubelet_config(&mut self, node: &str, text: String) {
         if let Some(c) = self.kubelet_configs.get_mut(node) {
-            c.text = text;
+            c.write(text);
         }
     }
 
@@ -241,8 +260,8 @@ impl Cluster {
                     list(&c.running.cluster_dns)
                 ));
             }
-            if let Ok((on_disk, _)) = read(&c.text) {
-                if on_disk != c.running {
+            if let Some(on_disk) = &c.on_disk {
+                if *on_disk != c.running {
                     out.push(format!(
                         "{KUBELET_CONFIG_PATH} on {node} says clusterDNS [{}] but the kubelet still runs with [{}]: \
                          it reads the file when it starts (systemctl restart kubelet)",
