@@ -420,73 +420,62 @@ fn recursive_function_rejects_without_panicking() {
 
 // --- `proto` in an import filter ------------------------------------------------------------
 
+/// A Linux host on `addr`/31 behind the router at `gw`, running BIRD with an iBGP multihop
+/// session to `peer` (named after it) and the `extra` lines.
+fn bird_host(name: &str, addr: &str, gw: &str, peer: (&str, &str), session: &str, extra: &str) -> String {
+    format!(
+        r#"  {name}:
+    kind: linux
+    interfaces: [eth1]
+    netplan: |
+      network:
+        version: 2
+        ethernets:
+          eth1:
+            addresses: [{addr}/31]
+            routes:
+              - to: 10.8.0.0/24
+                via: {gw}
+    bird: |
+      router id {addr};
+      protocol device {{ scan time 2; }}
+      {extra}
+      protocol bgp {} {{
+        local as 64512;
+        neighbor {} as 64512;
+        multihop;
+        source address {addr};
+        {session}
+      }}
+"#,
+        peer.0, peer.1
+    )
+}
+
 /// h2 advertises 10.99.0.0/24 to h1 over iBGP; h1's import filter accepts it only when
 /// `proto` names the receiving protocol, as in BIRD, where `proto` is the name of the protocol
 /// the route came through (`h2` here). Returns h1's `birdcl show protocols all h2`.
 fn h1_routes_with_import(filter: &str) -> String {
-    let topo = format!(
-        r#"devices:
-  R:
-    kind: eos
-    config: |
-      interface Ethernet1
-         no switchport
-         ip address 10.8.0.0/31
-      interface Ethernet2
-         no switchport
-         ip address 10.8.0.2/31
-  h1:
-    kind: linux
-    interfaces: [eth1]
-    netplan: |
-      network:
-        version: 2
-        ethernets:
-          eth1:
-            addresses: [10.8.0.1/31]
-            routes:
-              - to: 10.8.0.0/24
-                via: 10.8.0.0
-    bird: |
-      router id 10.8.0.1;
-      protocol device {{ scan time 2; }}
-      protocol bgp h2 {{
-        local as 64512;
-        neighbor 10.8.0.3 as 64512;
-        multihop;
-        source address 10.8.0.1;
-        import filter {{ {filter} }};
-        export none;
-      }}
-  h2:
-    kind: linux
-    interfaces: [eth1]
-    netplan: |
-      network:
-        version: 2
-        ethernets:
-          eth1:
-            addresses: [10.8.0.3/31]
-            routes:
-              - to: 10.8.0.0/24
-                via: 10.8.0.2
-    bird: |
-      router id 10.8.0.3;
-      protocol device {{ scan time 2; }}
-      protocol static {{ route 10.99.0.0/24 blackhole; }}
-      protocol bgp h1 {{
-        local as 64512;
-        neighbor 10.8.0.1 as 64512;
-        multihop;
-        source address 10.8.0.3;
-        import none;
-        export all;
-      }}
-links:
-  - [R:Ethernet1, h1:eth1]
-  - [R:Ethernet2, h2:eth1]
-"#
+    let router = "  R:\n    kind: eos\n    config: |\n      interface Ethernet1\n         no switchport\n         \
+                  ip address 10.8.0.0/31\n      interface Ethernet2\n         no switchport\n         \
+                  ip address 10.8.0.2/31\n";
+    let h1 = bird_host(
+        "h1",
+        "10.8.0.1",
+        "10.8.0.0",
+        ("h2", "10.8.0.3"),
+        &format!("import filter {{ {filter} }}; export none;"),
+        "",
     );
+    let h2 = bird_host(
+        "h2",
+        "10.8.0.3",
+        "10.8.0.2",
+        ("h1", "10.8.0.1"),
+        "import none; export all;",
+        "protocol static { route 10.99.0.0/24 blackhole; }",
+    );
+    let topo = format!("devices:\n{router}{h1}{h2}links:\n  - [R:Ethernet1, h1:eth1]\n  - [R:Ethernet2, h2:eth1]\n");
     let loaded = parse_topology(&topo, "proto.yaml").unwrap_or_else(|e| panic!("{e}"));
     let (engine, conv) = fabsim::engine::converge(loaded.net);
     assert!(conv.quiet, "converged");
