@@ -176,28 +176,31 @@ impl Made {
         let mut prefixes: Vec<Ipv4Net> = routes.iter().map(|r| r.prefix).collect();
         prefixes.sort_unstable();
         prefixes.dedup();
-        let mostly_bgp = prefixes.len() > fib.len();
-        if mostly_bgp {
+        // Kept for the next recompute only while the table is not mostly BGP's; snapshotted
+        // for this one only when it touched prefixes rather than made the table whole.
+        let keep = prefixes.len() <= fib.len();
+        if !keep {
             self.rules = None;
             self.under_bgp.clear();
         }
-        // Made whole now and next time: nothing to keep.
-        if mostly_bgp && matches!(before, Before::Whole(_)) {
-            prefixes.clear();
-        }
-        for p in prefixes {
-            let entries: Entries = fib
-                .routes()
-                .range((p, 0)..=(p, u32::MAX))
-                .map(|(k, r)| (*k, r.clone()))
-                .collect();
-            if let Before::Touched(touched) = before {
-                touched
-                    .entry(p)
-                    .or_insert_with(|| entries.iter().map(|(_, r)| r.clone()).collect());
-            }
-            if !mostly_bgp {
-                self.under_bgp.push((p, entries));
+        let mut touched = match before {
+            Before::Touched(t) => Some(t),
+            Before::Whole(_) => None,
+        };
+        if keep || touched.is_some() {
+            for p in prefixes {
+                let entries: Entries = fib
+                    .routes()
+                    .range((p, 0)..=(p, u32::MAX))
+                    .map(|(k, r)| (*k, r.clone()))
+                    .collect();
+                if let Some(t) = touched.as_deref_mut() {
+                    t.entry(p)
+                        .or_insert_with(|| entries.iter().map(|(_, r)| r.clone()).collect());
+                }
+                if keep {
+                    self.under_bgp.push((p, entries));
+                }
             }
         }
         rib::add(dev, fib, routes);

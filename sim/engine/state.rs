@@ -206,12 +206,9 @@ impl Fib {
     /// such a route: `EEXIST`).
     pub(crate) fn insert_new(&mut self, r: Route) {
         let key = (r.prefix, r.metric);
-        match self.routes.entry(key) {
-            std::collections::btree_map::Entry::Vacant(v) => {
-                v.insert(r);
-                self.lens[key.0.prefix_len() as usize] += 1;
-            }
-            std::collections::btree_map::Entry::Occupied(_) => {}
+        if let std::collections::btree_map::Entry::Vacant(v) = self.routes.entry(key) {
+            v.insert(r);
+            self.lens[key.0.prefix_len() as usize] += 1;
         }
     }
 

@@ -29,10 +29,10 @@ pub const DEFAULT_MAX_PODS: u32 = 110;
 #[derive(Clone, Debug)]
 pub struct KubeletConfig {
     text: String,
-    /// What a kubelet starting now would read from `text` (None: it would not start), kept
-    /// with it: every step's findings compare it with what the kubelet runs with, and parsing
-    /// the YAML each time was an eighth of the seed lab's replay.
-    on_disk: Option<KubeletDns>,
+    /// What a kubelet starting now reads from `text` (`Err`: why it would not start), parsed
+    /// when the file is written: every step's findings compare it with what the kubelet runs
+    /// with, and parsing the YAML each time was an eighth of the seed lab's replay.
+    on_disk: Result<(KubeletDns, u32), String>,
     pub running: KubeletDns,
     /// `maxPods` as the running kubelet read it: the Node's allocatable pods.
     pub running_max_pods: u32,
@@ -40,18 +40,16 @@ pub struct KubeletConfig {
 
 impl KubeletConfig {
     fn new(text: String, running: KubeletDns, running_max_pods: u32) -> Self {
-        let mut c = KubeletConfig {
-            text: String::new(),
-            on_disk: None,
+        KubeletConfig {
+            on_disk: read(&text),
+            text,
             running,
             running_max_pods,
-        };
-        c.write(text);
-        c
+        }
     }
 
     fn write(&mut self, text: String) {
-        self.on_disk = read(&text).ok().map(|(dns, _)| dns);
+        self.on_disk = read(&text);
         self.text = text;
     }
 }
@@ -212,7 +210,7 @@ impl Cluster {
         let Some(c) = self.kubelet_configs.get_mut(node) else {
             return Ok(());
         };
-        (c.running, c.running_max_pods) = read(&c.text)?;
+        (c.running, c.running_max_pods) = c.on_disk.clone()?;
         Ok(())
     }
 
@@ -260,7 +258,7 @@ impl Cluster {
                     list(&c.running.cluster_dns)
                 ));
             }
-            if let Some(on_disk) = &c.on_disk {
+            if let Ok((on_disk, _)) = &c.on_disk {
                 if *on_disk != c.running {
                     out.push(format!(
                         "{KUBELET_CONFIG_PATH} on {node} says clusterDNS [{}] but the kubelet still runs with [{}]: \

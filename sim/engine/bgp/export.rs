@@ -24,6 +24,26 @@ use crate::engine::state::{Proto, State};
 use crate::model::bgp::Policy;
 use crate::model::{BgpFlavor, BirdDaemon, Device, Network};
 
+/// What `policy` decides without running a filter (`Ok`: accepted or not), or the daemon whose
+/// BIRD filter decides (`Err`). Asked for every path received and advertised, so a verdict
+/// that needs no filter makes no route to run one on.
+fn without_filter<'a>(daemon: Option<&'a BirdDaemon>, policy: &Policy) -> Result<bool, &'a BirdDaemon> {
+    match (policy, daemon) {
+        (Policy::All, _) | (Policy::Filter(_), None) => Ok(true),
+        // Route-maps need the speaker's policies: `import_policy`/`export_policy` run them
+        // before this is reached, and BIRD's kernel protocol never names one.
+        (Policy::None | Policy::RouteMap(_), _) => Ok(false),
+        (Policy::Filter(_), Some(d)) => Err(d),
+    }
+}
+
+/// The route a BIRD filter starts from.
+fn filter_route(prefix: Ipv4Net, attrs: &PathAttrs, proto: &str) -> FilterRoute {
+    let mut r = FilterRoute::new(prefix, proto);
+    r.bgp_next_hop = attrs.next_hop;
+    r
+}
+
 /// Does `policy` accept a route for `prefix`? BIRD filters run on the device's daemon; without
 /// one (EOS) only `all`/`none` exist.
 pub(crate) fn policy_accepts(
@@ -33,13 +53,8 @@ pub(crate) fn policy_accepts(
     attrs: &PathAttrs,
     proto: &str,
 ) -> bool {
-    // Without a filter to run, the verdict needs no route to run it on (this is asked for
-    // every path received and advertised).
-    match (policy, daemon) {
-        (Policy::All, _) | (Policy::Filter(_), None) => true,
-        (Policy::None | Policy::RouteMap(_), _) => false,
-        (Policy::Filter(_), Some(_)) => policy_result(daemon, policy, prefix, attrs, proto).is_some(),
-    }
+    without_filter(daemon, policy)
+        .unwrap_or_else(|d| run_filter(d, policy, &mut filter_route(prefix, attrs, proto)) == Verdict::Accept)
 }
 
 /// Like `policy_accepts`, returning the route as the filter left it (the attributes it set,
@@ -51,15 +66,9 @@ pub(crate) fn policy_result(
     attrs: &PathAttrs,
     proto: &str,
 ) -> Option<FilterRoute> {
-    let mut r = FilterRoute::new(prefix, proto);
-    r.bgp_next_hop = attrs.next_hop;
-    match (policy, daemon) {
-        (Policy::All, _) | (Policy::Filter(_), None) => Some(r),
-        // Route-maps need the speaker's policies: `import_policy`/`export_policy` run them
-        // before this is reached, and BIRD's kernel protocol never names one.
-        (Policy::None | Policy::RouteMap(_), _) => None,
-        (Policy::Filter(_), Some(d)) => (run_filter(d, policy, &mut r) == Verdict::Accept).then_some(r),
-    }
+    let mut r = filter_route(prefix, attrs, proto);
+    let accepted = without_filter(daemon, policy).unwrap_or_else(|d| run_filter(d, policy, &mut r) == Verdict::Accept);
+    accepted.then_some(r)
 }
 
 /// The policy step of a received path (before it enters the table): the path as the import

@@ -196,12 +196,17 @@ fn intra_edits(old: &[Route], new: Intra) -> Vec<(Ipv4Net, Option<Route>)> {
 /// Apply prefix-ordered edits to prefix-ordered routes: in place when every edit replaces a
 /// route (a moved next hop, the usual case), else by merging.
 fn apply(routes: &mut Vec<Route>, edits: Vec<(Ipv4Net, Option<Route>)>) {
-    let at = |routes: &[Route], p: &Ipv4Net| routes.binary_search_by_key(p, |x| x.prefix).ok();
-    if edits.iter().all(|(p, r)| r.is_some() && at(routes, p).is_some()) {
-        for (p, r) in edits {
-            if let (Some(i), Some(r)) = (at(routes, &p), r) {
-                routes[i] = r;
-            }
+    let slots: Option<Vec<usize>> = edits
+        .iter()
+        .map(|(p, r)| {
+            let at = routes.binary_search_by_key(p, |x| x.prefix).ok()?;
+            r.is_some().then_some(at)
+        })
+        .collect();
+    if let Some(slots) = slots {
+        // Every edit is a replacement (`slots` holds one only for those).
+        for (at, r) in slots.into_iter().zip(edits.into_iter().filter_map(|(_, r)| r)) {
+            routes[at] = r;
         }
         return;
     }
