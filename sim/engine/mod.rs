@@ -541,11 +541,24 @@ impl Engine {
     }
 
     pub(crate) fn schedule(&mut self, at: u64, ev: Event) {
+        self.seq += 1;
+        self.queue_at(at, self.seq, ev);
+    }
+
+    /// Queue what an OSPF handler made, under the numbers it took (`ospf::Out`).
+    fn queue_ospf(&mut self, out: ospf::Out) {
+        let (seq, items) = out.finish();
+        self.seq = seq;
+        for (at, seq, e) in items {
+            self.queue_at(at, seq, Event::Ospf(e));
+        }
+    }
+
+    fn queue_at(&mut self, at: u64, seq: u64, ev: Event) {
         if !ev.is_periodic() {
             self.one_shot_pending += 1;
         }
-        self.seq += 1;
-        self.queue.push(Reverse((at, self.seq, ev)));
+        self.queue.push(Reverse((at, seq, ev)));
     }
 
     fn step(&mut self) {
@@ -578,11 +591,9 @@ impl Engine {
                 self.refresh_all();
             }
             Event::Ospf(oev) => {
-                let mut out = Vec::new();
+                let mut out = ospf::Out::new(self.seq);
                 let changed = self.ospf.handle(&self.net, &self.state, self.now, oev, &mut out);
-                for (at, e) in out {
-                    self.schedule(at, Event::Ospf(e));
-                }
+                self.queue_ospf(out);
                 if changed {
                     self.mark_changed();
                 }
@@ -711,12 +722,10 @@ impl Engine {
             }
         };
         self.bgp.forwarding_epoch += 1;
-        let mut out = Vec::new();
+        let mut out = ospf::Out::new(self.seq);
         self.ospf
             .sync(&self.net, &self.state, self.now, devices.iter().copied(), &mut out);
-        for (at, e) in out {
-            self.schedule(at, Event::Ospf(e));
-        }
+        self.queue_ospf(out);
         let mut out = Vec::new();
         self.bgp.sync(&self.net, &self.state, self.now, &devices, &mut out);
         for (at, e) in out {

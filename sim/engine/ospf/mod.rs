@@ -17,9 +17,11 @@ use ipnet::Ipv4Net;
 use super::state::{NbrRole, NbrState, NextHop, OspfNeighbor, OspfView, Proto, Route, State};
 use crate::model::{DeviceId, IfId, Network, RedistSource};
 
+mod schedule;
 mod spf;
 mod table;
 mod wire;
+pub(crate) use schedule::Out;
 pub(crate) use wire::WireLog;
 pub use wire::{LsaBody, OspfDest, OspfHello, OspfLsa, OspfPacket, OspfWireRecord, RouterLink, OPTIONS_E};
 
@@ -29,8 +31,10 @@ pub(crate) enum Event {
     Hello(IfId),
     /// The wait timer of an interface that came up expired.
     Wait { iface: IfId, gen: u32 },
-    /// No hello from this neighbour for a dead interval (rescheduled by every hello).
-    Inactivity { iface: IfId, nbr: Ipv4Addr, gen: u32 },
+    /// No hello from this neighbour for a dead interval. One is pending per neighbour: `armed`
+    /// is the sequence number it was queued with; hellos since then moved the deadline
+    /// (`Nbr::dead_at`), and it is queued again for that (`schedule`).
+    Inactivity { iface: IfId, nbr: Ipv4Addr, armed: u64 },
     /// Database exchange with this neighbour finished.
     AdjFull { iface: IfId, nbr: Ipv4Addr, gen: u32 },
 }
@@ -62,7 +66,11 @@ struct Nbr {
     dr: Option<Ipv4Addr>,
     bdr: Option<Ipv4Addr>,
     last_hello: u64,
-    gen: u32,
+    /// The dead-interval deadline of the last hello, and the sequence number its timer takes.
+    dead_at: u64,
+    dead_seq: u64,
+    /// The sequence number of this neighbour's pending inactivity timer.
+    timer: Option<u64>,
     adj_gen: u32,
 }
 
@@ -136,8 +144,6 @@ struct SpfRun {
     externals: table::Externals,
     tables: BTreeMap<DeviceId, table::Table>,
 }
-
-type Out = Vec<(u64, Event)>;
 
 /// A router's OSPF routes, as a recompute hands them to the engine.
 pub(crate) struct Routes {
@@ -317,9 +323,21 @@ impl Ospf {
                 self.elect(net, now, iface, out);
                 true
             }
-            Event::Inactivity { iface, nbr, gen } => {
+            Event::Inactivity { iface, nbr, armed } => {
                 let o = &mut self.ifs[iface.idx()];
-                if o.nbrs.get(&nbr).is_none_or(|n| n.gen != gen) {
+                let Some(n) = o.nbrs.get_mut(&nbr).filter(|n| n.timer == Some(armed)) else {
+                    // The timer of a neighbour since gone (and perhaps heard again).
+                    return false;
+                };
+                if n.dead_seq != armed {
+                    // Hellos came after it was armed: wait for the last one's deadline.
+                    n.timer = Some(n.dead_seq);
+                    let ev = Event::Inactivity {
+                        iface,
+                        nbr,
+                        armed: n.dead_seq,
+                    };
+                    out.at_seq(n.dead_at, n.dead_seq, ev);
                     return false;
                 }
                 o.nbrs.remove(&nbr);
@@ -350,8 +368,7 @@ impl Ospf {
         out.push((now + hello_ms, Event::Hello(from)));
         self.log_hello(net, st, now, from, sender.rid);
         let mut changed = false;
-        let peers: Vec<IfId> = net.l2_peers(from).collect();
-        for to in peers {
+        for to in net.l2_peers(from) {
             changed |= self.receive_hello(net, now, to, from, &sender, out);
         }
         changed
@@ -387,19 +404,23 @@ impl Ospf {
             dr: s_dr,
             bdr: s_bdr,
             last_hello: now,
-            gen: 0,
+            dead_at: 0,
+            dead_seq: 0,
+            timer: None,
             adj_gen: 0,
         });
         n.last_hello = now;
-        n.gen += 1;
-        out.push((
-            now + dead_ms,
-            Event::Inactivity {
+        n.dead_at = now + dead_ms;
+        n.dead_seq = out.reserve();
+        if n.timer.is_none() {
+            n.timer = Some(n.dead_seq);
+            let ev = Event::Inactivity {
                 iface: to,
                 nbr: sender.rid,
-                gen: n.gen,
-            },
-        ));
+                armed: n.dead_seq,
+            };
+            out.at_seq(n.dead_at, n.dead_seq, ev);
+        }
         let declared = |dr: Option<Ipv4Addr>, bdr: Option<Ipv4Addr>| (dr == Some(addr), bdr == Some(addr));
         let nbr_change = n.prio != s_prio || declared(n.dr, n.bdr) != declared(s_dr, s_bdr);
         n.prio = s_prio;
