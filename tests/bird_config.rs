@@ -454,8 +454,9 @@ fn bird_host(name: &str, addr: &str, gw: &str, peer: (&str, &str), session: &str
 
 /// h2 advertises 10.99.0.0/24 to h1 over iBGP; h1's import filter accepts it only when
 /// `proto` names the receiving protocol, as in BIRD, where `proto` is the name of the protocol
-/// the route came through (`h2` here). Returns h1's `birdcl show protocols all h2`.
-fn h1_routes_with_import(filter: &str) -> String {
+/// the route came through (`h2` here). Returns h1's `birdcl show protocols all h2` and
+/// `birdcl show route`.
+fn h1_routes_with_import(filter: &str) -> (String, String) {
     let router = "  R:\n    kind: eos\n    config: |\n      interface Ethernet1\n         no switchport\n         \
                   ip address 10.8.0.0/31\n      interface Ethernet2\n         no switchport\n         \
                   ip address 10.8.0.2/31\n";
@@ -481,20 +482,26 @@ fn h1_routes_with_import(filter: &str) -> String {
     assert!(conv.quiet, "converged");
     let net = engine.network();
     let h1 = net.device_by_name("h1").expect("h1");
-    fabsim::views::run_command(net, engine.state(), h1, "birdcl show protocols all h2")
-        .unwrap_or_else(|e| panic!("{}", e.message))
+    let run = |cmd: &str| {
+        fabsim::views::run_command(net, engine.state(), h1, cmd).unwrap_or_else(|e| panic!("{}", e.message))
+    };
+    (run("birdcl show protocols all h2"), run("birdcl show route"))
 }
 
 #[test]
 fn an_import_filter_sees_the_receiving_protocol_as_proto() {
-    let accepted = h1_routes_with_import(r#"if proto = "h2" then accept; reject;"#);
+    let (accepted, routes) = h1_routes_with_import(r#"if proto = "h2" then accept; reject;"#);
     assert!(
         accepted.contains("  Routes:         1 imported, 0 exported"),
         "{accepted}"
     );
-    let refused = h1_routes_with_import(r#"if proto = "h3" then accept; reject;"#);
+    assert!(routes.contains("10.99.0.0/24"), "{routes}");
+    let (refused, routes) = h1_routes_with_import(r#"if proto = "h3" then accept; reject;"#);
     assert!(
         refused.contains("  Routes:         0 imported, 0 exported"),
         "{refused}"
     );
+    // BIRD drops what its import filter rejects: it is not in the table (no `import keep
+    // filtered`), so `show route` does not list it.
+    assert!(!routes.contains("10.99.0.0/24"), "{routes}");
 }

@@ -124,6 +124,10 @@ pub struct TableRoute {
     pub ebgp: bool,
     /// Next hop resolvable and not filtered.
     pub valid: bool,
+    /// Import policy accepted it. BIRD keeps a route its import filter rejects only under
+    /// `import keep filtered` (not modelled), so BIRD's views leave such a route out; EOS
+    /// counts it as received.
+    pub accepted: bool,
     pub best: bool,
     pub ecmp: EcmpRole,
     /// Last time this route was (re)announced with new attributes.

@@ -279,7 +279,8 @@ struct Bird<'a> {
     dev: DeviceId,
     daemon: &'a BirdDaemon,
     view: &'a BgpView,
-    /// The view's table, read once (`BgpTable::routes` builds it).
+    /// The view's table, read once (`BgpTable::routes` builds it), without the routes import
+    /// filters rejected (`TableRoute::accepted`).
     table: Cow<'a, [TableRoute]>,
     /// The protocols `show protocols` lists, in order.
     protos: Vec<ProtoRow<'a>>,
@@ -304,6 +305,15 @@ fn pattern_match(pat: &[u8], s: &[u8]) -> bool {
     }
 }
 
+/// BIRD drops a route its import filter rejects (`rte_update2` without `in_keep_filtered`):
+/// not in `show route`, not in its counts.
+fn accepted_only(table: Cow<'_, [TableRoute]>) -> Cow<'_, [TableRoute]> {
+    if table.iter().all(|r| r.accepted) {
+        return table;
+    }
+    Cow::Owned(table.iter().filter(|r| r.accepted).cloned().collect())
+}
+
 impl<'a> Bird<'a> {
     /// BIRD on `dev`, with its protocols listed once in configuration order.
     fn new(net: &'a Network, st: &'a State, dev: DeviceId, daemon: &'a BirdDaemon, view: &'a BgpView) -> Self {
@@ -313,7 +323,7 @@ impl<'a> Bird<'a> {
             dev,
             daemon,
             view,
-            table: view.table.routes(),
+            table: accepted_only(view.table.routes()),
             protos: Vec::new(),
         };
         b.protos = b.protocols();
@@ -811,6 +821,7 @@ mod tests {
             preference,
             ebgp: false,
             valid: true,
+            accepted: true,
             best: true,
             ecmp: EcmpRole::None,
             since_ms,

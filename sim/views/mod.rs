@@ -417,6 +417,7 @@ pub(crate) mod testnet {
             preference: 100,
             ebgp: !as_path.is_empty(),
             valid: true,
+            accepted: true,
             best: true,
             ecmp: EcmpRole::None,
             since_ms: 0,

@@ -257,6 +257,7 @@ impl TableSnapshot {
                 preference: e.preference,
                 ebgp,
                 valid: e.valid && e.accepted,
+                accepted: e.accepted,
                 best: e.best,
                 ecmp: e.ecmp,
                 since_ms: e.since,
