@@ -137,6 +137,8 @@ pub struct Engine {
     /// What each device's forwarding table was made of, so that a recompute makes again only
     /// what moved.
     made: Vec<fib_update::Made>,
+    /// The buffer OSPF handlers queue their events in (`ospf::Out`), kept between events.
+    ospf_out: Vec<(u64, u64, ospf::Event)>,
     /// Ports whose medium is broken (a cut cable, a dead optic): physical faults, not
     /// configuration, so they live here and not in the model.
     severed: BTreeSet<IfId>,
@@ -167,6 +169,7 @@ impl Engine {
             ospf: ospf::Ospf::new(&net),
             state: State::default(),
             made: Vec::new(),
+            ospf_out: Vec::new(),
             net,
             now: 0,
             seq: 0,
@@ -547,11 +550,12 @@ impl Engine {
 
     /// Queue what an OSPF handler made, under the numbers it took (`ospf::Out`).
     fn queue_ospf(&mut self, out: ospf::Out) {
-        let (seq, items) = out.finish();
+        let (seq, mut items) = out.finish();
         self.seq = seq;
-        for (at, seq, e) in items {
+        for (at, seq, e) in items.drain(..) {
             self.queue_at(at, seq, Event::Ospf(e));
         }
+        self.ospf_out = items;
     }
 
     fn queue_at(&mut self, at: u64, seq: u64, ev: Event) {
@@ -591,7 +595,7 @@ impl Engine {
                 self.refresh_all();
             }
             Event::Ospf(oev) => {
-                let mut out = ospf::Out::new(self.seq);
+                let mut out = ospf::Out::new(self.seq, std::mem::take(&mut self.ospf_out));
                 let changed = self.ospf.handle(&self.net, &self.state, self.now, oev, &mut out);
                 self.queue_ospf(out);
                 if changed {
@@ -722,7 +726,7 @@ impl Engine {
             }
         };
         self.bgp.forwarding_epoch += 1;
-        let mut out = ospf::Out::new(self.seq);
+        let mut out = ospf::Out::new(self.seq, std::mem::take(&mut self.ospf_out));
         self.ospf
             .sync(&self.net, &self.state, self.now, devices.iter().copied(), &mut out);
         self.queue_ospf(out);

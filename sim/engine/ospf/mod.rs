@@ -395,8 +395,9 @@ impl Ospf {
         }
         let dead_ms = net.device(Self::dev_of(net, to)).profile.ospf_dead_ms;
         let addr = s_addr.addr();
-        let is_new = !me.nbrs.contains_key(&sender.rid);
-        let n = me.nbrs.entry(sender.rid).or_insert(Nbr {
+        let entry = me.nbrs.entry(sender.rid);
+        let is_new = matches!(entry, std::collections::btree_map::Entry::Vacant(_));
+        let n = entry.or_insert(Nbr {
             addr,
             iface: from,
             prio: s_prio,

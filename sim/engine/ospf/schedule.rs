@@ -18,12 +18,11 @@ pub(crate) struct Out {
 }
 
 impl Out {
-    /// Numbering continues after `last_seq`, the engine's last.
-    pub(crate) fn new(last_seq: u64) -> Self {
-        Out {
-            seq: last_seq,
-            items: Vec::new(),
-        }
+    /// Numbering continues after `last_seq`, the engine's last; `items` is an empty buffer
+    /// to fill (the engine hands the same one back and forth, one allocation for the run).
+    pub(crate) fn new(last_seq: u64, items: Vec<(u64, u64, Event)>) -> Self {
+        debug_assert!(items.is_empty());
+        Out { seq: last_seq, items }
     }
 
     /// Queue `ev` at `at` with the next number.
