@@ -74,6 +74,21 @@ struct Nbr {
     adj_gen: u32,
 }
 
+impl Nbr {
+    /// Queue this neighbour's (only) inactivity timer for the last hello's deadline, under the
+    /// sequence number that hello reserved (`schedule`). `iface` is where it is heard, `rid`
+    /// its router id.
+    fn arm_timer(&mut self, iface: IfId, rid: Ipv4Addr, out: &mut Out) {
+        self.timer = Some(self.dead_seq);
+        let ev = Event::Inactivity {
+            iface,
+            nbr: rid,
+            armed: self.dead_seq,
+        };
+        out.at_seq(self.dead_at, self.dead_seq, ev);
+    }
+}
+
 #[derive(Clone, Debug)]
 struct OIf {
     active: bool,
@@ -331,13 +346,7 @@ impl Ospf {
                 };
                 if n.dead_seq != armed {
                     // Hellos came after it was armed: wait for the last one's deadline.
-                    n.timer = Some(n.dead_seq);
-                    let ev = Event::Inactivity {
-                        iface,
-                        nbr,
-                        armed: n.dead_seq,
-                    };
-                    out.at_seq(n.dead_at, n.dead_seq, ev);
+                    n.arm_timer(iface, nbr, out);
                     return false;
                 }
                 o.nbrs.remove(&nbr);
@@ -414,13 +423,7 @@ impl Ospf {
         n.dead_at = now + dead_ms;
         n.dead_seq = out.reserve();
         if n.timer.is_none() {
-            n.timer = Some(n.dead_seq);
-            let ev = Event::Inactivity {
-                iface: to,
-                nbr: sender.rid,
-                armed: n.dead_seq,
-            };
-            out.at_seq(n.dead_at, n.dead_seq, ev);
+            n.arm_timer(to, sender.rid, out);
         }
         let declared = |dr: Option<Ipv4Addr>, bdr: Option<Ipv4Addr>| (dr == Some(addr), bdr == Some(addr));
         let nbr_change = n.prio != s_prio || declared(n.dr, n.bdr) != declared(s_dr, s_bdr);

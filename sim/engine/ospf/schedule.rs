@@ -14,7 +14,7 @@ use super::Event;
 pub(crate) struct Out {
     /// The last number taken.
     seq: u64,
-    pub(super) items: Vec<(u64, u64, Event)>,
+    items: Vec<(u64, u64, Event)>,
 }
 
 impl Out {
