@@ -29,7 +29,7 @@ impl Engine {
     /// The real speaker's paths for `prefix` (all it now advertises for it).
     pub fn live_routes(&mut self, s: &LiveSession, prefix: Ipv4Net, paths: Vec<(u32, Arc<PathAttrs>)>) {
         let mut out = Vec::new();
-        live::routes(&mut self.bgp, self.now, s.id, prefix, paths, &mut out);
+        live::routes(&mut self.bgp, self.now, s.id, prefix, paths.into(), &mut out);
         self.after_live(out);
     }
 

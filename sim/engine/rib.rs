@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
+use smallvec::smallvec;
 
 use super::state::*;
 use crate::model::{AddrConfig, Device, DeviceId, DeviceKind, IfId, Network, StaticRoute};
@@ -179,7 +180,7 @@ pub(super) fn local_routes(net: &Network, st: &State, id: DeviceId, dev: &Device
             proto: Proto::Connected,
             distance: dev.profile.distance_connected,
             metric,
-            nexthops: vec![NextHop { via: None, iface: i }],
+            nexthops: smallvec![NextHop { via: None, iface: i }],
             src: Some(addr.addr()),
             blackhole: false,
             unreachable: false,
@@ -221,7 +222,7 @@ fn dhcp_routes(net: &Network, st: &State, ifid: IfId, addr: Ipv4Net) -> Vec<Rout
         proto: Proto::Dhcp,
         distance: 0,
         metric: DHCP_ROUTE_METRIC,
-        nexthops: vec![NextHop { via, iface: ifid }],
+        nexthops: smallvec![NextHop { via, iface: ifid }],
         src: Some(addr.addr()),
         blackhole: false,
         unreachable: false,
@@ -328,9 +329,7 @@ fn zebra_selected(fib: &mut Fib, candidates: Vec<Route>) -> Vec<Route> {
 /// The Linux main table: every route is installed, keyed by (prefix, metric); of candidates
 /// with the same key the first one stays.
 fn kernel_table(fib: &mut Fib, candidates: Vec<Route>) {
-    for r in candidates {
-        fib.insert_new(r);
-    }
+    fib.insert_new(candidates);
 }
 
 /// A router's FIB: per prefix, the route with the lowest administrative distance; on a tie the

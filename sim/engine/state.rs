@@ -62,6 +62,11 @@ pub struct NextHop {
     pub iface: IfId,
 }
 
+/// A route's next hops, the one almost every route has held inline: a table entry with a heap
+/// allocation of its own for one next hop cost a node of an eBGP fabric, which holds every
+/// prefix, an allocation per route.
+pub type NextHops = smallvec::SmallVec<[NextHop; 1]>;
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Route {
     pub prefix: Ipv4Net,
@@ -70,7 +75,7 @@ pub struct Route {
     pub distance: u8,
     /// Protocol metric (EOS) or route metric (Linux).
     pub metric: u32,
-    pub nexthops: Vec<NextHop>,
+    pub nexthops: NextHops,
     /// Linux preferred source (`src`).
     pub src: Option<Ipv4Addr>,
     pub blackhole: bool,
@@ -85,6 +90,9 @@ pub struct Route {
     /// Installed with `onlink` (RTNH_F_ONLINK): `ip route` prints it.
     pub onlink: bool,
 }
+
+/// Fewer routes than this go into a table one by one ([`Fib::insert_new`]).
+const BULK_MIN: usize = 64;
 
 /// A device's forwarding table. Keyed by (prefix, metric) so a Linux table can hold the same
 /// prefix at several metrics, as the kernel does; on EOS there is one route per prefix.
@@ -202,14 +210,43 @@ impl Fib {
         }
     }
 
-    /// Insert `r` unless the table holds a route at its prefix and metric (the kernel refuses
-    /// such a route: `EEXIST`).
-    pub(crate) fn insert_new(&mut self, r: Route) {
-        let key = (r.prefix, r.metric);
-        if let std::collections::btree_map::Entry::Vacant(v) = self.routes.entry(key) {
-            v.insert(r);
-            self.lens[key.0.prefix_len() as usize] += 1;
+    /// Insert each of `routes` unless the table already holds a route at its prefix and metric
+    /// (the kernel refuses such a route: `EEXIST`); of equal keys among `routes` the first goes
+    /// in.
+    ///
+    /// Many routes at once (a node of an eBGP fabric gets every prefix from BIRD into a table
+    /// of a few connected routes) are merged with the table and the tree built again from the
+    /// sorted whole: a B-tree grown one ascending key at a time leaves its nodes about half
+    /// full, and the nodes' kernel tables were the largest part of such a fabric's heap.
+    pub(crate) fn insert_new(&mut self, mut routes: Vec<Route>) {
+        if routes.len() < BULK_MIN || routes.len() < self.routes.len() {
+            for r in routes {
+                let key = (r.prefix, r.metric);
+                if let std::collections::btree_map::Entry::Vacant(v) = self.routes.entry(key) {
+                    v.insert(r);
+                    self.lens[key.0.prefix_len() as usize] += 1;
+                }
+            }
+            return;
         }
+        // Stable: of equal keys the first stays in front, and `dedup_by_key` keeps it.
+        routes.sort_by_key(|r| (r.prefix, r.metric));
+        routes.dedup_by_key(|r| (r.prefix, r.metric));
+        let mut held = std::mem::take(&mut self.routes).into_iter().peekable();
+        let mut merged = Vec::with_capacity(held.len() + routes.len());
+        for r in routes {
+            let key = (r.prefix, r.metric);
+            while let Some(h) = held.next_if(|(k, _)| *k < key) {
+                merged.push(h);
+            }
+            if held.peek().is_none_or(|(k, _)| *k != key) {
+                self.lens[key.0.prefix_len() as usize] += 1;
+                merged.push((key, r));
+            }
+        }
+        merged.extend(held);
+        // From sorted, distinct keys the tree is built bottom-up with full nodes.
+        self.routes = merged.into_iter().collect();
     }
 
     /// Take out every route for exactly `prefix` (with its key), lowest metric first.
@@ -283,7 +320,7 @@ mod tests {
             proto: Proto::Static,
             distance: 0,
             metric,
-            nexthops: Vec::new(),
+            nexthops: NextHops::new(),
             src: None,
             blackhole: false,
             unreachable: false,
@@ -296,6 +333,38 @@ mod tests {
     fn hit(fib: &Fib, dst: &str) -> Option<(String, u32)> {
         fib.lookup(dst.parse().expect("address"))
             .map(|r| (r.prefix.to_string(), r.metric))
+    }
+
+    #[test]
+    fn many_routes_at_once_go_in_as_one_at_a_time_would() {
+        // A table holding some keys, then a batch (large enough to be merged) that repeats one
+        // of them and holds equal keys of its own: the table's route stays, and of the batch's
+        // equals the first goes in.
+        let held = |fib: &mut Fib| {
+            fib.insert_new(vec![route("10.0.0.0/31", 0), route("0.0.0.0/0", 0)]);
+        };
+        let mut batch: Vec<Route> = (0..2 * BULK_MIN as u32)
+            .rev()
+            .map(|i| route(&format!("10.{}.{}.0/24", i / 256, i % 256), i % 2))
+            .collect();
+        let mut repeated = route("10.0.0.0/31", 0);
+        repeated.proto = Proto::Bird;
+        let mut second = route("10.0.5.0/24", 1);
+        second.proto = Proto::Bird;
+        batch.extend([repeated, second]);
+        let (mut merged, mut one_by_one) = (Fib::default(), Fib::default());
+        held(&mut merged);
+        held(&mut one_by_one);
+        merged.insert_new(batch.clone());
+        for r in batch {
+            one_by_one.insert_new(vec![r]);
+        }
+        assert_eq!(merged, one_by_one);
+        assert_eq!(merged.len(), 2 + 2 * BULK_MIN);
+        let proto = |fib: &Fib, p: &str| fib.with_prefix(p.parse().expect("prefix")).next().map(|r| r.proto);
+        assert_eq!(proto(&merged, "10.0.0.0/31"), Some(Proto::Static));
+        assert_eq!(proto(&merged, "10.0.5.0/24"), Some(Proto::Static));
+        assert_eq!(hit(&merged, "10.0.100.9"), Some(("10.0.100.0/24".into(), 0)));
     }
 
     #[test]

@@ -13,8 +13,11 @@ use ipnet::Ipv4Net;
 
 use crate::engine::bgp_state::PathAttrs;
 
-/// The paths advertised for one prefix: (path id, attributes), by path id.
-pub(crate) type Paths = Vec<(u32, Arc<PathAttrs>)>;
+/// The paths advertised for one prefix: (path id, attributes), by path id. Almost always one,
+/// held inline: every (session, prefix) an UPDATE burst carries holds its own, and as a `Vec`
+/// each was an allocation of its own (of four paths' room, from the vector it was built in) —
+/// half an eBGP fabric's peak heap while its first bursts were in flight.
+pub(crate) type Paths = smallvec::SmallVec<[(u32, Arc<PathAttrs>); 1]>;
 
 /// Adj-RIB-In's counters (EOS PfxRcd/PfxAcc, BIRD "imported"): paths received and kept, and
 /// how many of them import policy accepted, over all prefixes.
@@ -109,13 +112,13 @@ mod tests {
     fn slots_hold_what_was_set_and_the_count_follows() {
         let mut out = AdjOut::default();
         let (p, q): (Ipv4Net, Ipv4Net) = ("10.0.0.0/24".parse().unwrap(), "10.0.1.0/24".parse().unwrap());
-        out.set(p, vec![path(1)]);
-        out.set(q, vec![path(1), path(2)]);
+        out.set(p, smallvec::smallvec![path(1)]);
+        out.set(q, smallvec::smallvec![path(1), path(2)]);
         assert_eq!(out.paths(), 3);
         assert_eq!(out.get(&q).iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2]);
-        out.set(q, vec![path(3)]);
+        out.set(q, smallvec::smallvec![path(3)]);
         assert_eq!((out.paths(), out.get(&q)[0].0), (2, 3));
-        out.set(p, Vec::new());
+        out.set(p, Paths::new());
         assert_eq!((out.paths(), out.get(&p).len()), (1, 0));
         assert_eq!(out.prefixes().collect::<Vec<_>>(), [&q]);
         out.clear();

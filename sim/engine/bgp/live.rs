@@ -5,13 +5,12 @@
 //! session ends. What the device advertises on it is collected in `Bgp::live_out`.
 
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
 use super::session::{self, close, drop_session, Live, Notice, SessionId};
 use super::{Bgp, Event, Out};
-use crate::engine::bgp_state::{BgpState, PathAttrs};
+use crate::engine::bgp_state::BgpState;
 use crate::engine::local_iface;
 use crate::engine::state::State;
 use crate::model::{DeviceId, Network};
@@ -116,14 +115,7 @@ pub(crate) fn up(bgp: &mut Bgp, net: &Network, st: &State, now: u64, id: Session
 }
 
 /// The real speaker now advertises `paths` for `prefix` (all of them: an empty set withdraws).
-pub(crate) fn routes(
-    bgp: &mut Bgp,
-    now: u64,
-    id: SessionId,
-    prefix: Ipv4Net,
-    paths: Vec<(u32, Arc<PathAttrs>)>,
-    out: &mut Out,
-) {
+pub(crate) fn routes(bgp: &mut Bgp, now: u64, id: SessionId, prefix: Ipv4Net, paths: super::adj::Paths, out: &mut Out) {
     let s = &mut bgp.sessions[id.idx()];
     s.last_ok = now;
     out.push((

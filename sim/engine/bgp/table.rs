@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use ipnet::Ipv4Net;
+use smallvec::smallvec;
 
 use super::decision::{self, Candidate, Step};
 use super::prefix_map::PrefixMap;
@@ -14,7 +15,7 @@ use super::session::SessionId;
 use super::Bgp;
 use crate::engine::bgp_state::{BgpOrigin, BgpState, EcmpRole, NhMetric, PathAttrs, TableDest, TableRoute};
 use crate::engine::local_iface;
-use crate::engine::state::{NextHop, Proto, Route, State};
+use crate::engine::state::{NextHop, NextHops, Proto, Route, State};
 use crate::model::bgp::{BgpRedistSource, BirdStaticDest, Policy, Value};
 use crate::model::{BgpFlavor, DeviceId, DeviceKind, Network, ZEBRA_ROUTE_METRIC};
 
@@ -277,7 +278,7 @@ pub(super) fn receive(
     to: SessionId,
     gen: u32,
     prefix: Ipv4Net,
-    paths: Vec<(u32, Arc<PathAttrs>)>,
+    paths: super::adj::Paths,
 ) -> bool {
     let Some(s) = bgp.sessions.get(to.idx()) else {
         return false;
@@ -643,7 +644,7 @@ fn resolve(net: &Network, st: &State, dev: DeviceId, flavor: BgpFlavor, nh: Ipv4
     let dest = if r.nexthops.len() == 1 {
         TableDest::Via(r.nexthops[0].clone())
     } else {
-        TableDest::Multipath(r.nexthops.clone())
+        TableDest::Multipath(r.nexthops.to_vec())
     };
     (dest, metric)
 }
@@ -973,10 +974,10 @@ fn fib_route(
             // (sysdep/unix/krt.c `krt_capable`): an unresolvable best path becomes an
             // `unreachable` kernel route that shadows shorter prefixes.
             let (mut nexthops, blackhole, unreachable) = match best_dest {
-                TableDest::Via(nh) | TableDest::Device(nh) => (vec![nh.clone()], false, false),
-                TableDest::Multipath(v) => (v.clone(), false, false),
-                TableDest::Blackhole => (Vec::new(), true, false),
-                TableDest::Unreachable => (Vec::new(), false, true),
+                TableDest::Via(nh) | TableDest::Device(nh) => (smallvec![nh.clone()], false, false),
+                TableDest::Multipath(v) => (v.iter().cloned().collect(), false, false),
+                TableDest::Blackhole => (NextHops::new(), true, false),
+                TableDest::Unreachable => (NextHops::new(), false, true),
             };
             // Calico's BIRD fork (projectcalico/bird `sysdep/linux/netlink.c` `nl_send_route`):
             // a gateway route whose export set `krt_tunnel` to an existing device goes out of
@@ -990,7 +991,7 @@ fn fib_route(
             };
             let mut onlink = false;
             if let (Some(tunl), TableDest::Via(_), Some(gw)) = (tunnel, best_dest, exported.bgp_next_hop) {
-                nexthops = vec![NextHop {
+                nexthops = smallvec![NextHop {
                     via: Some(gw),
                     iface: tunl,
                 }];
@@ -1018,7 +1019,7 @@ fn fib_route(
                 .as_ref()
                 .and_then(|c| c.distance)
                 .map_or((d.profile.distance_ebgp, d.profile.distance_ibgp), |(e, i, _)| (e, i));
-            let mut nexthops: Vec<NextHop> = Vec::new();
+            let mut nexthops = NextHops::new();
             for dest in dests {
                 match dest {
                     TableDest::Via(nh) | TableDest::Device(nh) => nexthops.push(nh.clone()),

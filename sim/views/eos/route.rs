@@ -243,7 +243,7 @@ Gateway of last resort is not set
         let s = Route {
             blackhole: true,
             unreachable: false,
-            nexthops: vec![],
+            nexthops: Default::default(),
             ..eos_route("192.168.0.0/16", Proto::Static, (1, 0), vec![])
         };
         lab.route(d, s);
