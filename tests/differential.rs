@@ -26,8 +26,8 @@ use fabsim::model::{DeviceId, DeviceKind, Network};
 use fabsim::scenario::{self, endpoints};
 
 /// How long real daemons get to reach fabsim's converged state (fast timers: OSPF dead 4 s,
-/// BGP connect retry 1 s, BIRD connect delay 2 s / retry 5 s from Calico's template). Twice what
-/// an idle machine needs: with the suite's labs starting together on CI's two cores, one
+/// BGP connect retry 1 s, BIRD connect delay 2 s / retry 5 s from Calico's template). Twice the 60 s
+/// it had: with the suite's labs starting together on CI's two cores, one
 /// OSPF adjacency of gen-2x4x2-ospf-mesh was still forming after 60 s (the lab's routes
 /// avoided that link; fabsim's were the converged ones).
 const CONVERGE: Duration = Duration::from_secs(120);

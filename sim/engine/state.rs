@@ -62,9 +62,8 @@ pub struct NextHop {
     pub iface: IfId,
 }
 
-/// A route's next hops, the one almost every route has held inline: a table entry with a heap
-/// allocation of its own for one next hop cost a node of an eBGP fabric, which holds every
-/// prefix, an allocation per route.
+/// A route's next hops. Almost every route has one, held inline: as a `Vec` it was a heap
+/// allocation per route, and a node of an eBGP fabric holds a route for every prefix.
 pub type NextHops = smallvec::SmallVec<[NextHop; 1]>;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -975,7 +975,7 @@ fn fib_route(
             // `unreachable` kernel route that shadows shorter prefixes.
             let (mut nexthops, blackhole, unreachable) = match best_dest {
                 TableDest::Via(nh) | TableDest::Device(nh) => (smallvec![nh.clone()], false, false),
-                TableDest::Multipath(v) => (v.iter().cloned().collect(), false, false),
+                TableDest::Multipath(v) => (v.as_slice().into(), false, false),
                 TableDest::Blackhole => (NextHops::new(), true, false),
                 TableDest::Unreachable => (NextHops::new(), false, true),
             };
