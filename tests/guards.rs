@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use fabsim::engine::{converge, Engine, BYTES_PER_ENTRY};
+use fabsim::engine::{converge, Engine};
 use fabsim::input::topology::load_topology;
 use fabsim::model::Network;
 
@@ -82,30 +82,33 @@ fn the_memory_guard_stops_a_run_with_a_finding() {
     let (free_engine, free) = converge(fabric("memory"));
     let entries = free_engine.entry_count();
     assert!(
-        free.quiet && entries > 100,
-        "the fabric settles holding {entries} entries"
+        free.quiet && entries.total() > 100,
+        "the fabric settles holding {entries:?}"
     );
     assert!(!free.findings.iter().any(|f| f.starts_with("memory limit")));
 
     let mut e = Engine::new(fabric("memory"));
-    // Room for 40 entries: far fewer than the converged lab holds.
-    e.set_memory_limit(40 * BYTES_PER_ENTRY);
+    // Room for a quarter of what the converged lab holds.
+    e.set_memory_limit(entries.bytes() / 4);
     let c = e.run_until_quiet();
     assert!(!c.quiet);
     let memory: Vec<&String> = c.findings.iter().filter(|f| f.starts_with("memory limit")).collect();
     assert_eq!(memory.len(), 1, "{:?}", c.findings);
     assert!(
-        memory[0].contains(" routes and BGP paths, more than the 40 that --max-memory 0 MiB allows"),
+        memory[0].contains(
+            " BGP paths, about 2.6 MiB at 600 and 256 bytes each, more than the 2.6 MiB --max-memory allows;"
+        ),
         "{}",
         memory[0]
     );
     // Stopped within one check interval of the bound, not after the tables grew on.
-    assert!(e.entry_count() < entries, "{} of {entries}", e.entry_count());
+    let held = e.entry_count();
+    assert!(held.total() < entries.total(), "{held:?} of {entries:?}");
 }
 
-/// `--max-memory` on the command line: a generated 4×16×4 eBGP fabric needs more than 1 MiB of
-/// tables (2,048 entries), and the run says so and stops instead of growing on. A scenario's
-/// `limits: events` bounds its runs the same way, with the event-budget finding.
+/// `--max-memory` on the command line: a generated 4×16×4 eBGP fabric's tables outgrow 1 MiB at
+/// the guard's costs one second in, and the run says so and stops instead of growing on. A
+/// scenario's `limits: events` bounds its runs the same way, with the event-budget finding.
 #[test]
 fn max_memory_on_the_command_line_is_a_finding() {
     let dir = std::env::temp_dir().join(format!("fabsim-guards-cli-{}", std::process::id()));
@@ -140,7 +143,7 @@ fn max_memory_on_the_command_line_is_a_finding() {
     assert!(!free.contains("memory limit"), "{free}");
     assert!(
         limited.contains(
-            "FINDING memory limit: the routing tables hold 2747 routes and BGP paths, more than the 2048 that --max-memory 1 MiB allows (about 512 bytes each)"
+            "FINDING memory limit: the routing tables hold 1231 forwarding routes and 1516 BGP paths, about 1.1 MiB at 600 and 256 bytes each, more than the 1.0 MiB --max-memory allows"
         ),
         "{limited}"
     );

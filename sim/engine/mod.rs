@@ -44,10 +44,16 @@ const FLAP_LIMIT: u32 = 20;
 /// The seed lab's largest run (cold start with Calico) takes about 10^5 events; a 16×256×16
 /// fabric a few million; 50 M is minutes of CPU, not hours.
 pub const DEFAULT_EVENT_BUDGET: u64 = 50_000_000;
-/// What one routing entry costs, roughly: a forwarding-table `Route` in its B-tree node, or a
-/// BGP path `Entry` with its share of the attributes. Converts `--max-memory` into the
-/// memory guard's bound on entries (the tables are what grows with the input).
-pub const BYTES_PER_ENTRY: u64 = 512;
+/// What one forwarding route costs at a run's peak, measured (BENCHMARKS.md, 2026-12-04): the
+/// generated OSPF 16x256x16 fabric peaks at 1,332 MiB holding 2.24 M routes, about 620 bytes
+/// each — a leaf's route has 16 next hops, and OSPF keeps each router's own table beside the
+/// forwarding one, so a route stands for both.
+pub const FIB_ROUTE_BYTES: u64 = 600;
+/// What one BGP path counts: the eBGP 8x64x16 fabric peaks at 991 MiB holding 1.69 M routes
+/// (most with one next hop) and 2.34 M paths, 252 bytes an entry. At these two costs the guard
+/// puts that fabric at 1.5 GiB: it errs large, a path's share of the attributes, Adj-RIB-Out
+/// slots and UPDATEs in flight varying with the peering.
+pub const BGP_PATH_BYTES: u64 = 256;
 /// The memory guard counts the tables every this many events (counting is a walk over every
 /// speaker's table; between two counts at most this many events add entries).
 const MEMORY_CHECK_EVERY: u64 = 256;
@@ -145,10 +151,34 @@ pub struct Engine {
     /// Events processed in the current run, and the most it may process (the event budget).
     events_run: u64,
     event_budget: u64,
-    /// The memory guard: the most routing entries (forwarding routes and BGP paths, all
-    /// devices) the engine holds, from the memory bound it was given.
+    /// The memory guard's bound: the most bytes the routing tables (forwarding routes and BGP
+    /// paths, all devices, at their measured costs) may take.
     memory_bytes: u64,
-    entry_limit: u64,
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1 << 20)
+}
+
+/// What the routing tables hold, all devices (the memory guard's measure).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableEntries {
+    /// Forwarding routes.
+    pub routes: u64,
+    /// BGP paths, in the speakers' tables.
+    pub paths: u64,
+}
+
+impl TableEntries {
+    /// Both together.
+    pub fn total(&self) -> u64 {
+        self.routes + self.paths
+    }
+
+    /// What they take, at their measured costs ([`FIB_ROUTE_BYTES`], [`BGP_PATH_BYTES`]).
+    pub fn bytes(&self) -> u64 {
+        self.routes * FIB_ROUTE_BYTES + self.paths * BGP_PATH_BYTES
+    }
 }
 
 /// How a device loses power.
@@ -187,7 +217,6 @@ impl Engine {
             events_run: 0,
             event_budget: DEFAULT_EVENT_BUDGET,
             memory_bytes: 0,
-            entry_limit: 0,
         };
         e.set_memory_limit(memory_limit());
         e.state.ifaces = vec![IfState::default(); e.net.interfaces.len()];
@@ -226,17 +255,19 @@ impl Engine {
         self.event_budget = events.max(1);
     }
 
-    /// The memory this engine's routing tables may take ([`BYTES_PER_ENTRY`] an entry) before
-    /// a run stops with a memory-limit finding (default [`memory_limit`]).
+    /// The memory this engine's routing tables may take ([`FIB_ROUTE_BYTES`] a forwarding
+    /// route, [`BGP_PATH_BYTES`] a BGP path) before a run stops with a memory-limit finding
+    /// (default [`memory_limit`]).
     pub fn set_memory_limit(&mut self, bytes: u64) {
         self.memory_bytes = bytes.max(1);
-        self.entry_limit = (bytes / BYTES_PER_ENTRY).max(1);
     }
 
-    /// Routing entries held now: every device's forwarding routes and BGP paths.
-    pub fn entry_count(&self) -> u64 {
-        let fib: usize = self.state.devices.iter().map(|d| d.fib.len()).sum();
-        (fib + self.bgp.entry_count()) as u64
+    /// Routing entries held now: every device's forwarding routes, and BGP paths.
+    pub fn entry_count(&self) -> TableEntries {
+        TableEntries {
+            routes: self.state.devices.iter().map(|d| d.fib.len() as u64).sum(),
+            paths: self.bgp.entry_count() as u64,
+        }
     }
 
     /// The most paths one BGP speaker keeps for one prefix before fabsim reports a path
@@ -459,14 +490,17 @@ impl Engine {
         if self.events_run % MEMORY_CHECK_EVERY != 0 {
             return None;
         }
-        let entries = self.entry_count();
-        (entries > self.entry_limit).then(|| {
+        let held = self.entry_count();
+        (held.bytes() > self.memory_bytes).then(|| {
             format!(
-                "memory limit: the routing tables hold {entries} routes and BGP paths, more than \
-                 the {} that --max-memory {} MiB allows (about {BYTES_PER_ENTRY} bytes each); the \
-                 run stops at {} of virtual time instead of exhausting the machine",
-                self.entry_limit,
-                self.memory_bytes >> 20,
+                "memory limit: the routing tables hold {} forwarding routes and {} BGP paths, \
+                 about {:.1} MiB at {FIB_ROUTE_BYTES} and {BGP_PATH_BYTES} bytes each, more than \
+                 the {:.1} MiB --max-memory allows; the run stops at {} of virtual time instead of \
+                 exhausting the machine",
+                held.routes,
+                held.paths,
+                mib(held.bytes()),
+                mib(self.memory_bytes),
                 at()
             )
         })
