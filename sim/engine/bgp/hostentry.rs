@@ -16,7 +16,6 @@
 //! on preference (direct 240 > static 200 > BGP 100 > kernel 10, `rte_better`) and, between BGP
 //! routes, on the previous decision, which the engine's next recompute settles.
 
-use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
@@ -38,31 +37,33 @@ pub(crate) enum Cover {
     Unusable,
 }
 
-/// Each prefix of a speaker's table that holds a route (BIRD's table keeps only routes its
-/// import filter accepted), with what its best route lends. `recursive(origin)` says whether
-/// a received route came over a `gateway recursive` session.
-pub(crate) fn covers(table: &Table, recursive: impl Fn(&Origin) -> bool) -> BTreeMap<Ipv4Net, Cover> {
-    let mut out = BTreeMap::new();
-    for (prefix, entries) in table.iter() {
-        let Some(best) = best_by_preference(entries) else {
-            continue;
-        };
-        let cover = match &best.origin {
-            Origin::Peer(..) if recursive(&best.origin) => Cover::Recursive,
-            Origin::Peer(..) => match &best.dest {
-                TableDest::Via(_) | TableDest::Multipath(_) => Cover::Gateway(best.dest.clone()),
-                TableDest::Device(nh) => Cover::Device(nh.clone()),
-                TableDest::Blackhole | TableDest::Unreachable => Cover::Unusable,
-            },
-            Origin::Local(l) => match &l.dest {
-                LocalDest::Hop(nh) => Cover::Gateway(TableDest::Via(nh.clone())),
-                LocalDest::Device(nh) => Cover::Device(nh.clone()),
-                LocalDest::Blackhole | LocalDest::Unreachable | LocalDest::Rib => Cover::Unusable,
-            },
-        };
-        out.insert(*prefix, cover);
-    }
-    out
+/// What the best route of a prefix of BIRD's table lends (None: no route there — BIRD's table
+/// keeps only routes its import filter accepted). `recursive(origin)` says whether a received
+/// route came over a `gateway recursive` session.
+pub(crate) fn cover(entries: &[Entry], recursive: impl Fn(&Origin) -> bool) -> Option<Cover> {
+    let best = best_by_preference(entries)?;
+    Some(match &best.origin {
+        Origin::Peer(..) if recursive(&best.origin) => Cover::Recursive,
+        Origin::Peer(..) => match &best.dest {
+            TableDest::Via(_) | TableDest::Multipath(_) => Cover::Gateway(best.dest.clone()),
+            TableDest::Device(nh) => Cover::Device(nh.clone()),
+            TableDest::Blackhole | TableDest::Unreachable => Cover::Unusable,
+        },
+        Origin::Local(l) => match &l.dest {
+            LocalDest::Hop(nh) => Cover::Gateway(TableDest::Via(nh.clone())),
+            LocalDest::Device(nh) => Cover::Device(nh.clone()),
+            LocalDest::Blackhole | LocalDest::Unreachable | LocalDest::Rib => Cover::Unusable,
+        },
+    })
+}
+
+/// [`cover`] for each prefix of `table` that holds a route, looked up for one next hop at a
+/// time: a node resolves one or two next hops, through a table of every prefix of the fabric.
+pub(crate) fn covering<'a>(
+    table: &'a Table,
+    recursive: impl Fn(&Origin) -> bool + 'a,
+) -> impl Fn(&Ipv4Net) -> Option<Cover> + 'a {
+    move |prefix| table.get(prefix).and_then(|entries| cover(entries, &recursive))
 }
 
 /// `rte_better` across protocols: the highest preference wins; between routes of equal
@@ -75,13 +76,13 @@ fn best_by_preference(entries: &[Entry]) -> Option<&Entry> {
 }
 
 /// `net_route` + `rt_update_hostentry` for next hop `nh` (not a local address: the caller
-/// checks that, as `if_local_addr` does).
-pub(crate) fn resolve(covers: &BTreeMap<Ipv4Net, Cover>, nh: Ipv4Addr) -> (TableDest, NhMetric) {
+/// checks that, as `if_local_addr` does): the longest prefix with a route, by `covers`.
+pub(crate) fn resolve(covers: impl Fn(&Ipv4Net) -> Option<Cover>, nh: Ipv4Addr) -> (TableDest, NhMetric) {
     let unresolvable = (TableDest::Unreachable, NhMetric::Unresolvable);
     let found = (0..=32u8)
         .rev()
         .filter_map(|len| Ipv4Net::new(nh, len).ok().map(|n| n.trunc()))
-        .find_map(|net| covers.get(&net));
+        .find_map(|net| covers(&net));
     match found {
         Some(Cover::Device(link)) => (
             TableDest::Via(NextHop {
@@ -90,7 +91,7 @@ pub(crate) fn resolve(covers: &BTreeMap<Ipv4Net, Cover>, nh: Ipv4Addr) -> (Table
             }),
             NhMetric::Known(0),
         ),
-        Some(Cover::Gateway(dest)) => (dest.clone(), NhMetric::Unknown),
+        Some(Cover::Gateway(dest)) => (dest, NhMetric::Unknown),
         Some(Cover::Recursive | Cover::Unusable) | None => unresolvable,
     }
 }
@@ -99,11 +100,14 @@ pub(crate) fn resolve(covers: &BTreeMap<Ipv4Net, Cover>, nh: Ipv4Addr) -> (Table
 mod tests {
     use super::*;
     use crate::model::IfId;
+    use std::collections::BTreeMap;
 
-    fn cover_map(rows: &[(&str, Cover)]) -> BTreeMap<Ipv4Net, Cover> {
-        rows.iter()
+    fn cover_map(rows: &[(&str, Cover)]) -> impl Fn(&Ipv4Net) -> Option<Cover> {
+        let map: BTreeMap<Ipv4Net, Cover> = rows
+            .iter()
             .map(|(p, c)| (p.parse().expect("prefix"), c.clone()))
-            .collect()
+            .collect();
+        move |p| map.get(p).cloned()
     }
 
     fn hop(via: &str, iface: u32) -> NextHop {

@@ -695,7 +695,6 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
         flavor,
         table: &sp.table,
         sess: &sess,
-        covers: None,
         local: BTreeMap::new(),
         igp: BTreeMap::new(),
         hosts: BTreeMap::new(),
@@ -826,8 +825,8 @@ type SessFacts = BTreeMap<SessionId, (bool, Ipv4Addr, Ipv4Addr, u32, bool)>;
 
 /// Next-hop resolution during one speaker's decision. The tables do not change meanwhile, so
 /// each next hop is looked up once, not once per path (a leaf holds a path per spine for every
-/// prefix), and BIRD's recursive covers are built only if a path needs them (a node's direct
-/// eBGP session never does).
+/// prefix); BIRD's recursive next hops look at the covering prefixes of its table only (not a
+/// map of every prefix's cover, which a node rebuilt every recompute for its one next hop).
 struct Resolver<'a> {
     net: &'a Network,
     st: &'a State,
@@ -835,7 +834,6 @@ struct Resolver<'a> {
     flavor: BgpFlavor,
     table: &'a Table,
     sess: &'a SessFacts,
-    covers: Option<BTreeMap<Ipv4Net, super::hostentry::Cover>>,
     /// Next hops that are the device's own address.
     local: BTreeMap<Ipv4Addr, bool>,
     /// Through the IGP tables (`resolve`) and through BIRD's own table (`hostentry`).
@@ -866,11 +864,9 @@ impl Resolver<'_> {
             return r.clone();
         }
         let sess = self.sess;
-        let covers = self.covers.get_or_insert_with(|| {
-            super::hostentry::covers(self.table, |o| match o {
-                Origin::Peer(s, _) => sess.get(s).is_none_or(|f| f.4),
-                Origin::Local(_) => false,
-            })
+        let covers = super::hostentry::covering(self.table, |o| match o {
+            Origin::Peer(s, _) => sess.get(s).is_none_or(|f| f.4),
+            Origin::Local(_) => false,
         });
         let r = super::hostentry::resolve(covers, nh);
         self.hosts.insert(nh, r.clone());
