@@ -12,12 +12,12 @@ mod fib_update;
 mod live;
 pub use bgp::{filter, MessageDelays, DEFAULT_MESSAGE_DELAY_MS, DEFAULT_SEED};
 mod ospf;
+mod queue;
 pub use ospf::{LsaBody, OspfDest, OspfHello, OspfLsa, OspfPacket, OspfWireRecord, RouterLink, OPTIONS_E};
 mod rib;
 pub mod state;
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet};
 
 #[cfg(test)]
 use crate::model::L2Id;
@@ -123,7 +123,7 @@ pub struct Engine {
     net: Network,
     now: u64,
     seq: u64,
-    queue: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    queue: queue::EventQueue<Event>,
     one_shot_pending: usize,
     recompute_pending: bool,
     /// Last protocol activity that could still change routes (holds off quiet).
@@ -203,7 +203,7 @@ impl Engine {
             net,
             now: 0,
             seq: 0,
-            queue: BinaryHeap::new(),
+            queue: queue::EventQueue::default(),
             one_shot_pending: 0,
             recompute_pending: false,
             last_change: 0,
@@ -439,7 +439,7 @@ impl Engine {
                 return Some(self.convergence(false));
             }
             let quiet_at = self.last_change + QUIET_MS;
-            let Some(Reverse((t, _, ev))) = self.queue.peek() else {
+            let Some((t, ev)) = self.queue.peek() else {
                 if quiet_at <= stop_at {
                     self.now = self.now.max(quiet_at);
                     return Some(self.convergence(true));
@@ -447,7 +447,6 @@ impl Engine {
                 self.now = self.now.max(stop_at);
                 return None;
             };
-            let t = *t;
             if self.one_shot_pending == 0 && ev.is_periodic() && t > quiet_at && quiet_at <= stop_at {
                 self.now = self.now.max(quiet_at);
                 self.refresh_timers_view();
@@ -525,8 +524,8 @@ impl Engine {
     /// set the clock to `until`.
     fn advance_to(&mut self, until: u64, budgeted: bool) -> Option<String> {
         let mut spent = None;
-        while let Some(Reverse((t, _, _))) = self.queue.peek() {
-            if *t > until {
+        while let Some((t, _)) = self.queue.peek() {
+            if t > until {
                 break;
             }
             self.step();
@@ -596,26 +595,23 @@ impl Engine {
         if !ev.is_periodic() {
             self.one_shot_pending += 1;
         }
-        self.queue.push(Reverse((at, seq, ev)));
+        self.queue.push(at, seq, ev);
     }
 
     fn step(&mut self) {
-        let Some(Reverse((t, seq, ev))) = self.queue.pop() else {
+        // A burst of UPDATEs is handled one prefix per step; the rest keeps its place.
+        let mut split = false;
+        let Some((t, _, ev)) = self.queue.pop_split(|ev| match ev {
+            Event::Bgp(b) => b.take_first().map(|head| {
+                split = true;
+                Event::Bgp(head)
+            }),
+            _ => None,
+        }) else {
             return;
         };
-        // A burst of UPDATEs is handled one prefix per step; the rest keeps its place.
-        let ev = match ev {
-            Event::Bgp(b) => {
-                let (head, rest) = b.split_first();
-                if let Some(rest) = rest {
-                    self.one_shot_pending += 1;
-                    self.queue.push(Reverse((t, seq, Event::Bgp(rest))));
-                }
-                Event::Bgp(head)
-            }
-            ev => ev,
-        };
-        if !ev.is_periodic() {
+        // The rest of a split burst is still pending, and so still counts.
+        if !split && !ev.is_periodic() {
             self.one_shot_pending -= 1;
         }
         self.now = self.now.max(t);

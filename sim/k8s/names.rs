@@ -31,10 +31,21 @@ pub fn pod_suffix(namespace: &str, owner: &str, n: u64) -> String {
     safe_chars(&format!("pod/{namespace}/{owner}/{n}"), 5)
 }
 
+/// Lower-case hex digits of `bytes` (Go's `hex.EncodeToString`), in one allocation: these
+/// names are made for every pod at every realisation.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    bytes
+        .iter()
+        .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0xf)]])
+        .map(char::from)
+        .collect()
+}
+
 /// A 64-hex container id for a pod sandbox (the CNI's `ContainerID`).
 pub fn container_id(namespace: &str, pod: &str, seq: u64) -> String {
     let digest = Sha256::digest(format!("sandbox/{namespace}/{pod}/{seq}").as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    hex(&digest)
 }
 
 /// The host side of a pod's veth: `cali` + the first 11 hex digits of sha1("NAMESPACE.POD")
@@ -42,16 +53,14 @@ pub fn container_id(namespace: &str, pod: &str, seq: u64) -> String {
 /// `cali7fba7a35b74`).
 pub fn veth_name(namespace: &str, pod: &str) -> String {
     let digest = Sha1::digest(format!("{namespace}.{pod}").as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("cali{}", &hex[..11])
+    format!("cali{}", &hex(&digest[..6])[..11])
 }
 
 /// The host end of a pod's veth as the bridge plugin names it (`ip.RandomVethName`: `veth` +
 /// 4 random bytes in hex); fabsim derives the bytes from the pod's identity.
 pub fn bridge_veth_name(namespace: &str, pod: &str) -> String {
     let digest = Sha1::digest(format!("veth/{namespace}/{pod}").as_bytes());
-    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
-    format!("veth{hex}")
+    format!("veth{}", hex(&digest[..4]))
 }
 
 /// The network namespace containerd creates for a pod sandbox, `cni-` + 16 random bytes as
@@ -59,14 +68,14 @@ pub fn bridge_veth_name(namespace: &str, pod: &str) -> String {
 /// fabsim derives the bytes from the pod's identity.
 pub fn netns_name(namespace: &str, pod: &str) -> String {
     let d = Sha256::digest(format!("netns/{namespace}/{pod}").as_bytes());
-    let hex = |r: std::ops::Range<usize>| d[r].iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let part = |r: std::ops::Range<usize>| hex(&d[r]);
     format!(
         "cni-{}-{}-{}-{}-{}",
-        hex(0..4),
-        hex(4..6),
-        hex(6..8),
-        hex(8..10),
-        hex(10..16)
+        part(0..4),
+        part(4..6),
+        part(6..8),
+        part(8..10),
+        part(10..16)
     )
 }
 

@@ -64,16 +64,20 @@ impl Event {
         matches!(self, Event::Keepalive { .. } | Event::Connect { .. })
     }
 
-    /// What one engine step handles, and the rest of a burst of UPDATEs, which keeps its
-    /// place in the queue.
-    pub(crate) fn split_first(self) -> (Event, Option<Event>) {
+    /// What one engine step handles of a burst of UPDATEs that holds more than one prefix:
+    /// the first, taken out; the rest keeps its place in the queue. None: the event is handled
+    /// whole.
+    pub(crate) fn take_first(&mut self) -> Option<Event> {
         match self {
-            Event::Update { to, gen, mut updates } if updates.len() > 1 => {
+            Event::Update { to, gen, updates } if updates.len() > 1 => {
                 let head = updates.pop_front().into_iter().collect();
-                let rest = Event::Update { to, gen, updates };
-                (Event::Update { to, gen, updates: head }, Some(rest))
+                Some(Event::Update {
+                    to: *to,
+                    gen: *gen,
+                    updates: head,
+                })
             }
-            ev => (ev, None),
+            _ => None,
         }
     }
 }

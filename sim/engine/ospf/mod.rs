@@ -398,7 +398,7 @@ impl Ospf {
         let me = &mut self.ifs[to.idx()];
         let same_subnet = me
             .addr
-            .is_some_and(|a| a.trunc() == s_addr.trunc() && a.prefix_len() == s_addr.prefix_len());
+            .is_some_and(|a| a.prefix_len() == s_addr.prefix_len() && a.network() == s_addr.network());
         if !me.active || me.passive || me.p2p != s_p2p || !same_subnet {
             return false;
         }
