@@ -55,6 +55,10 @@ pub(crate) struct EventQueue<E> {
     events: Vec<Option<E>>,
     /// Slots of `events` that are free.
     free: Vec<usize>,
+    /// The top key's event was taken whole (`pop_split`) and the key left in place: most
+    /// handlers queue an event at once (a hello its successor), which then takes the key's
+    /// place with one sift down instead of a pop and a push; `settle` removes it otherwise.
+    stale_top: bool,
 }
 
 impl<E> Default for EventQueue<E> {
@@ -63,6 +67,7 @@ impl<E> Default for EventQueue<E> {
             keys: BinaryHeap::new(),
             events: Vec::new(),
             free: Vec::new(),
+            stale_top: false,
         }
     }
 }
@@ -79,12 +84,29 @@ impl<E> EventQueue<E> {
                 self.events.len() - 1
             }
         };
-        let at_seq = (u128::from(at) << 64) | u128::from(seq);
-        self.keys.push(Reverse(Key { at_seq, slot }));
+        let key = Reverse(Key {
+            at_seq: (u128::from(at) << 64) | u128::from(seq),
+            slot,
+        });
+        if std::mem::take(&mut self.stale_top) {
+            if let Some(mut top) = self.keys.peek_mut() {
+                *top = key;
+                return;
+            }
+        }
+        self.keys.push(key);
+    }
+
+    /// Drop the key of the event taken last, if nothing took its place.
+    fn settle(&mut self) {
+        if std::mem::take(&mut self.stale_top) {
+            self.keys.pop();
+        }
     }
 
     /// The earliest event and its time.
-    pub(crate) fn peek(&self) -> Option<(u64, &E)> {
+    pub(crate) fn peek(&mut self) -> Option<(u64, &E)> {
+        self.settle();
         let Reverse(key) = self.keys.peek()?;
         self.events[key.slot].as_ref().map(|ev| (key.at(), ev))
     }
@@ -93,13 +115,14 @@ impl<E> EventQueue<E> {
     /// burst's first prefix): then the rest stays queued under the same time and number, as
     /// if it had been taken whole and queued again.
     pub(crate) fn pop_split(&mut self, split: impl FnOnce(&mut E) -> Option<E>) -> Option<(u64, u64, E)> {
+        self.settle();
         let &Reverse(key) = self.keys.peek()?;
         let (at, seq, slot) = (key.at(), key.seq(), key.slot);
         let held = self.events[slot].as_mut()?;
         if let Some(part) = split(held) {
             return Some((at, seq, part));
         }
-        self.keys.pop();
+        self.stale_top = true;
         self.free.push(slot);
         self.events[slot].take().map(|ev| (at, seq, ev))
     }
@@ -127,5 +150,26 @@ mod tests {
         assert_eq!(q.pop_split(take_one), Some((20, 1, vec!["late"])));
         assert_eq!(q.pop_split(take_one), None);
         assert_eq!(q.events.len(), 3);
+    }
+
+    /// An event queued after one was taken takes the taken one's key in place; the order is
+    /// still by (time, number) whether it sorts first, last or between.
+    #[test]
+    fn a_push_after_a_take_replaces_its_key() {
+        let whole = |_: &mut &str| None;
+        let mut q: EventQueue<&str> = EventQueue::default();
+        q.push(10, 1, "x");
+        q.push(30, 2, "y");
+        assert_eq!(q.pop_split(whole), Some((10, 1, "x")));
+        q.push(40, 3, "after y");
+        q.push(20, 4, "before y");
+        assert_eq!(q.pop_split(whole), Some((20, 4, "before y")));
+        q.push(5, 5, "first");
+        assert_eq!(q.peek(), Some((5, &"first")));
+        assert_eq!(q.pop_split(whole), Some((5, 5, "first")));
+        assert_eq!(q.pop_split(whole), Some((30, 2, "y")));
+        assert_eq!(q.pop_split(whole), Some((40, 3, "after y")));
+        assert_eq!(q.peek(), None);
+        assert_eq!(q.keys.len(), 0);
     }
 }
