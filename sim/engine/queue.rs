@@ -12,7 +12,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// Time and sequence number as one integer (time in the high half), so that ordering two is one
-/// comparison; `slot` is where the event waits.
+/// comparison; `slot` is where the event waits and never decides (the numbers are unique). The
+/// order is written out rather than derived from a `(u128, usize)` tuple: the tuple's compare
+/// cost the seed-lab replay 4.6% more instructions (520.7 M against 497.6 M).
 #[derive(Clone, Copy, Debug)]
 struct Key {
     at_seq: u128,
