@@ -1,7 +1,8 @@
 //! Criterion benchmarks: convergence of the bundled seed lab, full scenario replays (the seed
 //! lab's whole runbook, `seed_lab_replay`; the BGP stages), a ping over a converged state, and
 //! Calico's IPAM and confd at a scale the lab does not reach; generated leaf-spine fabrics
-//! (`fabsim gen leaf-spine`, OSPF or eBGP underlay, Calico peering with the ToR) from topology
+//! (`fabsim gen leaf-spine`, OSPF or eBGP underlay, Calico peering with the ToR, one pod per
+//! node) from topology
 //! text to converged FIBs on every device (`converge/…`), the all-pairs reachability matrix
 //! after convergence (`reach_all_pairs/…`) and a spine-leaf link failure re-converged
 //! (`step_delta/…`), the same three on the 16x256x16 fabric (`large`). Peak memory of the same

@@ -27,10 +27,12 @@ pub fn fabric_id(s: u32, l: u32, n: u32, underlay: Underlay) -> String {
 }
 
 /// `fabsim gen leaf-spine` text for these sizes: Calico peering with the ToR, per-node ASNs,
-/// no pods (node-to-node reachability is what the matrix then checks).
+/// one pod per node (the 16x256x16 fabric has 4,096 pod blocks; the matrix then
+/// checks node-to-node, pod-to-pod and node-pod pairs).
 pub fn fabric(s: u32, l: u32, n: u32, underlay: Underlay) -> String {
     LeafSpine {
         underlay,
+        pods_per_node: 1,
         ..LeafSpine::new(s, l, n)
     }
     .generate()

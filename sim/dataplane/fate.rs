@@ -32,17 +32,29 @@
 //!   unreachable or blackhole route (the walk's failures, and ICMP errors whose reply would
 //!   need the walk);
 //! - on every next hop: a tunnel device (encapsulation changes the addresses the next routers
-//!   see), an EOS NAT ACL on the egress interface, a MASQUERADE rule that matches the request
-//!   (`Walk::apply_nat`; either would change the reply's destination), a next hop that does
-//!   not answer ARP (the same `arp` the walk uses);
-//! - branches delivering to different devices (anycast), a branch coming back to a device
-//!   whose fate is being computed (a loop), more forwarding decisions than the TTL allows.
+//!   see), an EOS NAT ACL on the egress interface, a next hop that does not answer ARP (the
+//!   same `arp` the walk uses);
+//! - a MASQUERADE rule that matches the request (`Walk::apply_nat`), unless it is the first
+//!   translation on the way, the route's next hops all leave by one interface (so one outside
+//!   address, `source_for`, for every branch) and the rule's sources do not hold that address
+//!   (so the source is surely rewritten); and a second translation (the walk keeps one);
+//! - branches delivering to different devices (anycast) or masqueraded at different points, a
+//!   branch coming back to a device whose fate is being computed (a loop), more forwarding
+//!   decisions than the TTL allows.
 //!
 //! kube-proxy's rules never touch an echo (`Walk::service_dnat` handles TCP and UDP only), and
 //! without NAT the reply's addresses are the request's swapped, so conntrack has nothing to
-//! undo. TTL: a packet arriving with TTL t at a device that forwards it `f` more times
-//! (counting that device) is delivered iff t > f, since each forwarding device needs TTL > 1
-//! and decrements it, and the sender does not decrement.
+//! undo. After MASQUERADE at device M out of interface E (felix's natOutgoing: a pod's echo to
+//! a host), the answerer replies to M's outside address; the walk gives the reply the pod's
+//! address back only where it enters M by E (`Walk::undo_nat`), and M then forwards it by
+//! its route to the pod. So the analysis proves, for the reply: every branch to the outside
+//! address is delivered to M; no neighbour that forwards would send a packet for that address
+//! into M by another interface (any last hop into M is such a neighbour, or the answerer
+//! itself, which must not be a neighbour doing so either: `entering_elsewhere`); and from M
+//! every branch to the pod's address is delivered to the source, the two legs' forwarding
+//! decisions together within the answerer's TTL. TTL: a packet arriving with TTL t at a device
+//! that forwards it `f` more times (counting that device) is delivered iff t > f, since each
+//! forwarding device needs TTL > 1 and decrements it, and the sender does not decrement.
 //!
 //! A proven pair adds nothing to the matrix's findings: a blackhole hop ends a walk undelivered,
 //! and a walk that is delivered never forwards from one device twice — the second time it
@@ -57,7 +69,7 @@ use ipnet::Ipv4Net;
 use super::walk::{arp, source_for};
 use crate::engine::state::Route;
 use crate::engine::{local_iface, State};
-use crate::model::{DeviceId, DeviceKind, Masquerade, Network};
+use crate::model::{DeviceId, DeviceKind, IfId, Masquerade, Network};
 
 /// Forwarding decisions beyond which nothing is proven: a TTL is at most 255, and the analysis'
 /// recursion stays this deep at most.
@@ -70,8 +82,9 @@ const MAX_RULES: usize = 64;
 /// What every branch does with a packet of one flow, from one device on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fate {
-    /// Every branch delivers it to `dev` after at most `forwards` forwarding decisions.
-    Delivered { dev: DeviceId, forwards: u8 },
+    /// Every branch delivers it to `dev` after at most `forwards` forwarding decisions, having
+    /// been masqueraded on the way at NAT point `nat - 1` (0: not at all).
+    Delivered { dev: DeviceId, forwards: u8, nat: u16 },
     /// Some branch ends otherwise, or does what the analysis does not follow: only the walk
     /// with the pair's own hash can tell.
     Unproven,
@@ -81,9 +94,31 @@ enum Fate {
     Unknown,
 }
 
+/// Which leg of an echo a packet is on: MASQUERADE rewrites requests only (`Walk::apply_nat`),
+/// and a request it rewrote is not rewritten again (the walk keeps one translation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Leg {
+    Request,
+    /// A request after MASQUERADE, its source the NAT device's address.
+    Masqueraded,
+    Reply,
+}
+
+/// A device that masquerades requests out of one interface (`Fates::nat_index` names it):
+/// conntrack undoes the translation for an answer that comes back to `outside` through that
+/// interface (`Walk::undo_nat`).
+struct NatPoint {
+    dev: DeviceId,
+    outside: Ipv4Addr,
+    /// Neighbours that do not forward (a pod behind its `cali…` veth, a host) whose own packets
+    /// to `outside` enter `dev` by another interface: as answerers, their replies are not
+    /// un-NATed (sorted). None: a router could bring the answer in elsewhere.
+    enter_elsewhere: Option<Vec<DeviceId>>,
+}
+
 /// What a transit hop's decision depends on besides the device: the destination address, and
-/// for MASQUERADE (`Walk::apply_nat`, requests only) which rules' source sets hold the source
-/// address — together the flow's kind. The rest of the source address only enters the hash.
+/// for MASQUERADE which rules' source sets hold the source address and the echo's leg —
+/// together the flow's kind. The rest of the source address only enters the hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Flow {
     dst: Ipv4Addr,
@@ -112,8 +147,11 @@ pub struct Fates<'a> {
     /// device's, by index.
     rules: Vec<&'a Masquerade>,
     rule_of: Vec<Option<usize>>,
-    /// Flow kinds seen: (bit i: the source is in `rules[i]`'s source networks, a request).
-    kinds: Vec<(u64, bool)>,
+    /// Flow kinds seen: (bit i: the source is in `rules[i]`'s source networks, the leg).
+    kinds: Vec<(u64, Leg)>,
+    /// Where requests were masqueraded on the way, by (device, egress) in `nat_index`.
+    nats: Vec<NatPoint>,
+    nat_index: FnvHashMap<(DeviceId, IfId), u16>,
     /// Dense indices of the addresses the caller will ask about (the matrix's endpoints).
     targets: FnvHashMap<Ipv4Addr, u32>,
     /// `rows[kind][device][target]`: fates of flows to targets, allocated per device reached.
@@ -150,6 +188,8 @@ impl<'a> Fates<'a> {
             rules,
             rule_of,
             kinds: Vec::new(),
+            nats: Vec::new(),
+            nat_index: FnvHashMap::default(),
             targets: index,
             rows: Vec::new(),
             others: FnvHashMap::default(),
@@ -168,16 +208,55 @@ impl<'a> Fates<'a> {
         let Some(src) = self.send_block(from, dst).and_then(|s| s.src) else {
             return false;
         };
-        let request = self.flow(src, dst, true);
-        let Some(answerer) = self.sent(from, request) else {
+        let request = self.flow(src, dst, Leg::Request);
+        let Some((answerer, nat)) = self.sent(from, request) else {
             return false;
         };
         if answerer == from {
             return false;
         }
-        // The reply: from the destination's address back to the request's source.
-        let reply = self.flow(dst, src, false);
-        self.sent(answerer, reply) == Some(from)
+        match nat {
+            // The reply: from the destination's address back to the request's source.
+            None => {
+                let reply = self.flow(dst, src, Leg::Reply);
+                self.sent(answerer, reply) == Some((from, None))
+            }
+            Some(point) => self.answered_through_nat(from, src, dst, answerer, point),
+        }
+    }
+
+    /// The reply to a request masqueraded at `point` goes to the outside address, must enter
+    /// the NAT device by the interface the request left by (where conntrack gives it the
+    /// request's source back: `Walk::undo_nat`), and is forwarded from there to `from`, all
+    /// within the answerer's TTL.
+    fn answered_through_nat(
+        &mut self,
+        from: DeviceId,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        answerer: DeviceId,
+        point: usize,
+    ) -> bool {
+        let (nat_dev, outside) = (self.nats[point].dev, self.nats[point].outside);
+        let enters_by_egress = self.nats[point]
+            .enter_elsewhere
+            .as_ref()
+            .is_some_and(|elsewhere| elsewhere.binary_search(&answerer).is_err());
+        if answerer == nat_dev || !enters_by_egress {
+            return false;
+        }
+        let to_outside = self.flow(dst, outside, Leg::Reply);
+        let Some((at, before, _)) = self.delivered(answerer, to_outside) else {
+            return false;
+        };
+        if at != nat_dev {
+            return false;
+        }
+        let to_inside = self.flow(dst, src, Leg::Reply);
+        let Fate::Delivered { dev, forwards, .. } = self.arrive(nat_dev, to_inside, 0) else {
+            return false;
+        };
+        dev == from && u16::from(self.net.device(answerer).profile.ttl) > u16::from(before) + u16::from(forwards)
     }
 
     /// `dev`'s sending to `dst`'s block, looked up again only outside the last block.
@@ -203,10 +282,10 @@ impl<'a> Fates<'a> {
         slot.as_ref()
     }
 
-    fn flow(&mut self, src: Ipv4Addr, dst: Ipv4Addr, request: bool) -> Flow {
+    fn flow(&mut self, src: Ipv4Addr, dst: Ipv4Addr, leg: Leg) -> Flow {
         // A reply is never NATed on its way (only requests are, `Walk::apply_nat`), so its
         // source's rules do not matter: all replies to one address share their fates.
-        let masq_src = if request {
+        let masq_src = if leg != Leg::Reply {
             self.rules
                 .iter()
                 .take(MAX_RULES)
@@ -219,9 +298,9 @@ impl<'a> Fates<'a> {
         let kind = self
             .kinds
             .iter()
-            .position(|k| *k == (masq_src, request))
+            .position(|k| *k == (masq_src, leg))
             .unwrap_or_else(|| {
-                self.kinds.push((masq_src, request));
+                self.kinds.push((masq_src, leg));
                 self.rows.push(vec![None; self.net.devices.len()]);
                 self.kinds.len() - 1
             });
@@ -235,9 +314,9 @@ impl<'a> Fates<'a> {
     /// Whether `dev`'s MASQUERADE rule may rewrite a packet of `flow` (`Masquerade::matches`,
     /// with the source known only by the rules it matches).
     fn masquerades(&self, dev: DeviceId, flow: Flow) -> bool {
-        let (masq_src, request) = self.kinds[flow.kind];
+        let (masq_src, leg) = self.kinds[flow.kind];
         match self.rule_of[dev.idx()] {
-            _ if !request => false,
+            _ if leg == Leg::Reply => false,
             None => false,
             Some(i) if i >= MAX_RULES => true,
             Some(i) => masq_src & 1 << i != 0 && !self.rules[i].not_dst.iter().any(|n| n.contains(&flow.dst)),
@@ -245,8 +324,15 @@ impl<'a> Fates<'a> {
     }
 
     /// Where every branch delivers a packet of `flow` that `origin` sends with its own TTL
-    /// (the sender does not decrement it).
-    fn sent(&mut self, origin: DeviceId, flow: Flow) -> Option<DeviceId> {
+    /// (the sender does not decrement it), and the NAT point it was masqueraded at, if any.
+    fn sent(&mut self, origin: DeviceId, flow: Flow) -> Option<(DeviceId, Option<usize>)> {
+        let (to, forwards, nat) = self.delivered(origin, flow)?;
+        (self.net.device(origin).profile.ttl > forwards).then_some((to, nat))
+    }
+
+    /// Where every branch delivers a packet of `flow` that `origin` sends, after how many
+    /// forwarding decisions at most (the TTL it needs is more), and its NAT point.
+    fn delivered(&mut self, origin: DeviceId, flow: Flow) -> Option<(DeviceId, u8, Option<usize>)> {
         let (net, st): (&'a Network, &'a State) = (self.net, self.st);
         if self.masquerades(origin, flow) {
             return None;
@@ -267,26 +353,34 @@ impl<'a> Fates<'a> {
         };
         self.sends[origin.idx()] = send;
         match fate {
-            Fate::Delivered { dev, forwards } if net.device(origin).profile.ttl > forwards => Some(dev),
+            Fate::Delivered { dev, forwards, nat } => Some((dev, forwards, nat.checked_sub(1).map(usize::from))),
             _ => None,
         }
     }
 
-    /// The devices the next hops lead to must all deliver to one device: which, and the most
-    /// forwarding decisions from them on.
+    /// The devices the next hops lead to must all deliver to one device, masqueraded at the
+    /// same point: which, and the most forwarding decisions from them on.
     fn all_deliver(&mut self, next: &[DeviceId], flow: Flow, depth: u8) -> Fate {
-        let mut all: Option<(DeviceId, u8)> = None;
+        let mut all: Option<Fate> = None;
         for &hop in next {
-            let Fate::Delivered { dev: to, forwards } = self.arrive(hop, flow, depth) else {
+            let fate @ Fate::Delivered { dev: to, forwards, nat } = self.arrive(hop, flow, depth) else {
                 return Fate::Unproven;
             };
             all = match all {
-                Some((d, _)) if d != to => return Fate::Unproven,
-                Some((d, f)) => Some((d, f.max(forwards))),
-                None => Some((to, forwards)),
+                Some(Fate::Delivered {
+                    dev,
+                    forwards: most,
+                    nat: at,
+                }) if dev == to && at == nat => Some(Fate::Delivered {
+                    dev,
+                    forwards: most.max(forwards),
+                    nat,
+                }),
+                Some(_) => return Fate::Unproven,
+                None => Some(fate),
             };
         }
-        all.map_or(Fate::Unproven, |(dev, forwards)| Fate::Delivered { dev, forwards })
+        all.unwrap_or(Fate::Unproven)
     }
 
     /// The memo slot of (`dev`, `flow`).
@@ -319,14 +413,14 @@ impl<'a> Fates<'a> {
     fn transit(&mut self, dev: DeviceId, flow: Flow, depth: u8) -> Fate {
         let (net, st): (&'a Network, &'a State) = (self.net, self.st);
         if local_iface(net, st, dev, flow.dst).is_some() {
-            return Fate::Delivered { dev, forwards: 0 };
+            return Fate::Delivered {
+                dev,
+                forwards: 0,
+                nat: 0,
+            };
         }
         let d = net.device(dev);
-        if d.external.is_some()
-            || (d.kind == DeviceKind::Linux && !d.ip_forward)
-            || depth >= MAX_FORWARDS
-            || self.masquerades(dev, flow)
-        {
+        if d.external.is_some() || (d.kind == DeviceKind::Linux && !d.ip_forward) || depth >= MAX_FORWARDS {
             return Fate::Unproven;
         }
         let Some(route) = st.devices[dev.idx()].fib.lookup(flow.dst) else {
@@ -336,14 +430,101 @@ impl<'a> Fates<'a> {
         if !next_devices(net, st, route, flow.dst, &mut next) {
             return Fate::Unproven;
         }
-        match self.all_deliver(&next, flow, depth + 1) {
-            Fate::Delivered { dev: to, forwards } if forwards < MAX_FORWARDS => Fate::Delivered {
+        let (onward, here) = if self.masquerades(dev, flow) {
+            match self.masquerade(dev, flow, route) {
+                Some(masqueraded) => masqueraded,
+                None => return Fate::Unproven,
+            }
+        } else {
+            (flow, 0)
+        };
+        match self.all_deliver(&next, onward, depth + 1) {
+            // Translated here and again further on: the walk keeps one translation only.
+            Fate::Delivered { nat, .. } if here != 0 && nat != 0 => Fate::Unproven,
+            Fate::Delivered { dev: to, forwards, nat } if forwards < MAX_FORWARDS => Fate::Delivered {
                 dev: to,
                 forwards: forwards + 1,
+                nat: nat.max(here),
             },
             _ => Fate::Unproven,
         }
     }
+
+    /// `dev` masquerades a request of `flow` that leaves by `route` (`Walk::apply_nat`): the
+    /// flow it goes on as, with the NAT device's address for source, and its NAT point (plus
+    /// one). None where the translation depends on the branch or on the source address.
+    fn masquerade(&mut self, dev: DeviceId, flow: Flow, route: &Route) -> Option<(Flow, u16)> {
+        let (net, st): (&'a Network, &'a State) = (self.net, self.st);
+        if self.kinds[flow.kind].1 == Leg::Masqueraded {
+            return None;
+        }
+        // The outside address is the egress interface's: one for every branch.
+        let egress = route.nexthops.first()?.iface;
+        if route.nexthops.iter().any(|nh| nh.iface != egress) {
+            return None;
+        }
+        let rule = self.rule_of[dev.idx()].filter(|i| *i < MAX_RULES)?;
+        let outside = source_for(net, st, dev, egress)?;
+        // A source that is the outside address itself is not translated; the flow's kind does
+        // not tell the two apart unless the rule's sources exclude the outside address.
+        if self.rules[rule].src.iter().any(|n| n.contains(&outside)) {
+            return None;
+        }
+        let point = match self.nat_index.get(&(dev, egress)) {
+            Some(p) => *p,
+            None => {
+                let p = u16::try_from(self.nats.len() + 1).ok().filter(|p| *p < u16::MAX)?;
+                let enter_elsewhere = entering_elsewhere(net, st, dev, egress, outside);
+                self.nats.push(NatPoint {
+                    dev,
+                    outside,
+                    enter_elsewhere,
+                });
+                self.nat_index.insert((dev, egress), p);
+                p
+            }
+        };
+        self.nats[usize::from(point - 1)].enter_elsewhere.as_ref()?;
+        let onward = self.flow(outside, flow.dst, Leg::Masqueraded);
+        Some((onward, point))
+    }
+}
+
+/// The neighbours of `dev` whose packets to `outside` enter it by an interface other than
+/// `egress`, when none of them forwards: those could only be the answerer. None when a router
+/// (or any forwarding device) would bring a packet to `outside` in by another interface.
+fn entering_elsewhere(
+    net: &Network,
+    st: &State,
+    dev: DeviceId,
+    egress: IfId,
+    outside: Ipv4Addr,
+) -> Option<Vec<DeviceId>> {
+    let mut answerers = Vec::new();
+    for &other in net.device(dev).ifaces.iter().filter(|i| **i != egress) {
+        for peer_if in net.l2_peers(other) {
+            let peer = net.iface(peer_if).device;
+            let enters_elsewhere = peer != dev
+                && st.devices[peer.idx()].fib.lookup(outside).is_some_and(|r| {
+                    r.nexthops.iter().any(|nh| {
+                        arp(net, st, nh.iface, nh.via.unwrap_or(outside))
+                            .is_some_and(|i| i != egress && net.iface(i).device == dev)
+                    })
+                });
+            if !enters_elsewhere {
+                continue;
+            }
+            // The analysis follows no packet through a device that does not forward (`transit`).
+            let d = net.device(peer);
+            if d.external.is_none() && (d.kind != DeviceKind::Linux || d.ip_forward) {
+                return None;
+            }
+            answerers.push(peer);
+        }
+    }
+    answerers.sort_unstable();
+    answerers.dedup();
+    Some(answerers)
 }
 
 /// The devices a packet to `dst` goes to by `route`, one per next hop, into `out`; false

@@ -133,8 +133,12 @@ impl Fib {
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
         for len in (0..=32u8).rev().filter(|l| self.lens[*l as usize] != 0) {
             let Ok(net) = Ipv4Net::new(dst, len) else { continue };
-            if let Some(r) = self.with_prefix(net.trunc()).next() {
-                return Some(r);
+            let net = net.trunc();
+            // The first key at or after (net, lowest metric): one descent of the tree, where
+            // `with_prefix`'s bounded range makes two.
+            match self.routes.range((net, 0)..).next() {
+                Some(((p, _), r)) if *p == net => return Some(r),
+                _ => {}
             }
         }
         None
