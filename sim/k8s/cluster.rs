@@ -3,7 +3,9 @@
 //! scheduling, and the CNI ADD that gives a started pod its address.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::net::Ipv4Addr;
+use std::sync::LazyLock;
 
 use ipnet::Ipv4Net;
 
@@ -440,20 +442,24 @@ impl Cluster {
     /// The node's taints as `kubectl describe node` lists them: `spec.taints`, then the ones
     /// the node lifecycle controller adds for a cordoned, unreachable or not-Ready node.
     pub fn taints(&self, node: &KNode, now: u64) -> Vec<String> {
-        self.node_taints(node, now).iter().map(Taint::to_string).collect()
+        self.node_taints(node, now).map(Taint::to_string).collect()
     }
 
-    fn node_taints(&self, node: &KNode, now: u64) -> Vec<Taint> {
-        let mut t = node.taints.clone();
-        if node.unschedulable {
-            t.push(Taint::unschedulable());
-        }
-        if self.status_unknown_since(&node.name, now).is_some() {
-            t.push(Taint::unreachable());
+    /// `spec.taints`, then the node lifecycle controller's, borrowed: the scheduler reads them
+    /// for every node at every attempt.
+    fn node_taints<'a>(&self, node: &'a KNode, now: u64) -> impl Iterator<Item = &'a Taint> {
+        let [unschedulable, unreachable, not_ready] = &*LIFECYCLE_TAINTS;
+        let condition = if self.status_unknown_since(&node.name, now).is_some() {
+            Some(unreachable)
         } else if !self.ready(&node.name, now) {
-            t.push(Taint::not_ready());
-        }
-        t
+            Some(not_ready)
+        } else {
+            None
+        };
+        node.taints
+            .iter()
+            .chain(node.unschedulable.then_some(unschedulable))
+            .chain(condition)
     }
 
     pub fn pod(&self, namespace: &str, name: &str) -> Option<&Pod> {
@@ -961,7 +967,7 @@ impl Cluster {
         if let Some(pinned) = pod.pinned_node.as_ref().filter(|n| self.ready(n, now)) {
             return Ok(pinned.clone());
         }
-        let unfit: Vec<Option<String>> = self.nodes.iter().map(|n| self.unfit_reason(pod, n, now)).collect();
+        let unfit: Vec<Option<Unfit>> = self.nodes.iter().map(|n| self.unfit_reason(pod, n, now)).collect();
         match pod.pinned_node {
             None => self.best_fit(pod, &unfit).ok_or_else(|| fit_error(&unfit)),
             Some(_) => Err(fit_error(&unfit)),
@@ -973,7 +979,7 @@ impl Cluster {
     /// does not tolerate, then the fewest pods, ties by join order. (kube-scheduler's scores
     /// differ in detail and it breaks ties at random; a scenario pins placement where it
     /// matters.)
-    fn best_fit(&self, pod: &Pod, unfit: &[Option<String>]) -> Option<String> {
+    fn best_fit(&self, pod: &Pod, unfit: &[Option<Unfit>]) -> Option<String> {
         self.nodes
             .iter()
             .zip(unfit)
@@ -1001,19 +1007,18 @@ impl Cluster {
     /// (`pkg/scheduler/framework/plugins/{nodeunschedulable,tainttoleration,nodeaffinity}`), then
     /// NodeResourcesFit's pod count ("Too many pods"; fabsim's pods request no CPU or memory).
     /// None when the pod fits. A not-Ready node fails by its not-ready taint.
-    fn unfit_reason(&self, pod: &Pod, node: &KNode, now: u64) -> Option<String> {
-        if node.unschedulable && !taints::tolerates(pod, &Taint::unschedulable()) {
-            return Some("node(s) were unschedulable".into());
+    fn unfit_reason<'a>(&self, pod: &Pod, node: &'a KNode, now: u64) -> Option<Unfit<'a>> {
+        if node.unschedulable && !taints::tolerates(pod, &LIFECYCLE_TAINTS[0]) {
+            return Some(Unfit::Unschedulable);
         }
-        let taints = self.node_taints(node, now);
-        let untolerated = taints
-            .iter()
+        let untolerated = self
+            .node_taints(node, now)
             .find(|t| t.effect.blocks_scheduling() && !taints::tolerates(pod, t));
         if let Some(t) = untolerated {
-            return Some(format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value));
+            return Some(Unfit::Taint(t));
         }
         if !pod.node_selector.iter().all(|(k, v)| node.labels.get(k) == Some(v)) {
-            return Some("node(s) didn't match Pod's node affinity/selector".into());
+            return Some(Unfit::Selector);
         }
         // NodeResourcesFit: the pods already bound there against the Node's allocatable pods
         // (its kubelet's maxPods).
@@ -1024,7 +1029,7 @@ impl Cluster {
             .filter(|p| p.node.as_deref() == Some(node.name.as_str()) && p.phase != PodPhase::Failed)
             .count();
         if bound >= self.max_pods(&node.name) as usize {
-            return Some("Too many pods".into());
+            return Some(Unfit::TooManyPods);
         }
         None
     }
@@ -1110,20 +1115,51 @@ impl Cluster {
     }
 }
 
+/// The node lifecycle controller's taints: cordoned, unreachable, not ready.
+static LIFECYCLE_TAINTS: LazyLock<[Taint; 3]> =
+    LazyLock::new(|| [Taint::unschedulable(), Taint::unreachable(), Taint::not_ready()]);
+
+/// Why kube-scheduler's filters reject a node (`Cluster::unfit_reason`); its text is the
+/// FitError message's.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Unfit<'a> {
+    Unschedulable,
+    Taint(&'a Taint),
+    Selector,
+    TooManyPods,
+}
+
+impl fmt::Display for Unfit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unfit::Unschedulable => f.write_str("node(s) were unschedulable"),
+            Unfit::Taint(t) => write!(f, "node(s) had untolerated taint {{{}: {}}}", t.key, t.value),
+            Unfit::Selector => f.write_str("node(s) didn't match Pod's node affinity/selector"),
+            Unfit::TooManyPods => f.write_str("Too many pods"),
+        }
+    }
+}
+
 /// The scheduler's message for a pod no node fits, from each node's `unfit_reason`
 /// (`FitError.Error()` in `pkg/scheduler/framework/types.go`, v1.28): the count of each node's
 /// reason, the `"N reason"` strings sorted as strings and joined by `, `, each part ended by
 /// `.`; then DefaultPreemption's PostFilter message — every rejection here is
 /// UnschedulableAndUnresolvable, so preemption cannot help on any node. With no nodes at all
 /// the scheduler gives up before filtering (`ErrNoNodesAvailable`).
-fn fit_error(unfit: &[Option<String>]) -> String {
+fn fit_error(unfit: &[Option<Unfit>]) -> String {
     let n = unfit.len();
     if n == 0 {
         return "no nodes available to schedule pods".into();
     }
-    let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
+    // Counted per reason, then per reason's text (what the scheduler counts), each text
+    // written once rather than once per node.
+    let mut by_reason: BTreeMap<&Unfit, usize> = BTreeMap::new();
     for reason in unfit.iter().flatten() {
-        *histogram.entry(reason).or_default() += 1;
+        *by_reason.entry(reason).or_default() += 1;
+    }
+    let mut histogram: BTreeMap<String, usize> = BTreeMap::new();
+    for (reason, count) in by_reason {
+        *histogram.entry(reason.to_string()).or_default() += count;
     }
     let mut reasons: Vec<String> = histogram.iter().map(|(r, c)| format!("{c} {r}")).collect();
     reasons.sort();

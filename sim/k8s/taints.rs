@@ -43,7 +43,7 @@ impl Effect {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Taint {
     pub key: String,
     pub value: String,
