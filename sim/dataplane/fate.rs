@@ -238,10 +238,11 @@ impl<'a> Fates<'a> {
         point: usize,
     ) -> bool {
         let (nat_dev, outside) = (self.nats[point].dev, self.nats[point].outside);
+        // `masquerade` hands out only points whose reply cannot enter elsewhere by a router.
         let enters_by_egress = self.nats[point]
             .enter_elsewhere
             .as_ref()
-            .is_some_and(|elsewhere| elsewhere.binary_search(&answerer).is_err());
+            .is_some_and(|answerers| answerers.binary_search(&answerer).is_err());
         if answerer == nat_dev || !enters_by_egress {
             return false;
         }
@@ -439,8 +440,6 @@ impl<'a> Fates<'a> {
             (flow, 0)
         };
         match self.all_deliver(&next, onward, depth + 1) {
-            // Translated here and again further on: the walk keeps one translation only.
-            Fate::Delivered { nat, .. } if here != 0 && nat != 0 => Fate::Unproven,
             Fate::Delivered { dev: to, forwards, nat } if forwards < MAX_FORWARDS => Fate::Delivered {
                 dev: to,
                 forwards: forwards + 1,
