@@ -12,9 +12,11 @@
 //! needs, per pair, only the source's own first decision and the answerer's (the two ends,
 //! where the source address is chosen), and walks with the pair's real hash only what is not
 //! proven this way: branches that disagree, and every failure (whose hops the report explains).
-//! The ends' decisions are grouped too: a device's forwarding-equivalence block around an
-//! address (`Fib::lookup_block`) sends every address in it by the same route, so one lookup
-//! serves all the destinations (or, for the answer, sources) in the block.
+//! Every device decides for the caller's targets from a [`Table`] made in one pass of its FIB
+//! over the targets in address order (`Fib::lookup_sorted`), not by a lookup per question; a
+//! Linux host that hands the packet to one device unchanged (a node's default route to its
+//! leaf, its route to a pod's veth) is not memoised but answers with that device's fate one
+//! decision later (`Fates::arrive`): its memo row would serve only its own pods' pairs.
 //!
 //! # Why a proven pair's verdict is the per-pair walk's
 //!
@@ -64,7 +66,7 @@
 use std::net::Ipv4Addr;
 
 use fnv::FnvHashMap;
-use ipnet::Ipv4Net;
+use smallvec::SmallVec;
 
 use super::walk::{arp, source_for};
 use crate::engine::state::Route;
@@ -74,6 +76,11 @@ use crate::model::{DeviceId, DeviceKind, IfId, Masquerade, Network};
 /// Forwarding decisions beyond which nothing is proven: a TTL is at most 255, and the analysis'
 /// recursion stays this deep at most.
 const MAX_FORWARDS: u8 = u8::MAX - 1;
+
+/// Forwarding decisions followed without the memo where each delegating device hands a packet
+/// to one device unchanged (`Fates::arrive`); deeper, the memo's loop detection (`Fate::Open`)
+/// takes over.
+const DELEGATE_DEPTH: u8 = 8;
 
 /// MASQUERADE rules a flow can tell apart (one bit each); a device with a later rule is never
 /// proven to leave a request alone.
@@ -128,15 +135,145 @@ struct Flow {
     kind: usize,
 }
 
-/// How a device sends what it originates to one forwarding-equivalence block: the route, the
-/// source address the walk would choose, and the devices the next hops lead to when that does
-/// not depend on the destination (every next hop has a gateway to ARP for, none is a tunnel or
-/// NATs by ACL); None: decided per destination.
-struct Send<'a> {
-    block: Ipv4Net,
+/// How a device forwards or originates a packet by one route: the route, the source address
+/// the walk puts on a packet the device originates by it (with the MASQUERADE rules that
+/// address is in, and its index among the targets), and the next devices.
+#[derive(Clone, Copy)]
+struct Sending<'a> {
     route: &'a Route,
     src: Option<Ipv4Addr>,
-    next: Option<Vec<DeviceId>>,
+    /// Bit i: `src` is in `Fates::rules[i]`'s source networks.
+    src_rules: u64,
+    src_target: Option<u32>,
+    next: Next,
+}
+
+/// The devices a route's next hops lead to.
+#[derive(Clone, Copy)]
+enum Next {
+    /// `Fates::hops[start..start + len]`, the same for every destination: every next hop has
+    /// a gateway to ARP for, or the route is a host route.
+    Fixed { start: u32, len: u32 },
+    /// The walk would not follow the route for any destination (`next_devices` fails).
+    Fails,
+    /// A connected next hop: the device ARPs for the destination itself.
+    PerDestination,
+}
+
+impl<'a> Sending<'a> {
+    /// With a `pool` to keep next devices that do not depend on the destination in; without,
+    /// they are found per destination.
+    fn new(
+        net: &Network,
+        st: &State,
+        dev: DeviceId,
+        route: &'a Route,
+        rules: &[&Masquerade],
+        targets: &FnvHashMap<Ipv4Addr, u32>,
+        pool: Option<&mut Vec<DeviceId>>,
+    ) -> Sending<'a> {
+        let src = route
+            .nexthops
+            .first()
+            .and_then(|nh| route.src.or_else(|| source_for(net, st, dev, nh.iface)));
+        // A connected next hop ARPs for the destination itself, which a host route names.
+        let host_route = route.prefix.prefix_len() == 32;
+        let next = match pool {
+            Some(pool) if host_route || route.nexthops.iter().all(|nh| nh.via.is_some()) => {
+                let mut next = SmallVec::new();
+                if next_devices(net, st, route, route.prefix.addr(), &mut next) {
+                    let start = pool.len() as u32;
+                    pool.extend_from_slice(&next);
+                    Next::Fixed {
+                        start,
+                        len: next.len() as u32,
+                    }
+                } else {
+                    Next::Fails
+                }
+            }
+            _ => Next::PerDestination,
+        };
+        Sending {
+            route,
+            src,
+            src_rules: src.map_or(0, |a| rules_holding(rules, a)),
+            src_target: src.and_then(|a| targets.get(&a).copied()),
+            next,
+        }
+    }
+}
+
+/// Routes a target table can tell apart; a device with more decides by FIB lookups.
+const TABLE_ROUTES: usize = 0x7FFF;
+/// A target's entry in a [`Table`]: the index of its route, this when it has none ...
+const NO_ROUTE: u16 = 0x7FFF;
+/// ... and this bit when the device owns the address (an interface that is up has it).
+const OWNED: u16 = 0x8000;
+
+/// How one device decides for every target: made in one pass of its FIB over the targets in
+/// address order (`Fib::lookup_sorted`), where a lookup per target and device took two thirds
+/// of the matrix's time.
+struct Table<'a> {
+    /// Per target index: its route's index in `routes` or `NO_ROUTE`, with `OWNED`.
+    by_target: Box<[u16]>,
+    /// The routes some target takes.
+    routes: Vec<Sending<'a>>,
+}
+
+impl<'a> Table<'a> {
+    /// With no entries for a FIB with more routes than an entry can name.
+    fn new(
+        net: &Network,
+        st: &'a State,
+        dev: DeviceId,
+        sorted: &(Vec<Ipv4Addr>, Vec<u32>),
+        rules: &[&Masquerade],
+        targets: &FnvHashMap<Ipv4Addr, u32>,
+        pool: &mut Vec<DeviceId>,
+    ) -> Table<'a> {
+        let fib = &st.devices[dev.idx()].fib;
+        if fib.len() > TABLE_ROUTES {
+            return Table {
+                by_target: Box::default(),
+                routes: Vec::new(),
+            };
+        }
+        // `local_iface`'s addresses.
+        let mut owned: Vec<Ipv4Addr> = net
+            .device(dev)
+            .ifaces
+            .iter()
+            .map(|i| &st.ifaces[i.idx()])
+            .filter(|i| i.up)
+            .filter_map(|i| i.addr.map(|a| a.addr()))
+            .collect();
+        owned.sort_unstable();
+        let mut by_target = vec![NO_ROUTE; targets.len()].into_boxed_slice();
+        let mut routes = Vec::new();
+        // Each route some target takes, by its place in the FIB, once.
+        let mut index: FnvHashMap<*const Route, u16> = FnvHashMap::default();
+        let mut last: Option<(*const Route, u16)> = None;
+        fib.lookup_sorted(&sorted.0, |i, route| {
+            let mut entry = NO_ROUTE;
+            if let Some(route) = route {
+                let key: *const Route = route;
+                entry = match last {
+                    Some((k, e)) if k == key => e,
+                    _ => *index.entry(key).or_insert_with(|| {
+                        routes.push(Sending::new(net, st, dev, route, rules, targets, Some(&mut *pool)));
+                        (routes.len() - 1) as u16
+                    }),
+                };
+                last = Some((key, entry));
+            }
+            if owned.binary_search(&sorted.0[i]).is_ok() {
+                entry |= OWNED;
+            }
+            by_target[sorted.1[i] as usize] = entry;
+        });
+        Table { by_target, routes }
+    }
 }
 
 /// The fates of packets arriving at devices, per (device, flow), for one state.
@@ -158,8 +295,22 @@ pub struct Fates<'a> {
     rows: Vec<Vec<Option<Box<[Fate]>>>>,
     /// Fates of flows to other addresses.
     others: FnvHashMap<(DeviceId, Flow), Fate>,
-    /// Per device, the block its last originated packet went to.
-    sends: Vec<Option<Send<'a>>>,
+    /// The targets' addresses in ascending order, and their indices.
+    sorted: (Vec<Ipv4Addr>, Vec<u32>),
+    /// Per device, once it decided for a target: its table.
+    tables: Vec<Option<Table<'a>>>,
+    /// The tables' fixed next devices ([`Next::Fixed`]).
+    hops: Vec<DeviceId>,
+    /// Per device, whether the walk forwards through it: not an external network's
+    /// responders, not a Linux host without `ip_forward`.
+    forwarding: Vec<bool>,
+    /// Per device, whether its fate is its sole next device's where it has one (`arrive`):
+    /// Linux hosts that forward, whose memo rows would each serve their own pods' pairs.
+    delegating: Vec<bool>,
+    /// Per device, the TTL of the packets it originates.
+    ttl: Vec<u8>,
+    /// The kind of every reply (`Fates::kind`).
+    reply_kind: usize,
 }
 
 impl<'a> Fates<'a> {
@@ -182,7 +333,10 @@ impl<'a> Fates<'a> {
             let next = index.len() as u32;
             index.entry(a).or_insert(next);
         }
-        Fates {
+        let mut by_address: Vec<(Ipv4Addr, u32)> = index.iter().map(|(a, t)| (*a, *t)).collect();
+        by_address.sort_unstable();
+        let sorted = by_address.into_iter().unzip();
+        let mut fates = Fates {
             net,
             st,
             rules,
@@ -193,23 +347,53 @@ impl<'a> Fates<'a> {
             targets: index,
             rows: Vec::new(),
             others: FnvHashMap::default(),
-            sends: (0..net.devices.len()).map(|_| None).collect(),
-        }
+            sorted,
+            tables: (0..net.devices.len()).map(|_| None).collect(),
+            hops: Vec::new(),
+            forwarding: net
+                .devices
+                .iter()
+                .map(|d| d.external.is_none() && (d.kind != DeviceKind::Linux || d.ip_forward))
+                .collect(),
+            delegating: net
+                .devices
+                .iter()
+                .map(|d| d.external.is_none() && d.kind == DeviceKind::Linux && d.ip_forward)
+                .collect(),
+            ttl: net.devices.iter().map(|d| d.profile.ttl).collect(),
+            reply_kind: 0,
+        };
+        fates.reply_kind = fates.kind(0, Leg::Reply);
+        fates
     }
 
     /// Whether `probe(net, st, from, dst, from's TTL, ProbeKind::Echo, _)` surely gets its echo
     /// reply from `dst`, whichever next hops the flow hash picks. False means not proven: the
     /// walk decides.
     pub fn echo_answered(&mut self, from: DeviceId, dst: Ipv4Addr) -> bool {
-        if local_iface(self.net, self.st, from, dst).is_some() {
-            return false;
-        }
+        let target = self.targets.get(&dst).copied();
+        let (owned, sending) = self.decide(from, dst, target);
         // The source address the walk puts on the request (`probe_with`).
-        let Some(src) = self.send_block(from, dst).and_then(|s| s.src) else {
+        let Some(
+            sending @ Sending {
+                src: Some(src),
+                src_rules,
+                src_target,
+                ..
+            },
+        ) = sending
+        else {
             return false;
         };
-        let request = self.flow(src, dst, Leg::Request);
-        let Some((answerer, nat)) = self.sent(from, request) else {
+        if owned {
+            return false;
+        }
+        let request = Flow {
+            dst,
+            target,
+            kind: self.kind(src_rules, Leg::Request),
+        };
+        let Some((answerer, nat)) = self.sent_by(from, request, &sending) else {
             return false;
         };
         if answerer == from {
@@ -218,7 +402,11 @@ impl<'a> Fates<'a> {
         match nat {
             // The reply: from the destination's address back to the request's source.
             None => {
-                let reply = self.flow(dst, src, Leg::Reply);
+                let reply = Flow {
+                    dst: src,
+                    target: src_target,
+                    kind: self.reply_kind,
+                };
                 self.sent(answerer, reply) == Some((from, None))
             }
             Some(point) => self.answered_through_nat(from, src, dst, answerer, point),
@@ -257,58 +445,77 @@ impl<'a> Fates<'a> {
         let Fate::Delivered { dev, forwards, .. } = self.arrive(nat_dev, to_inside, 0) else {
             return false;
         };
-        dev == from && u16::from(self.net.device(answerer).profile.ttl) > u16::from(before) + u16::from(forwards)
+        dev == from && u16::from(self.ttl[answerer.idx()]) > u16::from(before) + u16::from(forwards)
     }
 
-    /// `dev`'s sending to `dst`'s block, looked up again only outside the last block.
-    fn send_block(&mut self, dev: DeviceId, dst: Ipv4Addr) -> Option<&Send<'a>> {
+    /// `dev`'s table, made at the first question.
+    fn table(&mut self, dev: DeviceId) -> &Table<'a> {
+        let (net, st) = (self.net, self.st);
+        self.tables[dev.idx()]
+            .get_or_insert_with(|| Table::new(net, st, dev, &self.sorted, &self.rules, &self.targets, &mut self.hops))
+    }
+
+    /// `dev`'s table entry for target `t`; None where the table has no entries (`Table::new`).
+    fn entry(&mut self, dev: DeviceId, t: u32) -> Option<u16> {
+        self.table(dev).by_target.get(t as usize).copied()
+    }
+
+    /// Whether `dev` owns `dst` (an interface that is up has it), and the route it sends a
+    /// packet to `dst` by (`target`: `dst`'s index when it is one).
+    fn decide(&mut self, dev: DeviceId, dst: Ipv4Addr, target: Option<u32>) -> (bool, Option<Sending<'a>>) {
         let (net, st): (&'a Network, &'a State) = (self.net, self.st);
-        let slot = &mut self.sends[dev.idx()];
-        if !slot.as_ref().is_some_and(|s| s.block.contains(&dst)) {
-            let (route, block) = st.devices[dev.idx()].fib.lookup_block(dst)?;
-            let src = route
-                .nexthops
-                .first()
-                .and_then(|nh| route.src.or_else(|| source_for(net, st, dev, nh.iface)));
-            let mut next = Vec::with_capacity(route.nexthops.len());
-            let fixed =
-                route.nexthops.iter().all(|nh| nh.via.is_some()) && next_devices(net, st, route, dst, &mut next);
-            *slot = Some(Send {
-                block,
-                route,
-                src,
-                next: fixed.then_some(next),
-            });
+        if let Some(t) = target {
+            let table = self.table(dev);
+            if let Some(&entry) = table.by_target.get(t as usize) {
+                return (
+                    entry & OWNED != 0,
+                    table.routes.get(usize::from(entry & !OWNED)).copied(),
+                );
+            }
         }
-        slot.as_ref()
+        let owned = local_iface(net, st, dev, dst).is_some();
+        let route = st.devices[dev.idx()].fib.lookup(dst);
+        (
+            owned,
+            route.map(|r| Sending::new(net, st, dev, r, &self.rules, &self.targets, None)),
+        )
+    }
+
+    /// The devices `sending`'s next hops lead a packet to `dst` to; None where the walk
+    /// would do what the analysis does not follow (`next_devices`).
+    fn next_hops(&self, sending: &Sending<'a>, dst: Ipv4Addr) -> Option<Hops> {
+        match sending.next {
+            Next::Fixed { start, len } => Some(Hops::Pool { start, len }),
+            Next::Fails => None,
+            Next::PerDestination => {
+                let mut next = SmallVec::new();
+                next_devices(self.net, self.st, sending.route, dst, &mut next).then_some(Hops::Own(next))
+            }
+        }
+    }
+
+    /// The flow kind of a source in the rules `src_rules` names, on `leg`.
+    fn kind(&mut self, src_rules: u64, leg: Leg) -> usize {
+        // A reply is never NATed on its way (only requests are, `Walk::apply_nat`), so its
+        // source's rules do not matter: all replies to one address share their fates.
+        let key = (if leg == Leg::Reply { 0 } else { src_rules }, leg);
+        self.kinds.iter().position(|k| *k == key).unwrap_or_else(|| {
+            self.kinds.push(key);
+            self.rows.push(vec![None; self.net.devices.len()]);
+            self.kinds.len() - 1
+        })
     }
 
     fn flow(&mut self, src: Ipv4Addr, dst: Ipv4Addr, leg: Leg) -> Flow {
-        // A reply is never NATed on its way (only requests are, `Walk::apply_nat`), so its
-        // source's rules do not matter: all replies to one address share their fates.
-        let masq_src = if leg != Leg::Reply {
-            self.rules
-                .iter()
-                .take(MAX_RULES)
-                .enumerate()
-                .filter(|(_, r)| r.src.iter().any(|n| n.contains(&src)))
-                .fold(0, |bits, (i, _)| bits | 1 << i)
-        } else {
+        let src_rules = if leg == Leg::Reply {
             0
+        } else {
+            rules_holding(&self.rules, src)
         };
-        let kind = self
-            .kinds
-            .iter()
-            .position(|k| *k == (masq_src, leg))
-            .unwrap_or_else(|| {
-                self.kinds.push((masq_src, leg));
-                self.rows.push(vec![None; self.net.devices.len()]);
-                self.kinds.len() - 1
-            });
         Flow {
             dst,
             target: self.targets.get(&dst).copied(),
-            kind,
+            kind: self.kind(src_rules, leg),
         }
     }
 
@@ -327,32 +534,37 @@ impl<'a> Fates<'a> {
     /// Where every branch delivers a packet of `flow` that `origin` sends with its own TTL
     /// (the sender does not decrement it), and the NAT point it was masqueraded at, if any.
     fn sent(&mut self, origin: DeviceId, flow: Flow) -> Option<(DeviceId, Option<usize>)> {
-        let (to, forwards, nat) = self.delivered(origin, flow)?;
-        (self.net.device(origin).profile.ttl > forwards).then_some((to, nat))
+        let sending = self.decide(origin, flow.dst, flow.target).1?;
+        self.sent_by(origin, flow, &sending)
+    }
+
+    /// `sent`, by `sending`: `origin`'s route to the flow's destination.
+    fn sent_by(&mut self, origin: DeviceId, flow: Flow, sending: &Sending<'a>) -> Option<(DeviceId, Option<usize>)> {
+        let (to, forwards, nat) = self.delivered_by(origin, flow, sending)?;
+        (self.ttl[origin.idx()] > forwards).then_some((to, nat))
     }
 
     /// Where every branch delivers a packet of `flow` that `origin` sends, after how many
     /// forwarding decisions at most (the TTL it needs is more), and its NAT point.
     fn delivered(&mut self, origin: DeviceId, flow: Flow) -> Option<(DeviceId, u8, Option<usize>)> {
-        let (net, st): (&'a Network, &'a State) = (self.net, self.st);
+        let sending = self.decide(origin, flow.dst, flow.target).1?;
+        self.delivered_by(origin, flow, &sending)
+    }
+
+    /// `delivered`, by `sending`: `origin`'s route to the flow's destination.
+    fn delivered_by(
+        &mut self,
+        origin: DeviceId,
+        flow: Flow,
+        sending: &Sending<'a>,
+    ) -> Option<(DeviceId, u8, Option<usize>)> {
         if self.masquerades(origin, flow) {
             return None;
         }
-        let route = self.send_block(origin, flow.dst)?.route;
-        // Taken out of `self` while the branches are followed, then put back.
-        let send = self.sends[origin.idx()].take();
-        let fate = match send.as_ref().and_then(|s| s.next.as_deref()) {
-            Some(next) => self.all_deliver(next, flow, 0),
-            None => {
-                let mut next = Vec::with_capacity(route.nexthops.len());
-                if next_devices(net, st, route, flow.dst, &mut next) {
-                    self.all_deliver(&next, flow, 0)
-                } else {
-                    Fate::Unproven
-                }
-            }
+        let fate = match self.next_hops(sending, flow.dst) {
+            Some(next) => self.all_deliver(&next, flow, 0),
+            None => Fate::Unproven,
         };
-        self.sends[origin.idx()] = send;
         match fate {
             Fate::Delivered { dev, forwards, nat } => Some((dev, forwards, nat.checked_sub(1).map(usize::from))),
             _ => None,
@@ -361,9 +573,13 @@ impl<'a> Fates<'a> {
 
     /// The devices the next hops lead to must all deliver to one device, masqueraded at the
     /// same point: which, and the most forwarding decisions from them on.
-    fn all_deliver(&mut self, next: &[DeviceId], flow: Flow, depth: u8) -> Fate {
+    fn all_deliver(&mut self, next: &Hops, flow: Flow, depth: u8) -> Fate {
         let mut all: Option<Fate> = None;
-        for &hop in next {
+        for k in 0..next.len() {
+            let hop = match next {
+                Hops::Pool { start, .. } => self.hops[*start as usize + k],
+                Hops::Own(devices) => devices[k],
+            };
             let fate @ Fate::Delivered { dev: to, forwards, nat } = self.arrive(hop, flow, depth) else {
                 return Fate::Unproven;
             };
@@ -398,6 +614,43 @@ impl<'a> Fates<'a> {
 
     /// The fate of a packet of `flow` that a neighbour forwarded to `dev`, computed once.
     fn arrive(&mut self, dev: DeviceId, flow: Flow, depth: u8) -> Fate {
+        // A device that does not forward needs no memo (a pod's row would hold one entry, for
+        // its own address): `transit` decides by the table alone.
+        if !self.forwarding[dev.idx()] {
+            if let Some(entry) = flow.target.and_then(|t| self.entry(dev, t)) {
+                return if entry & OWNED != 0 {
+                    Fate::Delivered {
+                        dev,
+                        forwards: 0,
+                        nat: 0,
+                    }
+                } else {
+                    Fate::Unproven
+                };
+            }
+        }
+        if depth < DELEGATE_DEPTH && self.delegating[dev.idx()] {
+            match self.sole_next(dev, flow) {
+                Some(None) => {
+                    return Fate::Delivered {
+                        dev,
+                        forwards: 0,
+                        nat: 0,
+                    }
+                }
+                Some(Some(next)) => {
+                    return match self.arrive(next, flow, depth + 1) {
+                        Fate::Delivered { dev, forwards, nat } if forwards < MAX_FORWARDS => Fate::Delivered {
+                            dev,
+                            forwards: forwards + 1,
+                            nat,
+                        },
+                        _ => Fate::Unproven,
+                    }
+                }
+                None => {}
+            }
+        }
         match *self.slot(dev, flow) {
             Fate::Open => return Fate::Unproven,
             Fate::Unknown => {}
@@ -409,30 +662,45 @@ impl<'a> Fates<'a> {
         fate
     }
 
+    /// What a forwarding `dev` does with a packet of `flow` when `transit` would decide it
+    /// without following branches: Some(None) when `dev` owns the destination, Some(next)
+    /// when its route leads to one device and no MASQUERADE changes the packet.
+    fn sole_next(&mut self, dev: DeviceId, flow: Flow) -> Option<Option<DeviceId>> {
+        let (owned, sending) = self.decide(dev, flow.dst, flow.target);
+        if owned {
+            return Some(None);
+        }
+        let next = self.next_hops(&sending?, flow.dst)?;
+        let one = match next {
+            Hops::Pool { start, len: 1 } => self.hops[start as usize],
+            Hops::Own(ref devices) if devices.len() == 1 => devices[0],
+            _ => return None,
+        };
+        (!self.masquerades(dev, flow)).then_some(Some(one))
+    }
+
     /// A transit hop, in `Walk::walk`'s order: delivered if `dev` owns the address, else
     /// forwarded by its route (one more decision).
     fn transit(&mut self, dev: DeviceId, flow: Flow, depth: u8) -> Fate {
-        let (net, st): (&'a Network, &'a State) = (self.net, self.st);
-        if local_iface(net, st, dev, flow.dst).is_some() {
+        let (owned, sending) = self.decide(dev, flow.dst, flow.target);
+        if owned {
             return Fate::Delivered {
                 dev,
                 forwards: 0,
                 nat: 0,
             };
         }
-        let d = net.device(dev);
-        if d.external.is_some() || (d.kind == DeviceKind::Linux && !d.ip_forward) || depth >= MAX_FORWARDS {
+        if !self.forwarding[dev.idx()] || depth >= MAX_FORWARDS {
             return Fate::Unproven;
         }
-        let Some(route) = st.devices[dev.idx()].fib.lookup(flow.dst) else {
+        let Some(sending) = sending else {
             return Fate::Unproven;
         };
-        let mut next = Vec::with_capacity(route.nexthops.len());
-        if !next_devices(net, st, route, flow.dst, &mut next) {
+        let Some(next) = self.next_hops(&sending, flow.dst) else {
             return Fate::Unproven;
-        }
+        };
         let (onward, here) = if self.masquerades(dev, flow) {
-            match self.masquerade(dev, flow, route) {
+            match self.masquerade(dev, flow, sending.route) {
                 Some(masqueraded) => masqueraded,
                 None => return Fate::Unproven,
             }
@@ -489,6 +757,31 @@ impl<'a> Fates<'a> {
     }
 }
 
+/// Bit i: `rules[i]`'s source networks hold `src` (the first `MAX_RULES` rules).
+fn rules_holding(rules: &[&Masquerade], src: Ipv4Addr) -> u64 {
+    rules
+        .iter()
+        .take(MAX_RULES)
+        .enumerate()
+        .filter(|(_, r)| r.src.iter().any(|n| n.contains(&src)))
+        .fold(0, |bits, (i, _)| bits | 1 << i)
+}
+
+/// Next devices: a table's, in `Fates::hops`, or found for one destination.
+enum Hops {
+    Pool { start: u32, len: u32 },
+    Own(SmallVec<[DeviceId; 4]>),
+}
+
+impl Hops {
+    fn len(&self) -> usize {
+        match self {
+            Hops::Pool { len, .. } => *len as usize,
+            Hops::Own(d) => d.len(),
+        }
+    }
+}
+
 /// The neighbours of `dev` whose packets to `outside` enter it by an interface other than
 /// `egress`, when none of them forwards: those could only be the answerer. None when a router
 /// (or any forwarding device) would bring a packet to `outside` in by another interface.
@@ -529,7 +822,7 @@ fn entering_elsewhere(
 /// The devices a packet to `dst` goes to by `route`, one per next hop, into `out`; false
 /// where the walk would do what the analysis does not follow: an unreachable, blackhole or
 /// empty route, a tunnel, an EOS NAT ACL on the way out, a next hop that does not answer ARP.
-fn next_devices(net: &Network, st: &State, route: &Route, dst: Ipv4Addr, out: &mut Vec<DeviceId>) -> bool {
+fn next_devices(net: &Network, st: &State, route: &Route, dst: Ipv4Addr, out: &mut SmallVec<[DeviceId; 4]>) -> bool {
     if route.unreachable || route.blackhole || route.nexthops.is_empty() {
         return false;
     }

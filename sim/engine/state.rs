@@ -144,35 +144,36 @@ impl Fib {
         None
     }
 
-    /// `lookup(dst)`, with `dst`'s forwarding-equivalence block: the widest prefix around `dst`
-    /// holding no longer prefix of the table than the route found, so that every address in it
-    /// finds the same route and a caller may reuse the answer for all of them.
-    pub fn lookup_block(&self, dst: Ipv4Addr) -> Option<(&Route, Ipv4Net)> {
-        let route = self.lookup(dst)?;
-        let len = route.prefix.prefix_len();
-        // Whether the block of `dst` at length `m` holds a prefix longer than the route's. A
-        // key starting inside the block either lies inside it or holds it, and one holding it
-        // would hold `dst` too, so it is not longer than the route. True for short blocks,
-        // false from some length on (at the latest /32: a longer /32 would have been found).
-        let longer_inside = |m: u8| {
-            Ipv4Net::new(dst, m).is_ok_and(|b| {
-                let b = b.trunc();
-                self.routes
-                    .range((b, 0)..)
-                    .take_while(|((p, _), _)| b.contains(&p.network()))
-                    .any(|((p, _), _)| p.prefix_len() > len)
-            })
-        };
-        let (mut lo, mut hi) = (len, 32);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if longer_inside(mid) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
+    /// `lookup` of each address of `sorted` (ascending), in one pass over the table: `each`
+    /// gets the address's position and its route. A lookup per address descends the tree
+    /// once per prefix length present; the reachability matrix asks every device about
+    /// thousands of addresses.
+    pub fn lookup_sorted<'s>(&'s self, sorted: &[Ipv4Addr], mut each: impl FnMut(usize, Option<&'s Route>)) {
+        // The routes holding the current address, each inside the one below it, as (last
+        // address, route). The table's order (network, then length, then metric) visits a
+        // prefix before the prefixes inside it, so pushing a route after popping those that
+        // end before it keeps the stack nested, and its top is the longest match.
+        let mut stack: Vec<(u32, &Route)> = Vec::new();
+        let mut routes = self.routes.iter().peekable();
+        let mut last_prefix = None;
+        for (i, addr) in sorted.iter().map(|a| u32::from(*a)).enumerate() {
+            while let Some(((prefix, _), route)) = routes.next_if(|((p, _), _)| u32::from(p.network()) <= addr) {
+                // Later entries of one prefix have higher metrics: `lookup` takes the first.
+                if last_prefix == Some(*prefix) {
+                    continue;
+                }
+                last_prefix = Some(*prefix);
+                let first = u32::from(prefix.network());
+                while stack.last().is_some_and(|(last, _)| *last < first) {
+                    stack.pop();
+                }
+                stack.push((u32::from(prefix.broadcast()), route));
             }
+            while stack.last().is_some_and(|(last, _)| *last < addr) {
+                stack.pop();
+            }
+            each(i, stack.last().map(|(_, r)| *r));
         }
-        Some((route, Ipv4Net::new(dst, hi).ok()?.trunc()))
     }
 
     /// Routes in table order (by prefix, then metric).
@@ -389,31 +390,52 @@ mod tests {
         assert_eq!(hit(&fib, "192.0.2.1"), Some(("0.0.0.0/0".into(), 0)));
     }
 
-    /// The block is the widest prefix around the address without a longer prefix inside, and
-    /// every address in it finds the same route.
+    /// One pass over sorted addresses finds what a lookup of each finds: nested prefixes,
+    /// one prefix at two metrics, addresses before, between and after every route.
     #[test]
-    fn lookup_block_is_the_widest_prefix_with_the_same_answer() {
+    fn lookup_sorted_is_lookup_of_each() {
         let mut fib = Fib::default();
-        for p in ["0.0.0.0/0", "10.0.0.0/24", "10.0.0.5/32"] {
-            fib.insert(route(p, 0));
+        for (p, m) in [
+            ("10.0.0.0/8", 0),
+            ("10.0.0.0/24", 10),
+            ("10.0.0.0/24", 5),
+            ("10.0.0.5/32", 0),
+            ("10.0.1.0/24", 0),
+            ("10.0.0.128/25", 0),
+            ("192.0.2.0/24", 0),
+        ] {
+            fib.insert(route(p, m));
         }
-        let block = |dst: &str| {
-            fib.lookup_block(dst.parse().expect("address"))
-                .map(|(r, b)| (r.prefix.to_string(), b.to_string()))
-        };
-        assert_eq!(block("10.0.0.9"), Some(("10.0.0.0/24".into(), "10.0.0.8/29".into())));
-        assert_eq!(
-            block("10.0.0.200"),
-            Some(("10.0.0.0/24".into(), "10.0.0.128/25".into()))
-        );
-        assert_eq!(block("10.0.0.5"), Some(("10.0.0.5/32".into(), "10.0.0.5/32".into())));
-        assert_eq!(block("8.8.8.8"), Some(("0.0.0.0/0".into(), "8.0.0.0/7".into())));
-        assert_eq!(block("192.0.2.1"), Some(("0.0.0.0/0".into(), "128.0.0.0/1".into())));
-        for dst in ["10.0.0.9", "8.8.8.8", "192.0.2.1"] {
-            let (route, b) = fib.lookup_block(dst.parse().expect("address")).expect("route");
-            for a in b.hosts().step_by(4099).take(64) {
-                assert_eq!(fib.lookup(a).map(|r| r.prefix), Some(route.prefix), "{a} in {b}");
-            }
+        let mut sorted: Vec<Ipv4Addr> = (0..=255u8)
+            .flat_map(|b| {
+                [
+                    [9, 255, 255, b],
+                    [10, 0, 0, b],
+                    [10, 0, 1, b],
+                    [10, 0, 2, b],
+                    [192, 0, 2, b],
+                    [255, 255, 255, b],
+                ]
+            })
+            .map(Ipv4Addr::from)
+            .collect();
+        sorted.sort_unstable();
+        let mut seen = 0;
+        fib.lookup_sorted(&sorted, |i, r| {
+            assert_eq!(
+                r.map(|r| (r.prefix, r.metric)),
+                fib.lookup(sorted[i]).map(|r| (r.prefix, r.metric)),
+                "{}",
+                sorted[i]
+            );
+            seen += 1;
+        });
+        assert_eq!(seen, sorted.len());
+        for _ in 0..2 {
+            fib.insert(route("0.0.0.0/0", 0));
+            let mut routed = 0;
+            fib.lookup_sorted(&sorted, |_, r| routed += usize::from(r.is_some()));
+            assert_eq!(routed, sorted.len());
         }
     }
 }

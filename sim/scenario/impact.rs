@@ -133,25 +133,43 @@ impl ReachMatrix {
     /// One echo walked for every ordered pair `answered` does not prove. Proven pairs answer
     /// and meet no loop or blackhole (`dataplane::fate` says why), so skipping them leaves the
     /// findings as the walks make them, in the same pair order.
+    ///
+    /// Pairs are proven a tile of sources at a time, destination by destination: the answer's
+    /// half of a pair is decided at the destination for each source's address, and a tile
+    /// reads each destination's memo at neighbouring addresses together (row by row, every
+    /// pair met a cache miss there).
     fn walking(
         net: &Network,
         st: &State,
         endpoints: Vec<Endpoint>,
         mut answered_everywhere: impl FnMut(&Endpoint, &Endpoint) -> bool,
     ) -> ReachMatrix {
+        const TILE: usize = 64;
         let n = endpoints.len();
         let mut reached = vec![true; n * n];
         let mut causes = Causes::default();
         let mut walked = 0;
-        for (i, from) in endpoints.iter().enumerate() {
-            for (j, to) in endpoints.iter().enumerate().filter(|(j, _)| *j != i) {
-                if answered_everywhere(from, to) {
-                    continue;
+        let mut proven = Vec::with_capacity(TILE * n);
+        for first in (0..n).step_by(TILE) {
+            let tile = first..n.min(first + TILE);
+            proven.clear();
+            proven.resize(tile.len() * n, false);
+            for (j, to) in endpoints.iter().enumerate() {
+                for i in tile.clone().filter(|i| *i != j) {
+                    proven[(i - first) * n + j] = answered_everywhere(&endpoints[i], to);
                 }
-                walked += 1;
-                let p = echo(net, st, from, to);
-                reached[i * n + j] = answered(&p, to.addr);
-                causes.note(net, &p, from, to);
+            }
+            for i in tile {
+                let from = &endpoints[i];
+                for (j, to) in endpoints.iter().enumerate() {
+                    if j == i || proven[(i - first) * n + j] {
+                        continue;
+                    }
+                    walked += 1;
+                    let p = echo(net, st, from, to);
+                    reached[i * n + j] = answered(&p, to.addr);
+                    causes.note(net, &p, from, to);
+                }
             }
         }
         let mut findings = causes.findings(net);
