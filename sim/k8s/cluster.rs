@@ -415,13 +415,23 @@ impl Cluster {
     /// Flannel's install-cni wrote its configuration), as long as its kubelet runs; a stopped
     /// kubelet's Node keeps its last Ready for the node-monitor grace period.
     pub fn ready(&self, node: &str, now: u64) -> bool {
+        self.ready_condition(node, now) == ReadyCondition::True
+    }
+
+    /// The Node's Ready condition at `now` (`ready`; Unknown: `status_unknown_since`), from one
+    /// look at the node's kubelet.
+    fn ready_condition(&self, node: &str, now: u64) -> ReadyCondition {
         match self.kubelets_down.get(node) {
-            Some(down) => down.was_ready && now < down.stale_from_ms,
-            None => {
-                self.calico.as_ref().is_some_and(|c| c.is_started(node))
-                    || self.flannel.as_ref().is_some_and(|f| f.cni_ready(node))
-                    || self.cilium.as_ref().is_some_and(|c| c.cni_ready(node))
+            Some(down) if now >= down.stale_from_ms => ReadyCondition::Unknown,
+            Some(down) if down.was_ready => ReadyCondition::True,
+            Some(_) => ReadyCondition::False,
+            None if self.calico.as_ref().is_some_and(|c| c.is_started(node))
+                || self.flannel.as_ref().is_some_and(|f| f.cni_ready(node))
+                || self.cilium.as_ref().is_some_and(|c| c.cni_ready(node)) =>
+            {
+                ReadyCondition::True
             }
+            None => ReadyCondition::False,
         }
     }
 
@@ -449,12 +459,10 @@ impl Cluster {
     /// for every node at every attempt.
     fn node_taints<'a>(&self, node: &'a KNode, now: u64) -> impl Iterator<Item = &'a Taint> {
         let [unschedulable, unreachable, not_ready] = &*LIFECYCLE_TAINTS;
-        let condition = if self.status_unknown_since(&node.name, now).is_some() {
-            Some(unreachable)
-        } else if !self.ready(&node.name, now) {
-            Some(not_ready)
-        } else {
-            None
+        let condition = match self.ready_condition(&node.name, now) {
+            ReadyCondition::Unknown => Some(unreachable),
+            ReadyCondition::False => Some(not_ready),
+            ReadyCondition::True => None,
         };
         node.taints
             .iter()
@@ -1119,6 +1127,14 @@ impl Cluster {
 static LIFECYCLE_TAINTS: LazyLock<[Taint; 3]> =
     LazyLock::new(|| [Taint::unschedulable(), Taint::unreachable(), Taint::not_ready()]);
 
+/// A Node's Ready condition (`Cluster::ready_condition`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReadyCondition {
+    True,
+    False,
+    Unknown,
+}
+
 /// Why kube-scheduler's filters reject a node (`Cluster::unfit_reason`); its text is the
 /// FitError message's.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -1127,6 +1143,16 @@ enum Unfit<'a> {
     Taint(&'a Taint),
     Selector,
     TooManyPods,
+}
+
+impl Unfit<'_> {
+    /// Equal, telling a shared taint (the lifecycle ones) by its address before its text.
+    fn is(&self, other: &Unfit) -> bool {
+        match (self, other) {
+            (Unfit::Taint(a), Unfit::Taint(b)) => std::ptr::eq(*a, *b) || a == b,
+            _ => self == other,
+        }
+    }
 }
 
 impl fmt::Display for Unfit<'_> {
@@ -1152,10 +1178,23 @@ fn fit_error(unfit: &[Option<Unfit>]) -> String {
         return "no nodes available to schedule pods".into();
     }
     // Counted per reason, then per reason's text (what the scheduler counts), each text
-    // written once rather than once per node.
+    // written once rather than once per node. Neighbouring nodes mostly fail alike (while the
+    // CNI is not up, every node by the same not-ready taint): a run of one reason is counted
+    // before the map sees it.
     let mut by_reason: BTreeMap<&Unfit, usize> = BTreeMap::new();
+    let mut run: Option<(&Unfit, usize)> = None;
     for reason in unfit.iter().flatten() {
-        *by_reason.entry(reason).or_default() += 1;
+        match &mut run {
+            Some((same, count)) if same.is(reason) => *count += 1,
+            _ => {
+                if let Some((r, count)) = run.replace((reason, 1)) {
+                    *by_reason.entry(r).or_default() += count;
+                }
+            }
+        }
+    }
+    if let Some((r, count)) = run {
+        *by_reason.entry(r).or_default() += count;
     }
     let mut histogram: BTreeMap<String, usize> = BTreeMap::new();
     for (reason, count) in by_reason {
