@@ -336,6 +336,17 @@ impl<'a> Fates<'a> {
         let mut by_address: Vec<(Ipv4Addr, u32)> = index.iter().map(|(a, t)| (*a, *t)).collect();
         by_address.sort_unstable();
         let sorted = by_address.into_iter().unzip();
+        let forwarding: Vec<bool> = net
+            .devices
+            .iter()
+            .map(|d| d.external.is_none() && (d.kind != DeviceKind::Linux || d.ip_forward))
+            .collect();
+        let delegating = net
+            .devices
+            .iter()
+            .zip(&forwarding)
+            .map(|(d, forwards)| *forwards && d.kind == DeviceKind::Linux)
+            .collect();
         let mut fates = Fates {
             net,
             st,
@@ -350,16 +361,8 @@ impl<'a> Fates<'a> {
             sorted,
             tables: (0..net.devices.len()).map(|_| None).collect(),
             hops: Vec::new(),
-            forwarding: net
-                .devices
-                .iter()
-                .map(|d| d.external.is_none() && (d.kind != DeviceKind::Linux || d.ip_forward))
-                .collect(),
-            delegating: net
-                .devices
-                .iter()
-                .map(|d| d.external.is_none() && d.kind == DeviceKind::Linux && d.ip_forward)
-                .collect(),
+            forwarding,
+            delegating,
             ttl: net.devices.iter().map(|d| d.profile.ttl).collect(),
             reply_kind: 0,
         };

@@ -1182,19 +1182,14 @@ fn fit_error(unfit: &[Option<Unfit>]) -> String {
     // CNI is not up, every node by the same not-ready taint): a run of one reason is counted
     // before the map sees it.
     let mut by_reason: BTreeMap<&Unfit, usize> = BTreeMap::new();
-    let mut run: Option<(&Unfit, usize)> = None;
-    for reason in unfit.iter().flatten() {
-        match &mut run {
-            Some((same, count)) if same.is(reason) => *count += 1,
-            _ => {
-                if let Some((r, count)) = run.replace((reason, 1)) {
-                    *by_reason.entry(r).or_default() += count;
-                }
-            }
+    let same = |a: &Option<Unfit>, b: &Option<Unfit>| match (a, b) {
+        (Some(a), Some(b)) => a.is(b),
+        _ => false,
+    };
+    for run in unfit.chunk_by(same) {
+        if let Some(reason) = &run[0] {
+            *by_reason.entry(reason).or_default() += run.len();
         }
-    }
-    if let Some((r, count)) = run {
-        *by_reason.entry(r).or_default() += count;
     }
     let mut histogram: BTreeMap<String, usize> = BTreeMap::new();
     for (reason, count) in by_reason {
