@@ -82,6 +82,39 @@ fn without_the_prepend_both_spines_share_the_rack_as_multipath() {
     );
 }
 
+/// The prepend taken out of leaf-b's route-map on a running fabric: the sessions that use the
+/// route-map stay up (their neighbour settings did not change) and advertise what it says
+/// now, and leaf-a ends as the fabric converged without the prepend does.
+#[test]
+fn a_route_map_edited_on_a_running_leaf_applies_to_its_established_sessions() {
+    let net = fabric();
+    let (mut engine, _) = converge(net.clone());
+    let sessions = |e: &Engine| {
+        let leaf_b = e.network().device_by_name("leaf-b").expect("leaf-b");
+        let view = e.state().devices[leaf_b.idx()].bgp.clone().expect("leaf-b speaks BGP");
+        view.sessions
+            .iter()
+            .map(|s| (s.neighbor, s.state, s.since_ms))
+            .collect::<Vec<_>>()
+    };
+    let before = sessions(&engine);
+    engine.reconfigure(|net| {
+        let leaf_b = net.device_by_name("leaf-b").expect("leaf-b");
+        let bgp = net.devices[leaf_b.idx()].bgp.as_mut().expect("leaf-b bgp");
+        let map = bgp.policies.route_maps.get_mut("TO-SPINE2").expect("TO-SPINE2");
+        map[0].set_prepend.clear();
+    });
+    engine.run_until_quiet();
+    assert_eq!(sessions(&engine), before, "no session was reset");
+    let paths = rack_paths(&engine, engine.network());
+    assert!(paths.iter().all(|p| p.1 == vec![65000, 65002]), "{paths:?}");
+    let roles: Vec<EcmpRole> = paths.iter().map(|p| p.3).collect();
+    assert!(
+        roles.contains(&EcmpRole::Head) && roles.contains(&EcmpRole::Member),
+        "{paths:?}"
+    );
+}
+
 #[test]
 fn ebgp_requires_policy_refuses_what_a_neighbour_without_route_maps_sends() {
     let mut net = fabric();

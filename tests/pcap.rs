@@ -631,6 +631,9 @@ fn run_pcap_has_ospf_hellos_ls_updates_and_the_checks_pings() {
     let on_ens5 = ospf_packets(&frames);
     let cloud: Vec<Hello> = on_ens5.iter().filter(|p| p.kind == 1).map(hello).collect();
     assert!(!cloud.is_empty());
+    // No OSPF router hears them; the tap does, every HelloInterval.
+    let sent: Vec<u128> = on_ens5.iter().filter(|p| p.kind == 1).map(|p| p.at_us).collect();
+    assert!(sent.windows(2).all(|w| w[1] - w[0] == 10_000_000), "HelloInterval");
     assert!(cloud
         .iter()
         .all(|h| h.mask == Ipv4Addr::new(255, 255, 255, 0) && h.neighbors.is_empty()));

@@ -292,6 +292,9 @@ impl Engine {
     /// as sent, and the LS Updates of the flooding (`ospf::wire` says what is abstracted).
     pub fn record_ospf_wire(&mut self, taps: BTreeSet<IfId>) {
         self.ospf.wire = Some(ospf::WireLog::new(taps));
+        let mut out = ospf::Out::new(self.seq, std::mem::take(&mut self.ospf_out));
+        self.ospf.listen_all(&self.net, &mut out);
+        self.queue_ospf(out);
     }
 
     /// The OSPF packets logged since [`Engine::record_ospf_wire`], in order.
@@ -429,6 +432,13 @@ impl Engine {
     /// clock at `stop_at`). Lets a caller act at given times (a controller's next action, a
     /// ping's next probe) while the network converges, without changing what it converges to.
     pub fn run_until_quiet_or(&mut self, stop_at: u64) -> Option<Convergence> {
+        let ended = self.run_until_quiet_or_at(stop_at);
+        // The clock moved on without a step: what was due by now has passed.
+        self.pass_unheard(Some(self.now));
+        ended
+    }
+
+    fn run_until_quiet_or_at(&mut self, stop_at: u64) -> Option<Convergence> {
         loop {
             if let Some((prefix, f)) = self.oscillation() {
                 // A caller that keeps time running (a rollout still going) meets the same
@@ -541,6 +551,7 @@ impl Engine {
             }
         }
         self.now = self.now.max(until);
+        self.pass_unheard(Some(self.now));
         self.refresh_timers_view();
         spent
     }
@@ -598,7 +609,27 @@ impl Engine {
         self.queue.push(at, seq, ev);
     }
 
+    /// Let the OSPF hellos no one hears pass (`ospf`'s `unheard`) that are due before the
+    /// queue's next event, or by `until` when nothing in the queue is due by then: they take
+    /// their sequence numbers exactly where they would have from the queue.
+    fn pass_unheard(&mut self, until: Option<u64>) {
+        let next = self.queue.peek_key();
+        let before = match (next, until) {
+            (Some(key), None) => key,
+            (Some(key), Some(t)) => key.min((t, u64::MAX)),
+            (None, Some(t)) => (t, u64::MAX),
+            (None, None) => return,
+        };
+        if self.ospf.next_unheard().is_none_or(|key| key >= before) {
+            return;
+        }
+        let mut out = ospf::Out::new(self.seq, std::mem::take(&mut self.ospf_out));
+        self.ospf.pass_unheard(&self.net, before, &mut out);
+        self.queue_ospf(out);
+    }
+
     fn step(&mut self) {
+        self.pass_unheard(None);
         // A burst of UPDATEs is handled one prefix per step; the rest keeps its place.
         let mut split = false;
         let Some((t, _, ev)) = self.queue.pop_split(|ev| match ev {

@@ -113,6 +113,12 @@ impl<E> EventQueue<E> {
         self.events[key.slot].as_ref().map(|ev| (key.at(), ev))
     }
 
+    /// The (time, number) of the earliest event.
+    pub(crate) fn peek_key(&mut self) -> Option<(u64, u64)> {
+        self.settle();
+        self.keys.peek().map(|Reverse(key)| (key.at(), key.seq()))
+    }
+
     /// The earliest event with its time and number. `split` may take part of it instead (a
     /// burst's first prefix): then the rest stays queued under the same time and number, as
     /// if it had been taken whole and queued again.

@@ -405,3 +405,54 @@ fn ospf_tables_updated_in_place_stay_equal_to_fresh_ones() {
         "all mended, leaf-4's table is as at the start"
     );
 }
+
+/// Hellos no one hears (the leaves' host ports; the leaves' uplinks before the spine runs
+/// OSPF) wait outside the queue; the run is the one in which every hello is heard, event for
+/// event: a capture tap on every port makes them all heard, and both runs take the same
+/// sequence numbers and end in the same state, whether the spine appears at a hello's
+/// instant or between two, in the run (its `config_at`) or from outside it (a reconfigure).
+#[test]
+fn unheard_hellos_leave_the_run_as_it_was() {
+    let run = |head_start: u64, tapped: bool| {
+        let (net, [spine, l1, _]) = fabric(head_start);
+        let host = DeviceId(spine.0 + 3);
+        let mut e = Engine::new(net);
+        if tapped {
+            e.record_ospf_wire((0..e.network().interfaces.len() as u32).map(IfId).collect());
+        }
+        let c = e.run_until_quiet();
+        let waiting = e.ospf.next_unheard().is_some();
+        e.advance(95_000);
+        // A router appears on Leaf1's host port from outside the run, between two hellos.
+        e.reconfigure(|net| {
+            let cfg = format!("interface Ethernet1\n no switchport\n ip address 10.1.11.1/31\n{OSPF}");
+            let origin = TextOrigin {
+                file: "step".into(),
+                line: 1,
+                col: 1,
+            };
+            apply_config(net, host, &cfg, &origin).expect("config parses");
+        });
+        let c2 = e.run_until_quiet();
+        e.advance(200_000);
+        let state = serde_json::to_string(e.state()).expect("state serialises");
+        assert_eq!(
+            roles(&e, host),
+            vec![(Ipv4Addr::new(10, 11, 99, 1), NbrState::Full, NbrRole::Dr)]
+        );
+        assert!(!roles(&e, l1).is_empty());
+        (c, c2, e.seq, e.now, state, waiting)
+    };
+    for head_start in [0, 45_000, 60_000, 65_000] {
+        let (c, c2, seq, now, state, waiting) = run(head_start, false);
+        let heard = run(head_start, true);
+        assert!(waiting, "some hellos wait outside the queue");
+        assert!(!heard.5, "a tapped port's hellos are heard");
+        assert_eq!(
+            (c, c2, seq, now),
+            (heard.0, heard.1, heard.2, heard.3),
+            "head start {head_start}"
+        );
+        assert!(state == heard.4, "head start {head_start}: the same state");
+    }
+}

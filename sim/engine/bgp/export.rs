@@ -136,14 +136,14 @@ fn export_policy(
 
 /// Bring every established session's Adj-RIB-Out up to date. What a session advertises for a
 /// prefix follows from the prefix's paths in the speaker's table, the session's own facts
-/// (`ExportKey`), the configuration and, on EOS, whether the prefix's route in the forwarding
-/// table is BGP's (`before` holds the tables the last export saw). So a session is re-derived
-/// whole only when its facts changed or the configuration may have (`Bgp::export_all`, set by
-/// every sync); otherwise only the prefixes whose paths changed since the last export
-/// (`Speaker::dirty`) or whose EOS activity did. The others would come out as they are, so the
+/// (`ExportKey`), its device's configuration and, on EOS, whether the prefix's route in the
+/// forwarding table is BGP's (`before` holds the tables the last export saw). So a session is
+/// re-derived whole only when its facts or its device's configuration changed
+/// (`Bgp::rederive`, from each sync); otherwise only the prefixes whose paths changed since
+/// the last export (`Speaker::dirty`) or whose EOS activity did. The others would come out as they are, so the
 /// UPDATEs are the same, in the same order, as re-deriving every prefix of every session.
 pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before], now: u64, out: &mut Out) {
-    let all = std::mem::take(&mut bgp.export_all);
+    let rederive = std::mem::take(&mut bgp.rederive);
     let devices: Vec<_> = bgp.speakers.keys().copied().collect();
     for dev in devices {
         let Some(sp) = bgp.speakers.get_mut(&dev) else { continue };
@@ -160,7 +160,7 @@ pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before]
                 continue;
             }
             let key = ExportKey::of(s);
-            let only = (!all && s.exported_as == Some(key)).then_some(&dirty);
+            let only = (!rederive.contains(&dev) && s.exported_as == Some(key)).then_some(&dirty);
             export_session(bgp, net, st, now, sid, only, out);
             bgp.sessions[sid.idx()].exported_as = Some(key);
         }

@@ -26,11 +26,11 @@ mod route_map;
 mod session;
 mod table;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::bgp_state::{BgpTable, BgpView, BgpWireRecord};
 use super::state::{Route, State};
-use crate::model::{DeviceId, Network};
+use crate::model::{BgpConfig, BirdDaemon, DeviceId, Network};
 use ipnet::Ipv4Net;
 
 pub(crate) use jitter::Jitter;
@@ -107,9 +107,13 @@ pub(crate) struct Bgp {
     pub(crate) live_out: Vec<super::bgp_state::BgpMessage>,
     /// Every attribute set held, once (`attrs`).
     attrs: attrs::AttrTable,
-    /// The next export re-derives every session whole: a sync may have changed the
-    /// configuration or the sessions (`export`).
-    export_all: bool,
+    /// Each device's BGP and BIRD configuration as its sessions' advertisements were last
+    /// derived from (policies, filters, a neighbour's options): a sync whose configuration
+    /// differs puts the device in `rederive`.
+    derived_from: BTreeMap<DeviceId, (Option<BgpConfig>, Option<BirdDaemon>)>,
+    /// The devices whose sessions the next export re-derives whole (`export`). A session's own
+    /// facts (a new connection, its address) are its `ExportKey`.
+    rederive: BTreeSet<DeviceId>,
 }
 
 /// The BGP messages a run sent, in order, with a number per TCP connection.
@@ -168,7 +172,8 @@ impl Default for Bgp {
             wire: None,
             live_out: Vec::new(),
             attrs: attrs::AttrTable::default(),
-            export_all: true,
+            derived_from: BTreeMap::new(),
+            rederive: BTreeSet::new(),
         }
     }
 }
@@ -179,7 +184,14 @@ impl Bgp {
     /// Bring speakers and sessions in line with configuration and power on `devices`
     /// (ascending; see `session::sync`).
     pub(crate) fn sync(&mut self, net: &Network, st: &State, now: u64, devices: &[DeviceId], out: &mut Out) -> bool {
-        self.export_all = true;
+        for &d in devices {
+            let dev = net.device(d);
+            let derived = self.derived_from.get(&d);
+            if derived.is_none_or(|(bgp, bird)| *bgp != dev.bgp || *bird != dev.bird) {
+                self.derived_from.insert(d, (dev.bgp.clone(), dev.bird.clone()));
+                self.rederive.insert(d);
+            }
+        }
         session::sync(self, net, st, now, devices, out)
     }
 

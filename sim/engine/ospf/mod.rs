@@ -8,7 +8,8 @@
 //! (`VendorProfile::ospf_exchange_ms`) that starts once both ends want the adjacency; all
 //! `network … area` statements are treated as one area.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -103,6 +104,12 @@ struct OIf {
     nbrs: BTreeMap<Ipv4Addr, Nbr>,
     gen: u32,
     hello_scheduled: bool,
+    /// How many of this interface's hello timers wait in `Ospf::unheard` (one, unless a flap
+    /// left a second timer running).
+    unheard: u16,
+    /// Nothing hears a hello sent here (`Ospf::heard`), as of the last sync of this device or
+    /// a neighbour on the segment.
+    no_listener: bool,
 }
 
 impl Default for OIf {
@@ -120,6 +127,8 @@ impl Default for OIf {
             nbrs: BTreeMap::new(),
             gen: 0,
             hello_scheduled: false,
+            unheard: 0,
+            no_listener: false,
         }
     }
 }
@@ -149,6 +158,13 @@ pub(crate) struct Ospf {
     /// The packets tapped interfaces see, for captures (`Engine::record_ospf_wire`); None:
     /// not kept.
     pub(crate) wire: Option<WireLog>,
+    /// The next hellos of interfaces no one hears (a leaf's port to a server: no OSPF router
+    /// on the segment, no capture tap), as (time, sequence number, interface), kept out of the
+    /// engine's queue: two fifths of a long replay's events were such hellos. The engine lets
+    /// each pass when its turn comes (`pass_unheard`), taking the number its successor takes,
+    /// so every event keeps the time and number it had; one that someone could hear goes back
+    /// into the queue under its own (`hear_again`).
+    unheard: BinaryHeap<Reverse<(u64, u64, IfId)>>,
 }
 
 #[derive(Clone, Debug)]
@@ -199,6 +215,7 @@ impl Ospf {
             ever: BTreeSet::new(),
             last_spf: None,
             wire: None,
+            unheard: BinaryHeap::new(),
         }
     }
 
@@ -249,8 +266,93 @@ impl Ospf {
             for &i in &dev.ifaces {
                 changed |= self.sync_iface(net, st, now, i, out);
             }
+            // A router that appeared on a segment (or a cable that joined two ports) hears
+            // the hellos sent there; one that went away no longer does.
+            for &i in &dev.ifaces {
+                for p in std::iter::once(i).chain(net.l2_peers(i)) {
+                    self.listen(net, p, out);
+                }
+            }
         }
         changed
+    }
+
+    /// Could anything hear a hello sent on `from`: an interface of an OSPF router on its
+    /// segment that takes hellos, or a capture tap on the segment?
+    fn heard(&self, net: &Network, from: IfId) -> bool {
+        let tapped = |i: IfId| self.wire.as_ref().is_some_and(|w| w.taps(i));
+        let listens = |i: IfId| {
+            let o = &self.ifs[i.idx()];
+            o.active && !o.passive && self.routers[Self::dev_of(net, i).idx()].is_some()
+        };
+        tapped(from) || net.l2_peers(from).any(|to| tapped(to) || listens(to))
+    }
+
+    /// Whether anything hears the hellos of `iface` now; if so, its unheard timers go back in
+    /// the queue.
+    fn listen(&mut self, net: &Network, iface: IfId, out: &mut Out) {
+        let heard = self.heard(net, iface);
+        let o = &mut self.ifs[iface.idx()];
+        o.no_listener = !heard;
+        if heard && o.unheard > 0 {
+            self.hear_again(|i| i == iface, out);
+        }
+    }
+
+    /// Put the unheard hello timers of the interfaces `which` picks back in the engine's queue,
+    /// each at the (time, number) it waits for.
+    fn hear_again(&mut self, which: impl Fn(IfId) -> bool, out: &mut Out) {
+        let mut waiting = std::mem::take(&mut self.unheard).into_vec();
+        waiting.retain(|&Reverse((at, seq, i))| {
+            if !which(i) {
+                return true;
+            }
+            self.ifs[i.idx()].unheard -= 1;
+            out.at_seq(at, seq, Event::Hello(i));
+            false
+        });
+        self.unheard = BinaryHeap::from(waiting);
+    }
+
+    /// A capture begins: what its taps see is heard.
+    pub(crate) fn listen_all(&mut self, net: &Network, out: &mut Out) {
+        for i in 0..self.ifs.len() {
+            self.listen(net, IfId(i as u32), out);
+        }
+    }
+
+    /// The (time, number) of the next unheard hello.
+    pub(crate) fn next_unheard(&self) -> Option<(u64, u64)> {
+        self.unheard.peek().map(|&Reverse((at, seq, _))| (at, seq))
+    }
+
+    /// Send the unheard hellos due before `before` (time, number), in order, each as the engine
+    /// would have handled it from its queue at its own time and number: it stops with its
+    /// interface, waits again for the next interval (taking the number its successor takes),
+    /// or, heard now, goes back into the queue.
+    pub(crate) fn pass_unheard(&mut self, net: &Network, before: (u64, u64), out: &mut Out) {
+        while let Some(&Reverse((at, seq, i))) = self.unheard.peek() {
+            if (at, seq) >= before {
+                return;
+            }
+            let o = &self.ifs[i.idx()];
+            if !o.no_listener {
+                // Heard since: handled from the queue, as it would have been.
+                self.hear_again(|j| j == i, out);
+                return;
+            }
+            if self.hello_stops(net, i) {
+                self.unheard.pop();
+                self.ifs[i.idx()].unheard -= 1;
+                continue;
+            }
+            // Sent to no one again; its successor takes the next number.
+            let hello_ms = net.device(Self::dev_of(net, i)).profile.ospf_hello_ms;
+            let next = (at + hello_ms, out.reserve(), i);
+            if let Some(mut top) = self.unheard.peek_mut() {
+                *top = Reverse(next);
+            }
+        }
     }
 
     fn sync_iface(&mut self, net: &Network, st: &State, now: u64, i: IfId, out: &mut Out) -> bool {
@@ -278,6 +380,7 @@ impl Ospf {
             None if o.active => {
                 *o = OIf {
                     gen: o.gen + 1,
+                    unheard: o.unheard,
                     ..OIf::default()
                 };
                 true
@@ -306,6 +409,7 @@ impl Ospf {
                         state,
                         gen,
                         hello_scheduled: o.hello_scheduled,
+                        unheard: o.unheard,
                         ..OIf::default()
                     };
                     if !passive {
@@ -364,16 +468,20 @@ impl Ospf {
     }
 
     fn send_hello(&mut self, net: &Network, st: &State, now: u64, from: IfId, out: &mut Out) -> bool {
-        let o = &self.ifs[from.idx()];
-        if !o.active || o.passive {
-            self.ifs[from.idx()].hello_scheduled = false;
+        if self.hello_stops(net, from) {
             return false;
         }
         let Some(sender) = self.routers[Self::dev_of(net, from).idx()].clone() else {
-            self.ifs[from.idx()].hello_scheduled = false;
             return false;
         };
         let hello_ms = net.device(Self::dev_of(net, from)).profile.ospf_hello_ms;
+        if self.ifs[from.idx()].no_listener {
+            // Received by no one, logged nowhere: the timer waits outside the queue.
+            let seq = out.reserve();
+            self.unheard.push(Reverse((now + hello_ms, seq, from)));
+            self.ifs[from.idx()].unheard += 1;
+            return false;
+        }
         out.push((now + hello_ms, Event::Hello(from)));
         self.log_hello(net, st, now, from, sender.rid);
         let mut changed = false;
@@ -381,6 +489,17 @@ impl Ospf {
             changed |= self.receive_hello(net, now, to, from, &sender, out);
         }
         changed
+    }
+
+    /// A hello timer that fires where no hello is sent any more (the interface down or
+    /// passive, its router gone) stops.
+    fn hello_stops(&mut self, net: &Network, iface: IfId) -> bool {
+        let o = &self.ifs[iface.idx()];
+        let sending = o.active && !o.passive && self.routers[Self::dev_of(net, iface).idx()].is_some();
+        if !sending {
+            self.ifs[iface.idx()].hello_scheduled = false;
+        }
+        !sending
     }
 
     /// RFC 2328 §10.5 for the hello `from` sent, arriving on `to`.

@@ -135,6 +135,10 @@ impl WireLog {
         }
     }
 
+    pub(super) fn taps(&self, iface: IfId) -> bool {
+        self.taps.contains(&iface)
+    }
+
     /// The tapped interfaces a multicast frame sent on `from` crosses.
     fn seen_on(&self, net: &Network, st: &State, from: IfId) -> Vec<IfId> {
         let up = |i: &IfId| st.ifaces.get(i.idx()).is_some_and(|s| s.up);

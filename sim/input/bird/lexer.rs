@@ -90,23 +90,24 @@ fn expand(
     depth: usize,
     out: &mut Vec<Tok>,
 ) -> Result<(), Diagnostic> {
-    let toks = lex(text, origin)?;
-    let mut i = 0;
-    while i < toks.len() {
-        if !toks[i].is_word("include") {
-            out.push(toks[i].clone());
-            i += 1;
+    let mut toks = lex(text, origin)?.into_iter();
+    while let Some(tok) = toks.next() {
+        if !tok.is_word("include") {
+            out.push(tok);
             continue;
         }
-        let at = toks[i].span.clone();
-        let name = match toks.get(i + 1).map(|t| &t.kind) {
-            Some(TokKind::Str(s)) if !s.is_empty() => s.clone(),
+        let at = tok.span;
+        let name = match toks.next().map(|t| t.kind) {
+            Some(TokKind::Str(s)) if !s.is_empty() => s,
             Some(TokKind::Str(_)) => return Err(Diagnostic::error(at, "include with an empty file name")),
             _ => return Err(Diagnostic::error(at, "expected a file name in quotes after `include`")),
         };
-        if !toks.get(i + 2).is_some_and(|t| t.is_punct(";")) {
-            let span = toks.get(i + 2).map_or(at, |t| t.span.clone());
-            return Err(Diagnostic::error(span, "expected `;` after the include file name"));
+        match toks.next() {
+            Some(t) if t.is_punct(";") => {}
+            t => {
+                let span = t.map_or(at, |t| t.span);
+                return Err(Diagnostic::error(span, "expected `;` after the include file name"));
+            }
         }
         if depth + 1 > MAX_INCLUDE_DEPTH {
             let msg = format!("include `{name}` is nested deeper than {MAX_INCLUDE_DEPTH} levels");
@@ -126,7 +127,6 @@ fn expand(
         };
         sources.push(name);
         expand(inc_text, inc_origin, includes, sources, depth + 1, out)?;
-        i += 3;
     }
     Ok(())
 }
@@ -214,8 +214,11 @@ fn lex(text: &str, origin: &TextOrigin) -> Result<Vec<Tok>, Diagnostic> {
                     kind
                 }
                 _ => {
-                    let two: String = chars[i..chars.len().min(i + 2)].iter().collect();
-                    if let Some(p) = TWO_CHAR.iter().find(|p| **p == two) {
+                    let two = |p: &&&str| {
+                        let mut pc = p.chars();
+                        pc.next() == Some(c) && pc.next() == chars.get(i + 1).copied()
+                    };
+                    if let Some(p) = TWO_CHAR.iter().find(two) {
                         i += 2;
                         TokKind::Punct(p)
                     } else if let Some(p) = ONE_CHAR.iter().find(|p| p.starts_with(c)) {
