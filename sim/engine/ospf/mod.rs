@@ -229,6 +229,10 @@ impl Ospf {
         net.iface(i).device
     }
 
+    fn hello_ms(net: &Network, i: IfId) -> u64 {
+        net.device(Self::dev_of(net, i)).profile.ospf_hello_ms
+    }
+
     /// Bring processes and interfaces in line with config and interface state on `devices`
     /// (ascending). A device whose power, configuration and interfaces did not change since its
     /// last sync has nothing to do, so callers may pass only the ones that did. Returns true if
@@ -289,22 +293,27 @@ impl Ospf {
     }
 
     /// Whether anything hears the hellos of `iface` now; if so, its unheard timers go back in
-    /// the queue.
+    /// the queue. Only an interface that sends hellos asks: another one's answer is read by
+    /// no one, and its own device's next sync asks again when it starts sending.
     fn listen(&mut self, net: &Network, iface: IfId, out: &mut Out) {
+        let o = &self.ifs[iface.idx()];
+        if !o.active || o.passive {
+            return;
+        }
         let heard = self.heard(net, iface);
         let o = &mut self.ifs[iface.idx()];
         o.no_listener = !heard;
         if heard && o.unheard > 0 {
-            self.hear_again(|i| i == iface, out);
+            self.hear_again(iface, out);
         }
     }
 
-    /// Put the unheard hello timers of the interfaces `which` picks back in the engine's queue,
-    /// each at the (time, number) it waits for.
-    fn hear_again(&mut self, which: impl Fn(IfId) -> bool, out: &mut Out) {
+    /// Put the unheard hello timers of `iface` back in the engine's queue, each at the (time,
+    /// number) it waits for.
+    fn hear_again(&mut self, iface: IfId, out: &mut Out) {
         let mut waiting = std::mem::take(&mut self.unheard).into_vec();
         waiting.retain(|&Reverse((at, seq, i))| {
-            if !which(i) {
+            if i != iface {
                 return true;
             }
             self.ifs[i.idx()].unheard -= 1;
@@ -338,7 +347,7 @@ impl Ospf {
             let o = &self.ifs[i.idx()];
             if !o.no_listener {
                 // Heard since: handled from the queue, as it would have been.
-                self.hear_again(|j| j == i, out);
+                self.hear_again(i, out);
                 return;
             }
             if self.hello_stops(net, i) {
@@ -347,8 +356,7 @@ impl Ospf {
                 continue;
             }
             // Sent to no one again; its successor takes the next number.
-            let hello_ms = net.device(Self::dev_of(net, i)).profile.ospf_hello_ms;
-            let next = (at + hello_ms, out.reserve(), i);
+            let next = (at + Self::hello_ms(net, i), out.reserve(), i);
             if let Some(mut top) = self.unheard.peek_mut() {
                 *top = Reverse(next);
             }
@@ -474,7 +482,7 @@ impl Ospf {
         let Some(sender) = self.routers[Self::dev_of(net, from).idx()].clone() else {
             return false;
         };
-        let hello_ms = net.device(Self::dev_of(net, from)).profile.ospf_hello_ms;
+        let hello_ms = Self::hello_ms(net, from);
         if self.ifs[from.idx()].no_listener {
             // Received by no one, logged nowhere: the timer waits outside the queue.
             let seq = out.reserve();
