@@ -456,3 +456,40 @@ fn unheard_hellos_leave_the_run_as_it_was() {
         assert!(state == heard.4, "head start {head_start}: the same state");
     }
 }
+
+/// An interface that goes down and comes back between two hellos keeps one hello timer: the
+/// old one was stopped at the InterfaceDown (RFC 2328 §9.3) and the interface starts a new one
+/// when it comes up, sending its first hello then. A timer left running beside the new one
+/// sent twice the hellos, and a device rebooted within a hello interval kept its old phase.
+#[test]
+fn an_interface_that_flaps_between_two_hellos_keeps_one_hello_timer() {
+    let (net, [spine, ..]) = fabric(0);
+    let port = net.iface_by_name(spine, "Ethernet1").expect("spine Ethernet1");
+    let mut e = Engine::new(net);
+    e.record_ospf_wire([port].into_iter().collect());
+    e.run_until_quiet();
+    let hellos = |e: &Engine, from: u64, to: u64| -> Vec<u64> {
+        e.ospf_wire()
+            .iter()
+            .filter(|r| r.iface == port && matches!(r.packet, OspfPacket::Hello(_)))
+            .map(|r| r.at_ms)
+            .filter(|at| (from..to).contains(at))
+            .collect()
+    };
+    let start = e.now;
+    e.advance(100_000);
+    assert_eq!(hellos(&e, start, start + 100_000).len(), 10, "steady: every 10 s");
+    // Cut for 2 s, between two hellos.
+    let last = *hellos(&e, 0, u64::MAX).last().expect("a hello");
+    e.advance(last + 3_000 - e.now);
+    e.set_severed(&[port], true);
+    e.advance(2_000);
+    e.set_severed(&[port], false);
+    let up = e.now;
+    e.run_until_quiet();
+    e.advance(100_000);
+    let after = hellos(&e, up, up + 100_000);
+    assert_eq!(after.first(), Some(&up), "the first hello as the interface comes up");
+    assert_eq!(after.len(), 10, "one timer after the flap: {after:?}");
+    assert!(after.windows(2).all(|w| w[1] - w[0] == 10_000), "{after:?}");
+}

@@ -103,9 +103,13 @@ struct OIf {
     bdr: Option<Ipv4Addr>,
     nbrs: BTreeMap<Ipv4Addr, Nbr>,
     gen: u32,
-    hello_scheduled: bool,
-    /// How many of this interface's hello timers wait in `Ospf::unheard` (one, unless a flap
-    /// left a second timer running).
+    /// When the interface's hello timer fires next; None: it is stopped. A timer event for
+    /// another instant is one the interface stopped since (RFC 2328 §9.3: InterfaceDown
+    /// disables the interface's timers; InterfaceUp starts the hello timer again): it ends,
+    /// so an interface that goes down and up between two hellos keeps one timer.
+    hello_due: Option<u64>,
+    /// How many of this interface's hello timers wait in `Ospf::unheard` (one, or a stopped
+    /// one that has not reached its instant yet).
     unheard: u16,
     /// Nothing hears a hello sent here (`Ospf::heard`), as of the last sync of this device or
     /// a neighbour on the segment.
@@ -126,7 +130,7 @@ impl Default for OIf {
             bdr: None,
             nbrs: BTreeMap::new(),
             gen: 0,
-            hello_scheduled: false,
+            hello_due: None,
             unheard: 0,
             no_listener: false,
         }
@@ -350,13 +354,14 @@ impl Ospf {
                 self.hear_again(i, out);
                 return;
             }
-            if self.hello_stops(net, i) {
+            if self.hello_stops(net, i, at) {
                 self.unheard.pop();
                 self.ifs[i.idx()].unheard -= 1;
                 continue;
             }
             // Sent to no one again; its successor takes the next number.
             let next = (at + Self::hello_ms(net, i), out.reserve(), i);
+            self.ifs[i.idx()].hello_due = Some(next.0);
             if let Some(mut top) = self.unheard.peek_mut() {
                 *top = Reverse(next);
             }
@@ -416,13 +421,13 @@ impl Ospf {
                         prio,
                         state,
                         gen,
-                        hello_scheduled: o.hello_scheduled,
+                        hello_due: o.hello_due,
                         unheard: o.unheard,
                         ..OIf::default()
                     };
                     if !passive {
-                        if !o.hello_scheduled {
-                            o.hello_scheduled = true;
+                        if o.hello_due.is_none() {
+                            o.hello_due = Some(now);
                             out.push((now, Event::Hello(i)));
                         }
                         if state == IfSm::Waiting {
@@ -476,13 +481,14 @@ impl Ospf {
     }
 
     fn send_hello(&mut self, net: &Network, st: &State, now: u64, from: IfId, out: &mut Out) -> bool {
-        if self.hello_stops(net, from) {
+        if self.hello_stops(net, from, now) {
             return false;
         }
         let Some(sender) = self.routers[Self::dev_of(net, from).idx()].clone() else {
             return false;
         };
         let hello_ms = Self::hello_ms(net, from);
+        self.ifs[from.idx()].hello_due = Some(now + hello_ms);
         if self.ifs[from.idx()].no_listener {
             // Received by no one, logged nowhere: the timer waits outside the queue.
             let seq = out.reserve();
@@ -499,13 +505,17 @@ impl Ospf {
         changed
     }
 
-    /// A hello timer that fires where no hello is sent any more (the interface down or
-    /// passive, its router gone) stops.
-    fn hello_stops(&mut self, net: &Network, iface: IfId) -> bool {
+    /// A hello timer that fires at `at` stops where it was stopped (the interface went down
+    /// since, and perhaps came up again with a timer of its own: `hello_due`) or where no
+    /// hello is sent any more (the interface down or passive, its router gone).
+    fn hello_stops(&mut self, net: &Network, iface: IfId, at: u64) -> bool {
         let o = &self.ifs[iface.idx()];
+        if o.hello_due != Some(at) {
+            return true;
+        }
         let sending = o.active && !o.passive && self.routers[Self::dev_of(net, iface).idx()].is_some();
         if !sending {
-            self.ifs[iface.idx()].hello_scheduled = false;
+            self.ifs[iface.idx()].hello_due = None;
         }
         !sending
     }
