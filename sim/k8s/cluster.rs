@@ -841,6 +841,10 @@ impl Cluster {
 
     fn reconcile_pass(&mut self, now: u64) {
         let order = self.start_order();
+        // The pods bound to each node, made at the pass's first admission that counts and kept
+        // through it (the scheduler binds some): counting every pod of the cluster for each
+        // pod the kubelet admits was quadratic in a cluster declared at once.
+        let mut bound: Option<BTreeMap<String, Vec<usize>>> = None;
         for (turn, &i) in order.iter().enumerate() {
             // A Terminating pod is never started again; a rejected one is terminal.
             if self.pods[i].phase != PodPhase::Pending || self.pods[i].deleted_ms.is_some() {
@@ -848,7 +852,12 @@ impl Cluster {
             }
             if self.pods[i].node.is_none() {
                 match self.schedule(i, now) {
-                    Ok(node) => self.pods[i].node = Some(node),
+                    Ok(node) => {
+                        if let Some(bound) = bound.as_mut() {
+                            bound.entry(node.clone()).or_default().push(i);
+                        }
+                        self.pods[i].node = Some(node);
+                    }
                     Err(message) => {
                         let pod = &mut self.pods[i];
                         if pod.failed_scheduling.last().is_none_or(|e| e.message != message) {
@@ -869,7 +878,14 @@ impl Cluster {
                 // Bound, but no kubelet runs there to start it: Pending with no reason shown.
                 continue;
             }
-            if let Some(rejection) = self.admission(i, &node, &order[..turn], now) {
+            let counted = !matches!(self.pods[i].owner, Owner::DaemonSet(_) | Owner::Static);
+            let on_node = match &mut bound {
+                Some(b) => b.get(&node),
+                None if counted => bound.insert(self.bound_pods()).get(&node),
+                None => None,
+            };
+            let on_node = on_node.map_or(&[][..], Vec::as_slice);
+            if let Some(rejection) = self.admission(i, &node, on_node, &order[..turn], now) {
                 let pod = &mut self.pods[i];
                 pod.phase = PodPhase::Failed;
                 pod.waiting = None;
@@ -1042,21 +1058,39 @@ impl Cluster {
         None
     }
 
+    /// The pods bound to each node, by index.
+    fn bound_pods(&self) -> BTreeMap<String, Vec<usize>> {
+        let mut bound: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (j, p) in self.pods.iter().enumerate() {
+            if let Some(node) = &p.node {
+                bound.entry(node.clone()).or_default().push(j);
+            }
+        }
+        bound
+    }
+
     /// The kubelet's admission of pod `i` on `node` (`lifecycle/predicate.go`: the scheduler's
     /// resource fit run again against the pods it admitted before, `admitted_before` in start
     /// order): a pod that bypassed the scheduler with `spec.nodeName` onto a node already at its
     /// maxPods is rejected `OutOfpods`. DaemonSet and static pods are critical: the kubelet
     /// evicts others to admit them, which fabsim does not model, so they are admitted.
-    fn admission(&self, i: usize, node: &str, admitted_before: &[usize], now: u64) -> Option<Rejection> {
+    /// `bound`: the pods bound to `node`, among others (`bound_pods`).
+    fn admission(
+        &self,
+        i: usize,
+        node: &str,
+        bound: &[usize],
+        admitted_before: &[usize],
+        now: u64,
+    ) -> Option<Rejection> {
         let pod = &self.pods[i];
         if matches!(pod.owner, Owner::DaemonSet(_) | Owner::Static) {
             return None;
         }
         let on_node = |p: &Pod| p.node.as_deref() == Some(node) && p.phase != PodPhase::Failed;
-        let used = self
-            .pods
+        let used = bound
             .iter()
-            .enumerate()
+            .map(|&j| (j, &self.pods[j]))
             .filter(|(j, p)| *j != i && on_node(p) && (p.phase == PodPhase::Running || admitted_before.contains(j)))
             .count();
         let capacity = self.max_pods(node) as usize;
