@@ -878,10 +878,9 @@ impl Cluster {
                 // Bound, but no kubelet runs there to start it: Pending with no reason shown.
                 continue;
             }
-            let counted = !matches!(self.pods[i].owner, Owner::DaemonSet(_) | Owner::Static);
             let on_node = match &mut bound {
                 Some(b) => b.get(&node),
-                None if counted => bound.insert(self.bound_pods()).get(&node),
+                None if !critical(&self.pods[i]) => bound.insert(self.bound_pods()).get(&node),
                 None => None,
             };
             let on_node = on_node.map_or(&[][..], Vec::as_slice);
@@ -1058,7 +1057,7 @@ impl Cluster {
         None
     }
 
-    /// The pods bound to each node, by index.
+    /// The pods bound to each node, by index (what `admission` counts).
     fn bound_pods(&self) -> BTreeMap<String, Vec<usize>> {
         let mut bound: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (j, p) in self.pods.iter().enumerate() {
@@ -1083,8 +1082,7 @@ impl Cluster {
         admitted_before: &[usize],
         now: u64,
     ) -> Option<Rejection> {
-        let pod = &self.pods[i];
-        if matches!(pod.owner, Owner::DaemonSet(_) | Owner::Static) {
+        if critical(&self.pods[i]) {
             return None;
         }
         let on_node = |p: &Pod| p.node.as_deref() == Some(node) && p.phase != PodPhase::Failed;
@@ -1235,6 +1233,11 @@ fn fit_error(unfit: &[Option<Unfit>]) -> String {
         "0/{n} nodes are available: {}. preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling..",
         reasons.join(", ")
     )
+}
+
+/// DaemonSet and static pods: the kubelet admits them whatever its pod count (`admission`).
+fn critical(pod: &Pod) -> bool {
+    matches!(pod.owner, Owner::DaemonSet(_) | Owner::Static)
 }
 
 #[cfg(test)]
