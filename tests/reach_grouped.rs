@@ -41,27 +41,36 @@ fn node_addr(fabric: &LeafSpine, leaf: u32, node: u32) -> String {
     std::net::Ipv4Addr::from(u32::from(std::net::Ipv4Addr::new(10, 255, 0, 0)) + 2 * k + 1).to_string()
 }
 
-/// Both matrices of the engine's state; they must agree pair by pair and on the findings.
+/// Both matrices of the engine's state; they must agree pair by pair and on the findings. The
+/// grouped one proven on two threads is the grouped one, walks included.
 fn compare(engine: &Engine, what: &str) -> (ReachMatrix, ReachMatrix) {
     let (net, st) = (engine.network(), engine.state());
     let grouped = ReachMatrix::compute(net, st);
     let exact = ReachMatrix::per_pair(net, st);
-    assert_eq!(grouped.endpoints, exact.endpoints, "{what}");
+    same(&grouped, &exact, what);
     let n = exact.endpoints.len();
+    assert_eq!(exact.walked, n * n.saturating_sub(1), "the reference walks every pair");
+    let threaded = ReachMatrix::on_workers(net, st, 2);
+    same(&threaded, &grouped, &format!("{what}, two workers"));
+    assert_eq!(threaded.walked, grouped.walked, "{what}, two workers");
+    (grouped, exact)
+}
+
+fn same(m: &ReachMatrix, reference: &ReachMatrix, what: &str) {
+    assert_eq!(m.endpoints, reference.endpoints, "{what}");
+    let n = reference.endpoints.len();
     for i in 0..n {
         for j in 0..n {
             assert_eq!(
-                grouped.reached(i, j),
-                exact.reached(i, j),
+                m.reached(i, j),
+                reference.reached(i, j),
                 "{what}: {} -> {}",
-                exact.endpoints[i].name,
-                exact.endpoints[j].name
+                reference.endpoints[i].name,
+                reference.endpoints[j].name
             );
         }
     }
-    assert_eq!(grouped.findings, exact.findings, "{what}");
-    assert_eq!(exact.walked, n * n.saturating_sub(1), "the reference walks every pair");
-    (grouped, exact)
+    assert_eq!(m.findings, reference.findings, "{what}");
 }
 
 /// Random faults on random generated fabrics (a fixed seed, so failures reproduce).
@@ -207,5 +216,31 @@ fn masqueraded_pod_requests_are_proven() {
         let (grouped, _) = compare(&engine, &format!("{underlay:?}, node-2-1 off"));
         let (ok, pairs) = grouped.count();
         assert!(ok < pairs, "{underlay:?}: pairs towards node-2-1 and its pods break");
+    }
+}
+
+/// Sources are proven 64 at a time, the tiles dealt to the workers in turn: with 146
+/// endpoints (three tiles) and a blackhole on one spine, one, two and three workers give the
+/// per-pair walks' matrix, the same findings and the same walks.
+#[test]
+fn workers_share_the_tiles_and_agree() {
+    let fabric = LeafSpine {
+        pods_per_node: 1,
+        ..LeafSpine::new(2, 6, 12)
+    };
+    let mut engine = converged(&fabric);
+    let victim = node_addr(&fabric, 3, 5);
+    configure(&mut engine, "spine-1", &format!("ip route {victim}/32 Null0"));
+    engine.run_until_quiet();
+    let (net, st) = (engine.network(), engine.state());
+    let exact = ReachMatrix::per_pair(net, st);
+    assert!(exact.endpoints.len() > 128, "{} endpoints", exact.endpoints.len());
+    let alone = ReachMatrix::on_workers(net, st, 1);
+    same(&alone, &exact, "one worker");
+    assert!(alone.walked > 0 && alone.walked < exact.walked, "{}", alone.walked);
+    for workers in [2, 3] {
+        let m = ReachMatrix::on_workers(net, st, workers);
+        same(&m, &exact, &format!("{workers} workers"));
+        assert_eq!(m.walked, alone.walked, "{workers} workers");
     }
 }

@@ -14,9 +14,10 @@
 //! proven this way: branches that disagree, and every failure (whose hops the report explains).
 //! Every device decides for the caller's targets from a [`Table`] made in one pass of its FIB
 //! over the targets in address order (`Fib::lookup_sorted`), not by a lookup per question; a
-//! Linux host that hands the packet to one device unchanged (a node's default route to its
-//! leaf, its route to a pod's veth) is not memoised but answers with that device's fate one
-//! decision later (`Fates::arrive`): its memo row would serve only its own pods' pairs.
+//! Linux host that hands the packet to one device (a node's default route to its leaf, its
+//! route to a pod's veth), masqueraded or not, is not memoised but answers with that device's
+//! fate one decision later (`Fates::arrive`): its memo row would serve only its own pods'
+//! pairs.
 //!
 //! # Why a proven pair's verdict is the per-pair walk's
 //!
@@ -64,6 +65,7 @@
 //! or tunnels) and circle until its TTL ran out.
 
 use std::net::Ipv4Addr;
+use std::sync::OnceLock;
 
 use fnv::FnvHashMap;
 use smallvec::SmallVec;
@@ -78,7 +80,7 @@ use crate::model::{DeviceId, DeviceKind, IfId, Masquerade, Network};
 const MAX_FORWARDS: u8 = u8::MAX - 1;
 
 /// Forwarding decisions followed without the memo where each delegating device hands a packet
-/// to one device unchanged (`Fates::arrive`); deeper, the memo's loop detection (`Fate::Open`)
+/// to one device (`Fates::arrive`); deeper, the memo's loop detection (`Fate::Open`)
 /// takes over.
 const DELEGATE_DEPTH: u8 = 8;
 
@@ -117,6 +119,9 @@ enum Leg {
 struct NatPoint {
     dev: DeviceId,
     outside: Ipv4Addr,
+    /// `outside`'s index among the targets, and the kind of the requests masqueraded here.
+    outside_target: Option<u32>,
+    masqueraded: usize,
     /// Neighbours that do not forward (a pod behind its `cali…` veth, a host) whose own packets
     /// to `outside` enter `dev` by another interface: as answerers, their replies are not
     /// un-NATed (sorted). None: a router could bring the answer in elsewhere.
@@ -219,24 +224,21 @@ struct Table<'a> {
     by_target: Box<[u16]>,
     /// The routes some target takes.
     routes: Vec<Sending<'a>>,
+    /// The routes' fixed next devices ([`Next::Fixed`]).
+    hops: Vec<DeviceId>,
 }
 
 impl<'a> Table<'a> {
     /// With no entries for a FIB with more routes than an entry can name.
-    fn new(
-        net: &Network,
-        st: &'a State,
-        dev: DeviceId,
-        sorted: &(Vec<Ipv4Addr>, Vec<u32>),
-        rules: &[&Masquerade],
-        targets: &FnvHashMap<Ipv4Addr, u32>,
-        pool: &mut Vec<DeviceId>,
-    ) -> Table<'a> {
+    fn new(d: &Decisions<'a>, dev: DeviceId) -> Table<'a> {
+        let (net, st, sorted, targets) = (d.net, d.st, &d.sorted, &d.targets);
         let fib = &st.devices[dev.idx()].fib;
+        let mut hops = Vec::new();
         if fib.len() > TABLE_ROUTES {
             return Table {
                 by_target: Box::default(),
                 routes: Vec::new(),
+                hops,
             };
         }
         // `local_iface`'s addresses.
@@ -261,7 +263,7 @@ impl<'a> Table<'a> {
                 entry = match last {
                     Some((k, e)) if k == key => e,
                     _ => *index.entry(key).or_insert_with(|| {
-                        routes.push(Sending::new(net, st, dev, route, rules, targets, Some(&mut *pool)));
+                        routes.push(Sending::new(net, st, dev, route, &d.rules, targets, Some(&mut hops)));
                         (routes.len() - 1) as u16
                     }),
                 };
@@ -272,35 +274,30 @@ impl<'a> Table<'a> {
             }
             by_target[sorted.1[i] as usize] = entry;
         });
-        Table { by_target, routes }
+        Table {
+            by_target,
+            routes,
+            hops,
+        }
     }
 }
 
-/// The fates of packets arriving at devices, per (device, flow), for one state.
-pub struct Fates<'a> {
+/// How every device decides for the targets, for one state: what the fates rest on, shared by
+/// the workers proving one matrix (each with its own [`Fates`]). A device's table is made at
+/// its first question, by whichever worker asks first.
+pub struct Decisions<'a> {
     net: &'a Network,
     st: &'a State,
     /// The distinct MASQUERADE rules (felix writes the same one on every node) and each
     /// device's, by index.
     rules: Vec<&'a Masquerade>,
     rule_of: Vec<Option<usize>>,
-    /// Flow kinds seen: (bit i: the source is in `rules[i]`'s source networks, the leg).
-    kinds: Vec<(u64, Leg)>,
-    /// Where requests were masqueraded on the way, by (device, egress) in `nat_index`.
-    nats: Vec<NatPoint>,
-    nat_index: FnvHashMap<(DeviceId, IfId), u16>,
     /// Dense indices of the addresses the caller will ask about (the matrix's endpoints).
     targets: FnvHashMap<Ipv4Addr, u32>,
-    /// `rows[kind][device][target]`: fates of flows to targets, allocated per device reached.
-    rows: Vec<Vec<Option<Box<[Fate]>>>>,
-    /// Fates of flows to other addresses.
-    others: FnvHashMap<(DeviceId, Flow), Fate>,
     /// The targets' addresses in ascending order, and their indices.
     sorted: (Vec<Ipv4Addr>, Vec<u32>),
     /// Per device, once it decided for a target: its table.
-    tables: Vec<Option<Table<'a>>>,
-    /// The tables' fixed next devices ([`Next::Fixed`]).
-    hops: Vec<DeviceId>,
+    tables: Vec<OnceLock<Table<'a>>>,
     /// Per device, whether the walk forwards through it: not an external network's
     /// responders, not a Linux host without `ip_forward`.
     forwarding: Vec<bool>,
@@ -309,13 +306,11 @@ pub struct Fates<'a> {
     delegating: Vec<bool>,
     /// Per device, the TTL of the packets it originates.
     ttl: Vec<u8>,
-    /// The kind of every reply (`Fates::kind`).
-    reply_kind: usize,
 }
 
-impl<'a> Fates<'a> {
+impl<'a> Decisions<'a> {
     /// For questions mostly about `targets` (others are answered too, less cheaply).
-    pub fn new(net: &'a Network, st: &'a State, targets: impl IntoIterator<Item = Ipv4Addr>) -> Fates<'a> {
+    pub fn new(net: &'a Network, st: &'a State, targets: impl IntoIterator<Item = Ipv4Addr>) -> Decisions<'a> {
         let mut rules: Vec<&'a Masquerade> = Vec::new();
         let rule_of = net
             .devices
@@ -347,23 +342,51 @@ impl<'a> Fates<'a> {
             .zip(&forwarding)
             .map(|(d, forwards)| *forwards && d.kind == DeviceKind::Linux)
             .collect();
-        let mut fates = Fates {
+        Decisions {
             net,
             st,
             rules,
             rule_of,
-            kinds: Vec::new(),
-            nats: Vec::new(),
-            nat_index: FnvHashMap::default(),
             targets: index,
-            rows: Vec::new(),
-            others: FnvHashMap::default(),
             sorted,
-            tables: (0..net.devices.len()).map(|_| None).collect(),
-            hops: Vec::new(),
+            tables: (0..net.devices.len()).map(|_| OnceLock::new()).collect(),
             forwarding,
             delegating,
             ttl: net.devices.iter().map(|d| d.profile.ttl).collect(),
+        }
+    }
+
+    /// `dev`'s table, made at the first question.
+    fn table(&self, dev: DeviceId) -> &Table<'a> {
+        self.tables[dev.idx()].get_or_init(|| Table::new(self, dev))
+    }
+}
+
+/// The fates of packets arriving at devices, per (device, flow), for one state.
+pub struct Fates<'a, 'd> {
+    d: &'d Decisions<'a>,
+    /// Flow kinds seen: (bit i: the source is in `rules[i]`'s source networks, the leg).
+    kinds: Vec<(u64, Leg)>,
+    /// Where requests were masqueraded on the way, by (device, egress) in `nat_index`.
+    nats: Vec<NatPoint>,
+    nat_index: FnvHashMap<(DeviceId, IfId), u16>,
+    /// `rows[kind][device][target]`: fates of flows to targets, allocated per device reached.
+    rows: Vec<Vec<Option<Box<[Fate]>>>>,
+    /// Fates of flows to other addresses.
+    others: FnvHashMap<(DeviceId, Flow), Fate>,
+    /// The kind of every reply (`Fates::kind`).
+    reply_kind: usize,
+}
+
+impl<'a, 'd> Fates<'a, 'd> {
+    pub fn new(d: &'d Decisions<'a>) -> Fates<'a, 'd> {
+        let mut fates = Fates {
+            d,
+            kinds: Vec::new(),
+            nats: Vec::new(),
+            nat_index: FnvHashMap::default(),
+            rows: Vec::new(),
+            others: FnvHashMap::default(),
             reply_kind: 0,
         };
         fates.reply_kind = fates.kind(0, Leg::Reply);
@@ -374,7 +397,7 @@ impl<'a> Fates<'a> {
     /// reply from `dst`, whichever next hops the flow hash picks. False means not proven: the
     /// walk decides.
     pub fn echo_answered(&mut self, from: DeviceId, dst: Ipv4Addr) -> bool {
-        let target = self.targets.get(&dst).copied();
+        let target = self.d.targets.get(&dst).copied();
         let (owned, sending) = self.decide(from, dst, target);
         // The source address the walk puts on the request (`probe_with`).
         let Some(
@@ -402,33 +425,24 @@ impl<'a> Fates<'a> {
         if answerer == from {
             return false;
         }
+        // The reply: from the destination's address back to the request's source.
+        let reply = Flow {
+            dst: src,
+            target: src_target,
+            kind: self.reply_kind,
+        };
         match nat {
-            // The reply: from the destination's address back to the request's source.
-            None => {
-                let reply = Flow {
-                    dst: src,
-                    target: src_target,
-                    kind: self.reply_kind,
-                };
-                self.sent(answerer, reply) == Some((from, None))
-            }
-            Some(point) => self.answered_through_nat(from, src, dst, answerer, point),
+            None => self.sent(answerer, reply) == Some((from, None)),
+            Some(point) => self.answered_through_nat(from, reply, answerer, point),
         }
     }
 
     /// The reply to a request masqueraded at `point` goes to the outside address, must enter
     /// the NAT device by the interface the request left by (where conntrack gives it the
     /// request's source back: `Walk::undo_nat`), and is forwarded from there to `from`, all
-    /// within the answerer's TTL.
-    fn answered_through_nat(
-        &mut self,
-        from: DeviceId,
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
-        answerer: DeviceId,
-        point: usize,
-    ) -> bool {
-        let (nat_dev, outside) = (self.nats[point].dev, self.nats[point].outside);
+    /// within the answerer's TTL. `reply` is the unmasqueraded reply, to the request's source.
+    fn answered_through_nat(&mut self, from: DeviceId, reply: Flow, answerer: DeviceId, point: usize) -> bool {
+        let nat_dev = self.nats[point].dev;
         // `masquerade` hands out only points whose reply cannot enter elsewhere by a router.
         let enters_by_egress = self.nats[point]
             .enter_elsewhere
@@ -437,38 +451,34 @@ impl<'a> Fates<'a> {
         if answerer == nat_dev || !enters_by_egress {
             return false;
         }
-        let to_outside = self.flow(dst, outside, Leg::Reply);
+        let to_outside = Flow {
+            dst: self.nats[point].outside,
+            target: self.nats[point].outside_target,
+            ..reply
+        };
         let Some((at, before, _)) = self.delivered(answerer, to_outside) else {
             return false;
         };
         if at != nat_dev {
             return false;
         }
-        let to_inside = self.flow(dst, src, Leg::Reply);
-        let Fate::Delivered { dev, forwards, .. } = self.arrive(nat_dev, to_inside, 0) else {
+        let Fate::Delivered { dev, forwards, .. } = self.arrive(nat_dev, reply, 0) else {
             return false;
         };
-        dev == from && u16::from(self.ttl[answerer.idx()]) > u16::from(before) + u16::from(forwards)
-    }
-
-    /// `dev`'s table, made at the first question.
-    fn table(&mut self, dev: DeviceId) -> &Table<'a> {
-        let (net, st) = (self.net, self.st);
-        self.tables[dev.idx()]
-            .get_or_insert_with(|| Table::new(net, st, dev, &self.sorted, &self.rules, &self.targets, &mut self.hops))
+        dev == from && u16::from(self.d.ttl[answerer.idx()]) > u16::from(before) + u16::from(forwards)
     }
 
     /// `dev`'s table entry for target `t`; None where the table has no entries (`Table::new`).
     fn entry(&mut self, dev: DeviceId, t: u32) -> Option<u16> {
-        self.table(dev).by_target.get(t as usize).copied()
+        self.d.table(dev).by_target.get(t as usize).copied()
     }
 
     /// Whether `dev` owns `dst` (an interface that is up has it), and the route it sends a
     /// packet to `dst` by (`target`: `dst`'s index when it is one).
     fn decide(&mut self, dev: DeviceId, dst: Ipv4Addr, target: Option<u32>) -> (bool, Option<Sending<'a>>) {
-        let (net, st): (&'a Network, &'a State) = (self.net, self.st);
+        let (net, st): (&'a Network, &'a State) = (self.d.net, self.d.st);
         if let Some(t) = target {
-            let table = self.table(dev);
+            let table = self.d.table(dev);
             if let Some(&entry) = table.by_target.get(t as usize) {
                 return (
                     entry & OWNED != 0,
@@ -480,19 +490,20 @@ impl<'a> Fates<'a> {
         let route = st.devices[dev.idx()].fib.lookup(dst);
         (
             owned,
-            route.map(|r| Sending::new(net, st, dev, r, &self.rules, &self.targets, None)),
+            route.map(|r| Sending::new(net, st, dev, r, &self.d.rules, &self.d.targets, None)),
         )
     }
 
     /// The devices `sending`'s next hops lead a packet to `dst` to; None where the walk
     /// would do what the analysis does not follow (`next_devices`).
-    fn next_hops(&self, sending: &Sending<'a>, dst: Ipv4Addr) -> Option<Hops> {
+    fn next_hops(&self, dev: DeviceId, sending: &Sending<'a>, dst: Ipv4Addr) -> Option<Hops<'d>> {
+        let d: &'d Decisions<'a> = self.d;
         match sending.next {
-            Next::Fixed { start, len } => Some(Hops::Pool { start, len }),
+            Next::Fixed { start, len } => Some(Hops::Table(&d.table(dev).hops[start as usize..(start + len) as usize])),
             Next::Fails => None,
             Next::PerDestination => {
                 let mut next = SmallVec::new();
-                next_devices(self.net, self.st, sending.route, dst, &mut next).then_some(Hops::Own(next))
+                next_devices(self.d.net, self.d.st, sending.route, dst, &mut next).then_some(Hops::Own(next))
             }
         }
     }
@@ -504,33 +515,20 @@ impl<'a> Fates<'a> {
         let key = (if leg == Leg::Reply { 0 } else { src_rules }, leg);
         self.kinds.iter().position(|k| *k == key).unwrap_or_else(|| {
             self.kinds.push(key);
-            self.rows.push(vec![None; self.net.devices.len()]);
+            self.rows.push(vec![None; self.d.net.devices.len()]);
             self.kinds.len() - 1
         })
-    }
-
-    fn flow(&mut self, src: Ipv4Addr, dst: Ipv4Addr, leg: Leg) -> Flow {
-        let src_rules = if leg == Leg::Reply {
-            0
-        } else {
-            rules_holding(&self.rules, src)
-        };
-        Flow {
-            dst,
-            target: self.targets.get(&dst).copied(),
-            kind: self.kind(src_rules, leg),
-        }
     }
 
     /// Whether `dev`'s MASQUERADE rule may rewrite a packet of `flow` (`Masquerade::matches`,
     /// with the source known only by the rules it matches).
     fn masquerades(&self, dev: DeviceId, flow: Flow) -> bool {
         let (masq_src, leg) = self.kinds[flow.kind];
-        match self.rule_of[dev.idx()] {
+        match self.d.rule_of[dev.idx()] {
             _ if leg == Leg::Reply => false,
             None => false,
             Some(i) if i >= MAX_RULES => true,
-            Some(i) => masq_src & 1 << i != 0 && !self.rules[i].not_dst.iter().any(|n| n.contains(&flow.dst)),
+            Some(i) => masq_src & 1 << i != 0 && !self.d.rules[i].not_dst.iter().any(|n| n.contains(&flow.dst)),
         }
     }
 
@@ -544,7 +542,7 @@ impl<'a> Fates<'a> {
     /// `sent`, by `sending`: `origin`'s route to the flow's destination.
     fn sent_by(&mut self, origin: DeviceId, flow: Flow, sending: &Sending<'a>) -> Option<(DeviceId, Option<usize>)> {
         let (to, forwards, nat) = self.delivered_by(origin, flow, sending)?;
-        (self.ttl[origin.idx()] > forwards).then_some((to, nat))
+        (self.d.ttl[origin.idx()] > forwards).then_some((to, nat))
     }
 
     /// Where every branch delivers a packet of `flow` that `origin` sends, after how many
@@ -564,7 +562,7 @@ impl<'a> Fates<'a> {
         if self.masquerades(origin, flow) {
             return None;
         }
-        let fate = match self.next_hops(sending, flow.dst) {
+        let fate = match self.next_hops(origin, sending, flow.dst) {
             Some(next) => self.all_deliver(&next, flow, 0),
             None => Fate::Unproven,
         };
@@ -576,13 +574,9 @@ impl<'a> Fates<'a> {
 
     /// The devices the next hops lead to must all deliver to one device, masqueraded at the
     /// same point: which, and the most forwarding decisions from them on.
-    fn all_deliver(&mut self, next: &Hops, flow: Flow, depth: u8) -> Fate {
+    fn all_deliver(&mut self, next: &Hops<'_>, flow: Flow, depth: u8) -> Fate {
         let mut all: Option<Fate> = None;
-        for k in 0..next.len() {
-            let hop = match next {
-                Hops::Pool { start, .. } => self.hops[*start as usize + k],
-                Hops::Own(devices) => devices[k],
-            };
+        for &hop in next.devices() {
             let fate @ Fate::Delivered { dev: to, forwards, nat } = self.arrive(hop, flow, depth) else {
                 return Fate::Unproven;
             };
@@ -607,7 +601,7 @@ impl<'a> Fates<'a> {
     fn slot(&mut self, dev: DeviceId, flow: Flow) -> &mut Fate {
         match flow.target {
             Some(t) => {
-                let targets = self.targets.len();
+                let targets = self.d.targets.len();
                 let row = self.rows[flow.kind][dev.idx()].get_or_insert_with(|| vec![Fate::Unknown; targets].into());
                 &mut row[t as usize]
             }
@@ -619,7 +613,7 @@ impl<'a> Fates<'a> {
     fn arrive(&mut self, dev: DeviceId, flow: Flow, depth: u8) -> Fate {
         // A device that does not forward needs no memo (a pod's row would hold one entry, for
         // its own address): `transit` decides by the table alone.
-        if !self.forwarding[dev.idx()] {
+        if !self.d.forwarding[dev.idx()] {
             if let Some(entry) = flow.target.and_then(|t| self.entry(dev, t)) {
                 return if entry & OWNED != 0 {
                     Fate::Delivered {
@@ -632,7 +626,7 @@ impl<'a> Fates<'a> {
                 };
             }
         }
-        if depth < DELEGATE_DEPTH && self.delegating[dev.idx()] {
+        if depth < DELEGATE_DEPTH && self.d.delegating[dev.idx()] {
             match self.sole_next(dev, flow) {
                 Some(None) => {
                     return Fate::Delivered {
@@ -641,12 +635,12 @@ impl<'a> Fates<'a> {
                         nat: 0,
                     }
                 }
-                Some(Some(next)) => {
-                    return match self.arrive(next, flow, depth + 1) {
+                Some(Some((next, onward, here))) => {
+                    return match self.arrive(next, onward, depth + 1) {
                         Fate::Delivered { dev, forwards, nat } if forwards < MAX_FORWARDS => Fate::Delivered {
                             dev,
                             forwards: forwards + 1,
-                            nat,
+                            nat: nat.max(here),
                         },
                         _ => Fate::Unproven,
                     }
@@ -666,20 +660,23 @@ impl<'a> Fates<'a> {
     }
 
     /// What a forwarding `dev` does with a packet of `flow` when `transit` would decide it
-    /// without following branches: Some(None) when `dev` owns the destination, Some(next)
-    /// when its route leads to one device and no MASQUERADE changes the packet.
-    fn sole_next(&mut self, dev: DeviceId, flow: Flow) -> Option<Option<DeviceId>> {
+    /// without following branches: Some(None) when `dev` owns the destination; when its route
+    /// leads to one device, that device, the flow the packet goes on as and where it was
+    /// masqueraded (`transit`'s NAT point plus one, 0: not here).
+    fn sole_next(&mut self, dev: DeviceId, flow: Flow) -> Option<Option<(DeviceId, Flow, u16)>> {
         let (owned, sending) = self.decide(dev, flow.dst, flow.target);
         if owned {
             return Some(None);
         }
-        let next = self.next_hops(&sending?, flow.dst)?;
-        let one = match next {
-            Hops::Pool { start, len: 1 } => self.hops[start as usize],
-            Hops::Own(ref devices) if devices.len() == 1 => devices[0],
-            _ => return None,
+        let sending = sending?;
+        let &[one] = self.next_hops(dev, &sending, flow.dst)?.devices() else {
+            return None;
         };
-        (!self.masquerades(dev, flow)).then_some(Some(one))
+        if !self.masquerades(dev, flow) {
+            return Some(Some((one, flow, 0)));
+        }
+        let (onward, here) = self.masquerade(dev, flow, sending.route)?;
+        Some(Some((one, onward, here)))
     }
 
     /// A transit hop, in `Walk::walk`'s order: delivered if `dev` owns the address, else
@@ -693,13 +690,13 @@ impl<'a> Fates<'a> {
                 nat: 0,
             };
         }
-        if !self.forwarding[dev.idx()] || depth >= MAX_FORWARDS {
+        if !self.d.forwarding[dev.idx()] || depth >= MAX_FORWARDS {
             return Fate::Unproven;
         }
         let Some(sending) = sending else {
             return Fate::Unproven;
         };
-        let Some(next) = self.next_hops(&sending, flow.dst) else {
+        let Some(next) = self.next_hops(dev, &sending, flow.dst) else {
             return Fate::Unproven;
         };
         let (onward, here) = if self.masquerades(dev, flow) {
@@ -724,7 +721,7 @@ impl<'a> Fates<'a> {
     /// flow it goes on as, with the NAT device's address for source, and its NAT point (plus
     /// one). None where the translation depends on the branch or on the source address.
     fn masquerade(&mut self, dev: DeviceId, flow: Flow, route: &Route) -> Option<(Flow, u16)> {
-        let (net, st): (&'a Network, &'a State) = (self.net, self.st);
+        let (net, st): (&'a Network, &'a State) = (self.d.net, self.d.st);
         if self.kinds[flow.kind].1 == Leg::Masqueraded {
             return None;
         }
@@ -733,11 +730,11 @@ impl<'a> Fates<'a> {
         if route.nexthops.iter().any(|nh| nh.iface != egress) {
             return None;
         }
-        let rule = self.rule_of[dev.idx()].filter(|i| *i < MAX_RULES)?;
+        let rule = self.d.rule_of[dev.idx()].filter(|i| *i < MAX_RULES)?;
         let outside = source_for(net, st, dev, egress)?;
         // A source that is the outside address itself is not translated; the flow's kind does
         // not tell the two apart unless the rule's sources exclude the outside address.
-        if self.rules[rule].src.iter().any(|n| n.contains(&outside)) {
+        if self.d.rules[rule].src.iter().any(|n| n.contains(&outside)) {
             return None;
         }
         let point = match self.nat_index.get(&(dev, egress)) {
@@ -745,17 +742,24 @@ impl<'a> Fates<'a> {
             None => {
                 let p = u16::try_from(self.nats.len() + 1).ok().filter(|p| *p < u16::MAX)?;
                 let enter_elsewhere = entering_elsewhere(net, st, dev, egress, outside);
+                let masqueraded = self.kind(rules_holding(&self.d.rules, outside), Leg::Masqueraded);
                 self.nats.push(NatPoint {
                     dev,
                     outside,
+                    outside_target: self.d.targets.get(&outside).copied(),
+                    masqueraded,
                     enter_elsewhere,
                 });
                 self.nat_index.insert((dev, egress), p);
                 p
             }
         };
-        self.nats[usize::from(point - 1)].enter_elsewhere.as_ref()?;
-        let onward = self.flow(outside, flow.dst, Leg::Masqueraded);
+        let nat = &self.nats[usize::from(point - 1)];
+        nat.enter_elsewhere.as_ref()?;
+        let onward = Flow {
+            kind: nat.masqueraded,
+            ..flow
+        };
         Some((onward, point))
     }
 }
@@ -770,17 +774,18 @@ fn rules_holding(rules: &[&Masquerade], src: Ipv4Addr) -> u64 {
         .fold(0, |bits, (i, _)| bits | 1 << i)
 }
 
-/// Next devices: a table's, in `Fates::hops`, or found for one destination.
-enum Hops {
-    Pool { start: u32, len: u32 },
+/// Next devices: a route's in its device's table ([`Next::Fixed`]), or found for one
+/// destination.
+enum Hops<'d> {
+    Table(&'d [DeviceId]),
     Own(SmallVec<[DeviceId; 4]>),
 }
 
-impl Hops {
-    fn len(&self) -> usize {
+impl Hops<'_> {
+    fn devices(&self) -> &[DeviceId] {
         match self {
-            Hops::Pool { len, .. } => *len as usize,
-            Hops::Own(d) => d.len(),
+            Hops::Table(d) => d,
+            Hops::Own(d) => d,
         }
     }
 }

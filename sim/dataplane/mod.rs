@@ -6,5 +6,5 @@
 pub mod fate;
 pub mod walk;
 
-pub use fate::Fates;
+pub use fate::{Decisions, Fates};
 pub use walk::*;

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::explain::explain_probe;
 use super::run::{describe_probe, resolve_target};
-use crate::dataplane::{probe, Fates, Probe, ProbeKind, ProbeOutcome};
+use crate::dataplane::{probe, Decisions, Fates, Probe, ProbeKind, ProbeOutcome};
 use crate::engine::state::{DevState, NbrState};
 use crate::engine::{BgpSessionView, BgpState, State};
 use crate::model::{AddrConfig, DeviceId, DeviceKind, IfId, Network};
@@ -92,6 +92,9 @@ pub fn endpoints(net: &Network, st: &State) -> Vec<Endpoint> {
 /// `limits: reach_endpoints` (1,000 endpoints is a million echoes a step).
 pub const DEFAULT_REACH_ENDPOINTS: usize = 1000;
 
+/// Endpoints from which a matrix is proven on every core.
+const PARALLEL_ENDPOINTS: usize = 512;
+
 /// Who reaches whom: one echo per ordered pair of endpoints.
 pub struct ReachMatrix {
     pub endpoints: Vec<Endpoint>,
@@ -121,55 +124,97 @@ impl ReachMatrix {
     /// The reference the grouped matrix must equal: every ordered pair walked with its own
     /// flow hash, nothing proven for groups (what `compute` did before `dataplane::fate`).
     pub fn per_pair(net: &Network, st: &State) -> ReachMatrix {
-        ReachMatrix::walking(net, st, endpoints(net, st), |_, _| false)
+        ReachMatrix::walking(net, st, endpoints(net, st), 1, || |_: &Endpoint, _: &Endpoint| false)
     }
 
-    /// Pairs answered on every ECMP branch (`Fates`, shared by all sources) are not walked.
+    /// Pairs answered on every ECMP branch (`Fates`) are not walked; a large matrix's are
+    /// proven on every core, the workers sharing the devices' decisions (`Decisions`). A lab's
+    /// steps have tens of endpoints: there, threads would cost more than they save.
     fn of(net: &Network, st: &State, endpoints: Vec<Endpoint>) -> ReachMatrix {
-        let mut fates = Fates::new(net, st, endpoints.iter().map(|e| e.addr));
-        ReachMatrix::walking(net, st, endpoints, |from, to| fates.echo_answered(from.device, to.addr))
+        let workers = if endpoints.len() < PARALLEL_ENDPOINTS {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        };
+        ReachMatrix::proven_on(net, st, endpoints, workers)
     }
 
-    /// One echo walked for every ordered pair `answered` does not prove. Proven pairs answer
-    /// and meet no loop or blackhole (`dataplane::fate` says why), so skipping them leaves the
-    /// findings as the walks make them, in the same pair order.
+    /// `compute` with `workers` threads proving pairs, whatever the size: the matrix does not
+    /// depend on how many.
+    pub fn on_workers(net: &Network, st: &State, workers: usize) -> ReachMatrix {
+        ReachMatrix::proven_on(net, st, endpoints(net, st), workers)
+    }
+
+    fn proven_on(net: &Network, st: &State, endpoints: Vec<Endpoint>, workers: usize) -> ReachMatrix {
+        let decisions = Decisions::new(net, st, endpoints.iter().map(|e| e.addr));
+        let prover = || {
+            let mut fates = Fates::new(&decisions);
+            move |from: &Endpoint, to: &Endpoint| fates.echo_answered(from.device, to.addr)
+        };
+        ReachMatrix::walking(net, st, endpoints, workers, prover)
+    }
+
+    /// One echo walked for every ordered pair the prover (`answered_everywhere`, one per
+    /// worker) does not prove. Proven pairs answer and meet no loop or blackhole
+    /// (`dataplane::fate` says why), so skipping them leaves the findings as the walks make
+    /// them: the unproven pairs are walked afterwards, on one thread, in pair order.
     ///
     /// Pairs are proven a tile of sources at a time, destination by destination: the answer's
     /// half of a pair is decided at the destination for each source's address, and a tile
     /// reads each destination's memo at neighbouring addresses together (row by row, every
-    /// pair met a cache miss there).
-    fn walking(
+    /// pair met a cache miss there). Tiles are dealt to the workers in turn, so that each gets
+    /// hosts and pods alike (pods' pairs cost more: their node hands on or masquerades). Every
+    /// worker's `Fates` is a pure function of the network and state, memoised, so a pair's
+    /// verdict is the same whichever worker proves it.
+    fn walking<F>(
         net: &Network,
         st: &State,
         endpoints: Vec<Endpoint>,
-        mut answered_everywhere: impl FnMut(&Endpoint, &Endpoint) -> bool,
-    ) -> ReachMatrix {
+        workers: usize,
+        prover: impl Fn() -> F + Sync,
+    ) -> ReachMatrix
+    where
+        F: FnMut(&Endpoint, &Endpoint) -> bool,
+    {
         const TILE: usize = 64;
         let n = endpoints.len();
-        let mut reached = vec![true; n * n];
-        let mut causes = Causes::default();
-        let mut walked = 0;
-        let mut proven = Vec::with_capacity(TILE * n);
-        for first in (0..n).step_by(TILE) {
-            let tile = first..n.min(first + TILE);
-            proven.clear();
-            proven.resize(tile.len() * n, false);
-            for (j, to) in endpoints.iter().enumerate() {
-                for i in tile.clone().filter(|i| *i != j) {
-                    proven[(i - first) * n + j] = answered_everywhere(&endpoints[i], to);
+        // Proven pairs first; then each walked pair's own verdict. The diagonal is true.
+        let mut reached = vec![false; n * n];
+        let workers = workers.max(1);
+        let mut shares: Vec<Vec<(usize, &mut [bool])>> = (0..workers).map(|_| Vec::new()).collect();
+        for (k, rows) in reached.chunks_mut(TILE * n).enumerate() {
+            shares[k % workers].push((k * TILE, rows));
+        }
+        let prove = |share: Vec<(usize, &mut [bool])>| {
+            let mut answered_everywhere = prover();
+            for (first, rows) in share {
+                for (j, to) in endpoints.iter().enumerate() {
+                    for (i, from) in endpoints[first..].iter().enumerate().take(rows.len() / n) {
+                        rows[i * n + j] = first + i == j || answered_everywhere(from, to);
+                    }
                 }
             }
-            for i in tile {
-                let from = &endpoints[i];
-                for (j, to) in endpoints.iter().enumerate() {
-                    if j == i || proven[(i - first) * n + j] {
-                        continue;
-                    }
-                    walked += 1;
-                    let p = echo(net, st, from, to);
-                    reached[i * n + j] = answered(&p, to.addr);
-                    causes.note(net, &p, from, to);
+        };
+        if workers == 1 {
+            shares.into_iter().for_each(prove);
+        } else {
+            std::thread::scope(|s| {
+                for share in shares {
+                    s.spawn(|| prove(share));
                 }
+            });
+        }
+        let mut causes = Causes::default();
+        let mut walked = 0;
+        for (i, from) in endpoints.iter().enumerate() {
+            for (j, to) in endpoints.iter().enumerate() {
+                if reached[i * n + j] {
+                    continue;
+                }
+                walked += 1;
+                let p = echo(net, st, from, to);
+                reached[i * n + j] = answered(&p, to.addr);
+                causes.note(net, &p, from, to);
             }
         }
         let mut findings = causes.findings(net);
