@@ -182,7 +182,8 @@ impl ReachMatrix {
         let mut reached = vec![false; n * n];
         let workers = workers.max(1);
         let mut shares: Vec<Vec<(usize, &mut [bool])>> = (0..workers).map(|_| Vec::new()).collect();
-        for (k, rows) in reached.chunks_mut(TILE * n).enumerate() {
+        // No endpoints, no rows (a chunk size must not be 0).
+        for (k, rows) in reached.chunks_mut(TILE * n.max(1)).enumerate() {
             shares[k % workers].push((k * TILE, rows));
         }
         let prove = |share: Vec<(usize, &mut [bool])>| {
