@@ -6,7 +6,7 @@
 //! attributes: the local AS prepended and next hop self on eBGP; next hop kept on iBGP. The
 //! policy step of both directions (BIRD filters, FRR route-maps, `ebgp-requires-policy`) is here.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -154,13 +154,15 @@ pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before]
                 dirty.extend(old.bgp_activity_changed(&st.devices[dev.idx()].fib));
             }
         }
+        dirty.sort_unstable();
+        dirty.dedup();
         for sid in sessions {
             let s = &bgp.sessions[sid.idx()];
             if s.state != BgpState::Established {
                 continue;
             }
             let key = ExportKey::of(s);
-            let only = (!rederive.contains(&dev) && s.exported_as == Some(key)).then_some(&dirty);
+            let only = (!rederive.contains(&dev) && s.exported_as == Some(key)).then_some(&dirty[..]);
             export_session(bgp, net, st, now, sid, only, out);
             bgp.sessions[sid.idx()].exported_as = Some(key);
         }
@@ -197,7 +199,7 @@ fn export_session(
     st: &State,
     now: u64,
     sid: SessionId,
-    only: Option<&BTreeSet<Ipv4Net>>,
+    only: Option<&[Ipv4Net]>,
     out: &mut Out,
 ) {
     let s = &bgp.sessions[sid.idx()];
@@ -209,7 +211,7 @@ fn export_session(
     };
     let Some(sp) = bgp.speakers.get(&s.device) else { return };
     let prefixes: Vec<Ipv4Net> = match only {
-        Some(only) => only.iter().copied().collect(),
+        Some(only) => only.to_vec(),
         None => {
             let mut prefixes: Vec<Ipv4Net> = sp.table.keys().copied().collect();
             prefixes.extend(s.adj_out.prefixes().copied());
