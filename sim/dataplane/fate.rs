@@ -469,13 +469,13 @@ impl<'a, 'd> Fates<'a, 'd> {
     }
 
     /// `dev`'s table entry for target `t`; None where the table has no entries (`Table::new`).
-    fn entry(&mut self, dev: DeviceId, t: u32) -> Option<u16> {
+    fn entry(&self, dev: DeviceId, t: u32) -> Option<u16> {
         self.d.table(dev).by_target.get(t as usize).copied()
     }
 
     /// Whether `dev` owns `dst` (an interface that is up has it), and the route it sends a
     /// packet to `dst` by (`target`: `dst`'s index when it is one).
-    fn decide(&mut self, dev: DeviceId, dst: Ipv4Addr, target: Option<u32>) -> (bool, Option<Sending<'a>>) {
+    fn decide(&self, dev: DeviceId, dst: Ipv4Addr, target: Option<u32>) -> (bool, Option<Sending<'a>>) {
         let (net, st): (&'a Network, &'a State) = (self.d.net, self.d.st);
         if let Some(t) = target {
             let table = self.d.table(dev);
@@ -635,16 +635,7 @@ impl<'a, 'd> Fates<'a, 'd> {
                         nat: 0,
                     }
                 }
-                Some(Some((next, onward, here))) => {
-                    return match self.arrive(next, onward, depth + 1) {
-                        Fate::Delivered { dev, forwards, nat } if forwards < MAX_FORWARDS => Fate::Delivered {
-                            dev,
-                            forwards: forwards + 1,
-                            nat: nat.max(here),
-                        },
-                        _ => Fate::Unproven,
-                    }
-                }
+                Some(Some((next, onward, here))) => return forwarded(self.arrive(next, onward, depth + 1), here),
                 None => {}
             }
         }
@@ -672,10 +663,7 @@ impl<'a, 'd> Fates<'a, 'd> {
         let &[one] = self.next_hops(dev, &sending, flow.dst)?.devices() else {
             return None;
         };
-        if !self.masquerades(dev, flow) {
-            return Some(Some((one, flow, 0)));
-        }
-        let (onward, here) = self.masquerade(dev, flow, sending.route)?;
+        let (onward, here) = self.onward(dev, flow, sending.route)?;
         Some(Some((one, onward, here)))
     }
 
@@ -699,21 +687,20 @@ impl<'a, 'd> Fates<'a, 'd> {
         let Some(next) = self.next_hops(dev, &sending, flow.dst) else {
             return Fate::Unproven;
         };
-        let (onward, here) = if self.masquerades(dev, flow) {
-            match self.masquerade(dev, flow, sending.route) {
-                Some(masqueraded) => masqueraded,
-                None => return Fate::Unproven,
-            }
-        } else {
-            (flow, 0)
+        let Some((onward, here)) = self.onward(dev, flow, sending.route) else {
+            return Fate::Unproven;
         };
-        match self.all_deliver(&next, onward, depth + 1) {
-            Fate::Delivered { dev: to, forwards, nat } if forwards < MAX_FORWARDS => Fate::Delivered {
-                dev: to,
-                forwards: forwards + 1,
-                nat: nat.max(here),
-            },
-            _ => Fate::Unproven,
+        forwarded(self.all_deliver(&next, onward, depth + 1), here)
+    }
+
+    /// The flow a packet of `flow` leaves `dev` as by `route`, and where it was masqueraded
+    /// (`masquerade`'s NAT point plus one; 0: not here). None where the translation is not
+    /// followed.
+    fn onward(&mut self, dev: DeviceId, flow: Flow, route: &Route) -> Option<(Flow, u16)> {
+        if self.masquerades(dev, flow) {
+            self.masquerade(dev, flow, route)
+        } else {
+            Some((flow, 0))
         }
     }
 
@@ -761,6 +748,19 @@ impl<'a, 'd> Fates<'a, 'd> {
             ..flow
         };
         Some((onward, point))
+    }
+}
+
+/// The fate at a device that forwards a packet (masqueraded at NAT point `here` plus one, 0:
+/// not) to where `next` found it delivered: one decision more.
+fn forwarded(next: Fate, here: u16) -> Fate {
+    match next {
+        Fate::Delivered { dev, forwards, nat } if forwards < MAX_FORWARDS => Fate::Delivered {
+            dev,
+            forwards: forwards + 1,
+            nat: nat.max(here),
+        },
+        _ => Fate::Unproven,
     }
 }
 
