@@ -64,6 +64,10 @@ pub enum BgpOrigin {
     Incomplete,
 }
 
+/// The LOCAL_PREF of a path that has none: a path received over eBGP (the attribute is not
+/// carried there, RFC 4271 §5.1.5) or originated. EOS, FRR and BIRD all use 100.
+pub const DEFAULT_LOCAL_PREF: u32 = 100;
+
 /// BGP path attributes, shared (`Arc`) between every table and message that carries them.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct PathAttrs {

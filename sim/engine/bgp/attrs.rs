@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use fnv::{FnvHashMap, FnvHashSet};
+use fnv::FnvHashSet;
 
 use crate::engine::bgp_state::PathAttrs;
 
@@ -21,11 +21,6 @@ const MIN_SWEEP: usize = 1024;
 pub(crate) struct AttrTable {
     set: FnvHashSet<Arc<PathAttrs>>,
     sweep_at: usize,
-    /// For each shared set received over eBGP (by address, with the LOCAL_PREF the receiver
-    /// attaches), the shared set with it: a spine's UPDATE for every prefix behind one leaf
-    /// carries the same set, so it is copied and hashed once, not once per prefix. The key's
-    /// set is held here, so its address cannot be reused while remembered.
-    with_pref: FnvHashMap<(usize, u32), (Arc<PathAttrs>, Arc<PathAttrs>)>,
 }
 
 impl AttrTable {
@@ -45,24 +40,8 @@ impl AttrTable {
         }
     }
 
-    /// The shared copy of the shared set `attrs` with LOCAL_PREF `local_pref`.
-    pub(crate) fn with_local_pref(&mut self, attrs: &Arc<PathAttrs>, local_pref: u32) -> Arc<PathAttrs> {
-        let key = (Arc::as_ptr(attrs) as usize, local_pref);
-        if let Some((_, with)) = self.with_pref.get(&key) {
-            return with.clone();
-        }
-        let with = self.intern(PathAttrs {
-            local_pref: Some(local_pref),
-            ..(**attrs).clone()
-        });
-        self.with_pref.insert(key, (attrs.clone(), with.clone()));
-        with
-    }
-
     fn insert(&mut self, a: Arc<PathAttrs>) -> Arc<PathAttrs> {
         if self.set.len() >= self.sweep_at.max(MIN_SWEEP) {
-            // What is remembered holds its sets; forget it so that they can go.
-            self.with_pref.clear();
             self.set.retain(|a| Arc::strong_count(a) > 1);
             self.sweep_at = 2 * self.set.len();
         }

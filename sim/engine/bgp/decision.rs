@@ -7,7 +7,7 @@
 use std::cmp::Ordering;
 use std::net::Ipv4Addr;
 
-use crate::engine::bgp_state::{BgpOrigin, PathAttrs};
+use crate::engine::bgp_state::{BgpOrigin, PathAttrs, DEFAULT_LOCAL_PREF};
 use crate::model::BgpFlavor;
 
 /// A tie-breaker: the step of the decision process that separated two paths.
@@ -92,7 +92,7 @@ fn origin_rank(c: &Candidate) -> u8 {
 }
 
 fn local_pref(c: &Candidate) -> u32 {
-    c.attrs.and_then(|a| a.local_pref).unwrap_or(100)
+    c.attrs.and_then(|a| a.local_pref).unwrap_or(DEFAULT_LOCAL_PREF)
 }
 
 /// The AS MED comparisons are scoped to: the first AS of the path, or the peer's for an empty one.

@@ -8,7 +8,9 @@ use ipnet::Ipv4Net;
 
 use super::{incomplete, keyword, unsupported};
 use crate::engine::State;
-use crate::engine::{BgpOrigin, BgpSessionView, BgpState, BgpView, EcmpRole, TableDest, TableRoute};
+use crate::engine::{
+    BgpOrigin, BgpSessionView, BgpState, BgpView, EcmpRole, TableDest, TableRoute, DEFAULT_LOCAL_PREF,
+};
 use crate::model::{DeviceId, Network};
 use crate::views::{hms, origin_char, CommandError};
 
@@ -228,7 +230,10 @@ pub(super) fn path_line(r: &TableRoute) -> String {
         true => ("-".to_string(), "-".to_string()),
         false => (
             attrs.and_then(|a| a.med).unwrap_or(0).to_string(),
-            attrs.and_then(|a| a.local_pref).unwrap_or(100).to_string(),
+            attrs
+                .and_then(|a| a.local_pref)
+                .unwrap_or(DEFAULT_LOCAL_PREF)
+                .to_string(),
         ),
     };
     let mut path: Vec<String> = attrs.map_or(Vec::new(), |a| a.as_path.iter().map(u32::to_string).collect());
