@@ -68,7 +68,7 @@ fn ip(s: &str) -> Ipv4Addr {
     s.parse().expect("address")
 }
 
-fn route(net: &str, proto: &str) -> FilterRoute {
+fn route<'a>(net: &str, proto: &'a str) -> FilterRoute<'a> {
     FilterRoute::new(px(net), proto)
 }
 
@@ -154,7 +154,7 @@ fn k_w3_filters_export_blocks_and_program_tunnels() {
     let mut r = route("10.66.73.128/26", "Mesh_10_0_137_12");
     r.bgp_next_hop = Some(ip("10.0.137.12"));
     assert_eq!(run_filter(&daemon, kernel, &mut r), Verdict::Accept);
-    assert_eq!(r.attrs.get("krt_tunnel"), Some(&Value::Str("tunl0".into())));
+    assert_eq!(r.attr("krt_tunnel"), Some(&Value::Str("tunl0".into())));
     let mut r = route("0.0.0.0/0", "kernel1");
     assert_eq!(run_filter(&daemon, kernel, &mut r), Verdict::Accept);
     assert!(r.attrs.is_empty(), "non-pool routes go to the kernel unchanged");
@@ -244,7 +244,7 @@ fn cross_subnet_tunnels_only_off_subnet() {
         let mut r = route("192.168.10.0/26", "Mesh_10_192_0_3");
         r.bgp_next_hop = next_hop.map(ip);
         assert_eq!(run_filter(&daemon, kernel, &mut r), Verdict::Accept);
-        r.attrs.get("krt_tunnel").cloned()
+        r.attr("krt_tunnel").cloned()
     };
     assert_eq!(tunnel(Some("10.192.0.3")), Some(Value::Str(String::new())));
     assert_eq!(tunnel(Some("172.19.4.87")), Some(Value::Str("tunl0".into())));

@@ -40,7 +40,7 @@ fn without_filter<'a>(daemon: Option<&'a BirdDaemon>, policy: &Policy) -> Result
 }
 
 /// The route a BIRD filter starts from.
-fn filter_route(prefix: Ipv4Net, attrs: &PathAttrs, proto: &str) -> FilterRoute {
+fn filter_route<'a>(prefix: Ipv4Net, attrs: &PathAttrs, proto: &'a str) -> FilterRoute<'a> {
     let mut r = FilterRoute::new(prefix, proto);
     r.bgp_next_hop = attrs.next_hop;
     r
@@ -61,13 +61,13 @@ pub(crate) fn policy_accepts(
 
 /// Like `policy_accepts`, returning the route as the filter left it (the attributes it set,
 /// such as Calico's `krt_tunnel`), or None when rejected.
-pub(crate) fn policy_result(
-    daemon: Option<&BirdDaemon>,
+pub(crate) fn policy_result<'a>(
+    daemon: Option<&'a BirdDaemon>,
     policy: &Policy,
     prefix: Ipv4Net,
     attrs: &PathAttrs,
-    proto: &str,
-) -> Option<FilterRoute> {
+    proto: &'a str,
+) -> Option<FilterRoute<'a>> {
     let mut r = filter_route(prefix, attrs, proto);
     let accepted = without_filter(daemon, policy).unwrap_or_else(|d| run_filter(d, policy, &mut r) == Verdict::Accept);
     accepted.then_some(r)

@@ -9,10 +9,11 @@
 //! error (comparing an undefined attribute, `~` on incompatible types) also rejects the route.
 //! `&&`/`||` short-circuit (`FI_AND`/`FI_OR`).
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
+use smallvec::SmallVec;
 
 use crate::model::bgp::{BirdDaemon, Cond, Policy, Stmt, Value};
 
@@ -20,26 +21,33 @@ use crate::model::bgp::{BirdDaemon, Cond, Policy, Stmt, Value};
 /// limit (it would overflow its stack); fabsim must never panic.
 const MAX_CALL_DEPTH: usize = 64;
 
-/// The route a filter sees and may change.
+/// The route a filter sees and may change. It borrows its protocol's name and the names and
+/// values the filter sets from the configuration: a filter runs for every route a node's
+/// kernel protocol exports, at every decision, and copying them was most of each run.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FilterRoute {
+pub struct FilterRoute<'a> {
     pub net: Ipv4Net,
     pub bgp_next_hop: Option<Ipv4Addr>,
-    /// Attributes set by the filter (`krt_tunnel = "tunl0"`) or by the engine before the run
-    /// (`bgp_local_pref`, `source`, `from`, …).
-    pub attrs: BTreeMap<String, Value>,
+    /// Attributes set by the filter (`krt_tunnel = "tunl0"`), each once, in the order first
+    /// set. A filter sets one or two, so a map's allocation would cost more than the scan.
+    pub attrs: SmallVec<[(&'a str, &'a Value); 2]>,
     /// The protocol the route came from: `static1`, `Mesh_10_0_137_12`, `kernel1`, `direct1`.
-    pub proto: String,
+    pub proto: &'a str,
 }
 
-impl FilterRoute {
-    pub fn new(net: Ipv4Net, proto: impl Into<String>) -> Self {
+impl<'a> FilterRoute<'a> {
+    pub fn new(net: Ipv4Net, proto: &'a str) -> Self {
         FilterRoute {
             net,
             bgp_next_hop: None,
-            attrs: BTreeMap::new(),
-            proto: proto.into(),
+            attrs: SmallVec::new(),
+            proto,
         }
+    }
+
+    /// An attribute the filter set.
+    pub fn attr(&self, name: &str) -> Option<&'a Value> {
+        self.attrs.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
     }
 }
 
@@ -51,7 +59,7 @@ pub enum Verdict {
 
 /// Runs `policy` on `route`. `All` accepts and `None` rejects without running anything; a
 /// named filter that does not exist rejects (the parser never produces one).
-pub fn run_filter(daemon: &BirdDaemon, policy: &Policy, route: &mut FilterRoute) -> Verdict {
+pub fn run_filter<'a>(daemon: &'a BirdDaemon, policy: &Policy, route: &mut FilterRoute<'a>) -> Verdict {
     match policy {
         Policy::All => Verdict::Accept,
         // A route-map is not a BIRD filter (the BIRD parser never produces one).
@@ -76,7 +84,7 @@ enum Flow {
 /// A BIRD runtime error: the filter stops and the route is rejected.
 struct RuntimeError;
 
-fn exec(daemon: &BirdDaemon, body: &[Stmt], route: &mut FilterRoute, depth: usize) -> Flow {
+fn exec<'a>(daemon: &'a BirdDaemon, body: &'a [Stmt], route: &mut FilterRoute<'a>, depth: usize) -> Flow {
     for stmt in body {
         let flow = match stmt {
             Stmt::Accept => Flow::Accept,
@@ -102,12 +110,13 @@ fn exec(daemon: &BirdDaemon, body: &[Stmt], route: &mut FilterRoute, depth: usiz
     Flow::Next
 }
 
-fn set(route: &mut FilterRoute, attr: &str, value: &Value) {
+fn set<'a>(route: &mut FilterRoute<'a>, attr: &'a str, value: &'a Value) {
     match (attr, value) {
         ("bgp_next_hop", Value::Ip(a)) => route.bgp_next_hop = Some(*a),
-        _ => {
-            route.attrs.insert(attr.to_string(), value.clone());
-        }
+        _ => match route.attrs.iter_mut().find(|(n, _)| *n == attr) {
+            Some(slot) => slot.1 = value,
+            None => route.attrs.push((attr, value)),
+        },
     }
 }
 
@@ -115,12 +124,12 @@ fn eval(cond: &Cond, route: &FilterRoute) -> Result<bool, RuntimeError> {
     Ok(match cond {
         Cond::NetEq(p) => route.net.trunc() == *p,
         Cond::NetIn(p) => p.contains(&route.net.trunc()),
-        Cond::AddrIn { attr, prefix } => match get(route, attr) {
-            Some(Value::Ip(a)) => prefix.contains(&a),
+        Cond::AddrIn { attr, prefix } => match get(route, attr).as_deref() {
+            Some(Value::Ip(a)) => prefix.contains(a),
             _ => return Err(RuntimeError),
         },
         Cond::AttrEq { attr, value } => match get(route, attr) {
-            Some(v) if std::mem::discriminant(&v) == std::mem::discriminant(value) => v == *value,
+            Some(v) if std::mem::discriminant(&*v) == std::mem::discriminant(value) => *v == *value,
             _ => return Err(RuntimeError),
         },
         Cond::Defined { attr } => attr == "net" || get(route, attr).is_some(),
@@ -131,12 +140,16 @@ fn eval(cond: &Cond, route: &FilterRoute) -> Result<bool, RuntimeError> {
 }
 
 /// An attribute's value, `None` when the route does not carry it.
-fn get(route: &FilterRoute, attr: &str) -> Option<Value> {
+fn get<'a>(route: &FilterRoute<'a>, attr: &str) -> Option<Cow<'a, Value>> {
     match attr {
-        "proto" => Some(Value::Str(route.proto.clone())),
-        "bgp_next_hop" => route.bgp_next_hop.map(Value::Ip),
-        "source" => route.attrs.get(attr).cloned().or_else(|| Some(source_of(&route.proto))),
-        _ => route.attrs.get(attr).cloned(),
+        "proto" => Some(Cow::Owned(Value::Str(route.proto.to_string()))),
+        "bgp_next_hop" => route.bgp_next_hop.map(|a| Cow::Owned(Value::Ip(a))),
+        "source" => Some(
+            route
+                .attr(attr)
+                .map_or_else(|| Cow::Owned(source_of(route.proto)), Cow::Borrowed),
+        ),
+        _ => route.attr(attr).map(Cow::Borrowed),
     }
 }
 

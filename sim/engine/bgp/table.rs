@@ -1004,7 +1004,7 @@ fn fib_route(
             // recursive` resolved, so a node in another subnet is the tunnel's far end. An
             // empty or unknown device name, a device route or a multipath route is installed
             // as BIRD resolved it.
-            let tunnel = match exported.attrs.get("krt_tunnel") {
+            let tunnel = match exported.attr("krt_tunnel") {
                 Some(Value::Str(name)) => net.iface_by_name(dev, name),
                 _ => None,
             };
