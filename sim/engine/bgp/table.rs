@@ -341,17 +341,19 @@ pub(super) fn receive(
                 (id, a, ok)
             }),
     );
-    let kept = guard_paths(bgp, net, dev, to, prefix, kept);
     bgp.sessions[to.idx()].msgs_rcvd += 1;
     let Some(sp) = bgp.speakers.get_mut(&dev) else {
         return false;
     };
     let held = sp.table.get(&prefix).map_or(&[][..], |v| &v[..]);
+    let from_here = |e: &&Entry| matches!(e.origin, Origin::Peer(x, _) if x == to);
+    let others = held.len() - held.iter().filter(from_here).count();
+    let name = &net.device(dev).name;
+    let kept = guard_paths(&mut bgp.findings, bgp.path_limit, name, prefix, others, kept);
     let mut entries: Vec<Entry> = Vec::with_capacity(held.len() + kept.len());
     entries.extend_from_slice(held);
     // The session's Adj-RIB-In for the prefix is its entries here: replace their counts.
     let count = |oks: &mut dyn Iterator<Item = bool>| oks.fold((0, 0), |(n, acc), ok| (n + 1, acc + u32::from(ok)));
-    let from_here = |e: &&Entry| matches!(e.origin, Origin::Peer(x, _) if x == to);
     let old = count(&mut entries.iter().filter(from_here).map(|e| e.accepted));
     let new = count(&mut kept.iter().map(|k| k.2));
     bgp.sessions[to.idx()].adj_in.replace(old, new);
@@ -398,44 +400,34 @@ pub(super) fn receive(
     changed
 }
 
-/// The path-explosion guard: keep at most `path_limit` paths per prefix on a speaker and say
-/// so once, naming the prefix and the cause.
+/// The path-explosion guard: keep at most `path_limit` paths per prefix on device `name`,
+/// which holds `others` paths for it from elsewhere, and say so once, naming the prefix and
+/// the cause.
 fn guard_paths(
-    bgp: &mut Bgp,
-    net: &Network,
-    dev: DeviceId,
-    from: SessionId,
+    findings: &mut Vec<String>,
+    path_limit: usize,
+    name: &str,
     prefix: Ipv4Net,
+    others: usize,
     mut kept: Vec<(u32, Arc<PathAttrs>, bool)>,
 ) -> Vec<(u32, Arc<PathAttrs>, bool)> {
-    let others = bgp
-        .speakers
-        .get(&dev)
-        .and_then(|sp| sp.table.get(&prefix))
-        .map_or(0, |v| {
-            v.iter()
-                .filter(|e| !matches!(e.origin, Origin::Peer(s, _) if s == from))
-                .count()
-        });
-    let room = bgp.path_limit.saturating_sub(others);
+    let room = path_limit.saturating_sub(others);
     if kept.len() <= room {
         return kept;
     }
     let total = others + kept.len();
     kept.truncate(room);
-    let name = &net.device(dev).name;
     let msg = format!(
         "path explosion: {name} would hold {total}+ paths for {prefix} (limit {}); cause: ADD-PATH \
          peers re-advertise every path they hold, so through a full mesh of eBGP speakers every \
          loop-free AS path reaches every node (their number grows factorially with the mesh)",
-        bgp.path_limit
+        path_limit
     );
-    if !bgp
-        .findings
+    if !findings
         .iter()
         .any(|f| f.starts_with(&format!("path explosion: {name} ")) && f.contains(&format!(" {prefix} ")))
     {
-        bgp.findings.push(msg);
+        findings.push(msg);
     }
     kept
 }
