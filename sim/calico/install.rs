@@ -143,11 +143,12 @@ impl Calico {
                 .or_else(|_| fixed.parse::<Ipv4Addr>().map(Ipv4Net::from))
                 .map_err(|_| format!("Failed to parse IP {fixed:?}"))?,
         };
+        // The address first: every node starting compares itself with every Node.
         if let Some(other) = self
             .datastore
             .nodes
             .values()
-            .find(|n| n.name != node && n.ipv4_address.map(|a| a.addr()) == Some(address.addr()))
+            .find(|n| n.ipv4_address.map(|a| a.addr()) == Some(address.addr()) && n.name != node)
         {
             return Err(format!(
                 "Calico node '{}' is already using the IPv4 address {}",

@@ -2,6 +2,7 @@
 //! order (kube-controller-manager's node IPAM), pod names (Deployment / DaemonSet / static),
 //! scheduling, and the CNI ADD that gives a started pod its address.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -285,6 +286,16 @@ impl Pod {
 pub struct SchedulerEvent {
     pub at_ms: u64,
     pub message: String,
+}
+
+/// What kube-scheduler counts of the pods bound to a node.
+#[derive(Clone, Copy, Debug, Default)]
+struct NodeLoad {
+    /// Held by the scheduler's cache, which drops terminated (Failed) pods: NodeResourcesFit's
+    /// count against the node's maxPods.
+    bound: usize,
+    /// Not on the host's network: what `best_fit` spreads pods by.
+    spread: usize,
 }
 
 /// What a Deployment's pods are made from: the template's revision (a new ReplicaSet, hence a
@@ -984,25 +995,50 @@ impl Cluster {
     /// kube-scheduler's attempt for pod `i`: a pinned pod's node when it is Ready, else the
     /// best node that passes the filters, else the FitError message. Each node is filtered
     /// once for both the choice and the message: every kubelet registration reconciles, so
-    /// the pending pods meet every node once per node that joins.
+    /// the pending pods meet every node once per node that joins. The pods on each node are
+    /// counted once per attempt, and only once a node passes the filters before the pod count
+    /// (while no node is Ready none does): counting the cluster's pods for each node was
+    /// quadratic once a cluster of thousands of nodes became Ready.
     fn schedule(&self, i: usize, now: u64) -> Result<String, String> {
         let pod = &self.pods[i];
         if let Some(pinned) = pod.pinned_node.as_ref().filter(|n| self.ready(n, now)) {
             return Ok(pinned.clone());
         }
-        let unfit: Vec<Option<Unfit>> = self.nodes.iter().map(|n| self.unfit_reason(pod, n, now)).collect();
+        let loads = OnceCell::new();
+        let load = |node: &KNode| {
+            let loads = loads.get_or_init(|| self.node_loads());
+            loads.get(node.name.as_str()).copied().unwrap_or_default()
+        };
+        let unfit: Vec<Option<Unfit>> = self
+            .nodes
+            .iter()
+            .map(|n| self.unfit_reason(pod, n, || load(n).bound, now))
+            .collect();
         match pod.pinned_node {
-            None => self.best_fit(pod, &unfit).ok_or_else(|| fit_error(&unfit)),
+            None => self.best_fit(pod, &unfit, load).ok_or_else(|| fit_error(&unfit)),
             Some(_) => Err(fit_error(&unfit)),
         }
     }
 
+    /// What the scheduler counts of each node's pods (`NodeLoad`), by node name.
+    fn node_loads(&self) -> BTreeMap<&str, NodeLoad> {
+        let mut loads: BTreeMap<&str, NodeLoad> = BTreeMap::new();
+        for p in &self.pods {
+            if let Some(node) = p.node.as_deref() {
+                let load = loads.entry(node).or_default();
+                load.bound += usize::from(p.phase != PodPhase::Failed);
+                load.spread += usize::from(!p.host_network);
+            }
+        }
+        loads
+    }
+
     /// The scheduler's choice for an unpinned pod: among the nodes that pass its filters
     /// (`unfit`, per node: `unfit_reason`), the one with the fewest PreferNoSchedule taints it
-    /// does not tolerate, then the fewest pods, ties by join order. (kube-scheduler's scores
-    /// differ in detail and it breaks ties at random; a scenario pins placement where it
+    /// does not tolerate, then the fewest pods (`load`), ties by join order. (kube-scheduler's
+    /// scores differ in detail and it breaks ties at random; a scenario pins placement where it
     /// matters.)
-    fn best_fit(&self, pod: &Pod, unfit: &[Option<Unfit>]) -> Option<String> {
+    fn best_fit(&self, pod: &Pod, unfit: &[Option<Unfit>], load: impl Fn(&KNode) -> NodeLoad) -> Option<String> {
         self.nodes
             .iter()
             .zip(unfit)
@@ -1014,12 +1050,7 @@ impl Cluster {
                     .iter()
                     .filter(|t| t.effect == Effect::PreferNoSchedule && !taints::tolerates(pod, t))
                     .count();
-                let pods = self
-                    .pods
-                    .iter()
-                    .filter(|p| p.node.as_deref() == Some(n.name.as_str()) && !p.host_network)
-                    .count();
-                (preferred_against, pods)
+                (preferred_against, load(n).spread)
             })
             .map(|n| n.name.clone())
     }
@@ -1028,9 +1059,16 @@ impl Cluster {
     /// in the default profile's order — NodeUnschedulable, TaintToleration, NodeAffinity (the
     /// nodeSelector) — and a node's status is the first failure's reason
     /// (`pkg/scheduler/framework/plugins/{nodeunschedulable,tainttoleration,nodeaffinity}`), then
-    /// NodeResourcesFit's pod count ("Too many pods"; fabsim's pods request no CPU or memory).
-    /// None when the pod fits. A not-Ready node fails by its not-ready taint.
-    fn unfit_reason<'a>(&self, pod: &Pod, node: &'a KNode, now: u64) -> Option<Unfit<'a>> {
+    /// NodeResourcesFit's pod count ("Too many pods"; fabsim's pods request no CPU or memory)
+    /// against `bound`, the pods already bound there. None when the pod fits. A not-Ready node
+    /// fails by its not-ready taint.
+    fn unfit_reason<'a>(
+        &self,
+        pod: &Pod,
+        node: &'a KNode,
+        bound: impl FnOnce() -> usize,
+        now: u64,
+    ) -> Option<Unfit<'a>> {
         if node.unschedulable && !taints::tolerates(pod, &LIFECYCLE_TAINTS[0]) {
             return Some(Unfit::Unschedulable);
         }
@@ -1045,13 +1083,7 @@ impl Cluster {
         }
         // NodeResourcesFit: the pods already bound there against the Node's allocatable pods
         // (its kubelet's maxPods).
-        // The scheduler's cache drops terminated (Failed) pods.
-        let bound = self
-            .pods
-            .iter()
-            .filter(|p| p.node.as_deref() == Some(node.name.as_str()) && p.phase != PodPhase::Failed)
-            .count();
-        if bound >= self.max_pods(&node.name) as usize {
+        if bound() >= self.max_pods(&node.name) as usize {
             return Some(Unfit::TooManyPods);
         }
         None
@@ -1348,5 +1380,56 @@ mod tests {
             ["node-role.kubernetes.io/control-plane:NoSchedule", not_ready]
         );
         assert_eq!(c.taints(&c.nodes[1], 5), [not_ready]);
+    }
+
+    /// Three Ready workers with pods bound: `(node, phase, host network)`.
+    fn loaded(max_pods: &[(&str, u32)]) -> Cluster {
+        let mut c = cluster();
+        c.add_node("k-w2", DeviceId(2), "10.2.22.1".parse().unwrap(), false, "v1.28.15", 20);
+        c.add_node("k-w3", DeviceId(3), "10.3.33.1".parse().unwrap(), false, "v1.28.15", 30);
+        let mut calico = Calico::new("v3.25.0", BTreeMap::new());
+        for n in ["k-w1", "k-w2", "k-w3"] {
+            calico.started.push((n.into(), 0));
+        }
+        c.calico = Some(calico);
+        let bound = [
+            ("k-w1", PodPhase::Running, false),
+            ("k-w1", PodPhase::Failed, false),
+            ("k-w2", PodPhase::Running, false),
+            ("k-w2", PodPhase::Running, true),
+            ("k-w2", PodPhase::Running, true),
+            ("k-w3", PodPhase::Running, false),
+        ];
+        for (node, phase, host_network) in bound {
+            let name = c.create_pod(deployment("web"), 0);
+            let pod = c.pods.iter_mut().find(|p| p.name == name).unwrap();
+            (pod.node, pod.phase, pod.host_network) = (Some(node.into()), phase, host_network);
+        }
+        for (node, n) in max_pods {
+            c.ensure_kubelet_config(node);
+            c.declare_max_pods(node, Some(*n));
+        }
+        c.create_pod(deployment("web"), 0);
+        c
+    }
+
+    #[test]
+    fn the_scheduler_counts_each_nodes_pods_as_its_filters_and_spreading_do() {
+        let new = |c: &Cluster| c.schedule(c.pods.len() - 1, 0);
+        // Spreading counts pods off the host network, Failed ones too: k-w2 (one) before k-w1
+        // (two), and before k-w3 (one) by join order.
+        assert_eq!(new(&loaded(&[])), Ok("k-w2".into()));
+        // NodeResourcesFit counts host-network pods: k-w2 holds three.
+        assert_eq!(new(&loaded(&[("k-w2", 3)])), Ok("k-w3".into()));
+        // ... but not Failed ones: k-w1 holds one.
+        assert_eq!(
+            new(&loaded(&[("k-w2", 3), ("k-w3", 1), ("k-w1", 2)])),
+            Ok("k-w1".into())
+        );
+        let full = loaded(&[("k-w2", 3), ("k-w3", 1), ("k-w1", 1)]);
+        let message = "0/4 nodes are available: 1 node(s) had untolerated taint \
+                       {node-role.kubernetes.io/control-plane: }, 3 Too many pods. \
+                       preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling..";
+        assert_eq!(new(&full), Err(message.into()));
     }
 }

@@ -285,8 +285,8 @@ pub(super) fn link_delete(net: &mut Network, dev: DeviceId, args: &[&str]) -> Re
         host.vtep = None;
         host.routes.clear();
     }
-    // The device leaves the host; the kernel does not reuse its index (see `realize::ensure_iface`).
-    net.devices[dev.idx()].ifaces.retain(|i| *i != id);
+    // The device leaves the host; the kernel does not reuse its index.
+    net.detach_interface(id);
     leave_segment(net, id);
     let ifc = &mut net.interfaces[id.idx()];
     ifc.admin_up = false;

@@ -407,16 +407,7 @@ pub(super) fn ensure_iface(net: &mut Network, dev: DeviceId, name: &str) -> IfId
     if let Some(i) = net.iface_by_name(dev, name) {
         return i;
     }
-    // The kernel does not reuse a deleted interface's index (`delete_veth` keeps the
-    // interface, owned by `dev`, for this count).
-    let ifindex = net
-        .interfaces
-        .iter()
-        .filter(|i| i.device == dev)
-        .map(|i| i.ifindex)
-        .max()
-        .unwrap_or(0)
-        + 1;
+    let ifindex = net.next_ifindex(dev);
     let span = net.device(dev).span.clone();
     let id = net.add_interface(dev, name, true, span);
     net.interfaces[id.idx()].ifindex = ifindex;
@@ -429,8 +420,7 @@ pub(super) fn ensure_iface(net: &mut Network, dev: DeviceId, name: &str) -> IfId
 /// on k-w1 show, seed-lab.md s3b) and the link is uncabled. Ids are dense, so the interface
 /// stays in `net.interfaces`, owned by no device's list, and its L2 domain stays, empty.
 fn delete_veth(net: &mut Network, eth0: IfId, host: IfId) {
-    let dev = net.iface(host).device;
-    net.devices[dev.idx()].ifaces.retain(|i| *i != host);
+    net.detach_interface(host);
     for end in [eth0, host] {
         leave_segment(net, end);
         let ifc = &mut net.interfaces[end.idx()];

@@ -58,6 +58,11 @@ pub struct Network {
     /// CNI. `k8s::realize` keeps the devices, interfaces and routes above in line with it.
     #[serde(skip)]
     pub cluster: Option<Box<crate::k8s::Cluster>>,
+    /// Per device, the highest ifindex of its interfaces that left its list (deleted veths,
+    /// devices a timed configuration does not have): the kernel does not reuse an index
+    /// (`next_ifindex`).
+    #[serde(skip)]
+    retired_ifindex: BTreeMap<DeviceId, u32>,
 }
 
 /// A device's configuration as it is once an engineer has entered it at `at_ms`; until then
@@ -455,6 +460,27 @@ impl Network {
             .collect();
         names.join(", ")
     }
+    /// The ifindex the kernel gives `dev`'s next interface: one past the highest any of its
+    /// interfaces had, deleted ones included. Kept per device rather than found by scanning
+    /// every interface of the network, which realizing a cluster did for each pod's three.
+    pub fn next_ifindex(&self, dev: DeviceId) -> u32 {
+        let listed = self.device(dev).ifaces.iter().map(|i| self.iface(*i).ifindex);
+        let retired = self.retired_ifindex.get(&dev).copied();
+        listed.chain(retired).max().unwrap_or(0) + 1
+    }
+
+    /// Take `id` off its device's list, as the kernel deletes a device; its index stays used.
+    pub fn detach_interface(&mut self, id: IfId) {
+        let dev = self.iface(id).device;
+        self.devices[dev.idx()].ifaces.retain(|i| *i != id);
+        self.retire_ifindex(dev, self.iface(id).ifindex);
+    }
+
+    fn retire_ifindex(&mut self, dev: DeviceId, ifindex: u32) {
+        let high = self.retired_ifindex.entry(dev).or_default();
+        *high = (*high).max(ifindex);
+    }
+
     /// Add an interface to `dev` with the defaults every kind shares (enabled, unaddressed,
     /// MTU 1500, not cabled); callers set what differs.
     pub fn add_interface(&mut self, dev: DeviceId, name: impl Into<String>, routed: bool, span: Span) -> IfId {
@@ -508,6 +534,14 @@ impl Network {
     /// Apply `timed[i]`: the device's configuration as entered at its time.
     pub fn apply_timed(&mut self, i: usize) {
         let Some(t) = self.timed.get(i).cloned() else { return };
+        // Interfaces added since the configuration was taken leave the device's list.
+        let dropped: Vec<IfId> = (self.devices[t.device.idx()].ifaces.iter())
+            .filter(|i| !t.config.ifaces.contains(i))
+            .copied()
+            .collect();
+        for id in dropped {
+            self.retire_ifindex(t.device, self.iface(id).ifindex);
+        }
         for (id, ifc) in t.ifaces {
             self.interfaces[id.idx()] = ifc;
         }
