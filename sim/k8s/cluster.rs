@@ -1382,7 +1382,8 @@ mod tests {
         assert_eq!(c.taints(&c.nodes[1], 5), [not_ready]);
     }
 
-    /// Three Ready workers with pods bound: `(node, phase, host network)`.
+    /// Three Ready workers (calico-node runs on each) with the pods below bound to them, the
+    /// `max_pods` their kubelets declare, and a new pending pod, the last.
     fn loaded(max_pods: &[(&str, u32)]) -> Cluster {
         let mut c = cluster();
         c.add_node("k-w2", DeviceId(2), "10.2.22.1".parse().unwrap(), false, "v1.28.15", 20);
@@ -1392,6 +1393,7 @@ mod tests {
             calico.started.push((n.into(), 0));
         }
         c.calico = Some(calico);
+        // (node, phase, on the host's network)
         let bound = [
             ("k-w1", PodPhase::Running, false),
             ("k-w1", PodPhase::Failed, false),

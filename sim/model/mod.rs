@@ -58,9 +58,9 @@ pub struct Network {
     /// CNI. `k8s::realize` keeps the devices, interfaces and routes above in line with it.
     #[serde(skip)]
     pub cluster: Option<Box<crate::k8s::Cluster>>,
-    /// Per device, the highest ifindex of its interfaces that left its list (deleted veths,
-    /// devices a timed configuration does not have): the kernel does not reuse an index
-    /// (`next_ifindex`).
+    /// Per device, the highest ifindex of its interfaces that left its list (deleted veths and
+    /// flannel devices, interfaces a timed configuration does not list): the kernel does not
+    /// reuse an index (`next_ifindex`).
     #[serde(skip)]
     retired_ifindex: BTreeMap<DeviceId, u32>,
 }
@@ -462,7 +462,8 @@ impl Network {
     }
     /// The ifindex the kernel gives `dev`'s next interface: one past the highest any of its
     /// interfaces had, deleted ones included. Kept per device rather than found by scanning
-    /// every interface of the network, which realizing a cluster did for each pod's three.
+    /// every interface of the network, which realizing a cluster did for each interface of
+    /// each pod.
     pub fn next_ifindex(&self, dev: DeviceId) -> u32 {
         let listed = self.device(dev).ifaces.iter().map(|i| self.iface(*i).ifindex);
         let retired = self.retired_ifindex.get(&dev).copied();
@@ -535,7 +536,9 @@ impl Network {
     pub fn apply_timed(&mut self, i: usize) {
         let Some(t) = self.timed.get(i).cloned() else { return };
         // Interfaces added since the configuration was taken leave the device's list.
-        let dropped: Vec<IfId> = (self.devices[t.device.idx()].ifaces.iter())
+        let dropped: Vec<IfId> = self.devices[t.device.idx()]
+            .ifaces
+            .iter()
             .filter(|i| !t.config.ifaces.contains(i))
             .copied()
             .collect();
