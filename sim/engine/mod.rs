@@ -706,8 +706,11 @@ impl Engine {
         }
         // OSPF edits its tables in place next time when no one else holds them.
         drop(ospf_routes);
-        let bgp_routes = self.bgp.decide(&self.net, &self.state, self.now);
-        for (dev, rs) in bgp_routes {
+        // Each speaker's routes are installed as soon as it has decided: its decision reads only
+        // its own device's tables, and holding every device's routes until all had decided was
+        // a sixth of an eBGP fabric's peak memory.
+        for dev in self.bgp.speaker_devices() {
+            let rs = self.bgp.decide(&self.net, &self.state, self.now, dev);
             // Installing BGP's routes over the installed winners picks what installing every
             // candidate at once would (`rib::add` keeps the earlier of equals).
             let i = dev.idx();

@@ -74,13 +74,14 @@ impl AdjOut {
 
     /// `prefix` is now advertised with `paths` (none: withdrawn).
     pub(crate) fn set(&mut self, prefix: Ipv4Net, mut paths: Paths) {
-        let old = match paths.len() {
+        let new = paths.len();
+        let old = match new {
             0 => self.slots.remove(&prefix),
             1 => paths.pop().and_then(|p| self.slots.insert(prefix, Slot::One(p))),
             _ => self.slots.insert(prefix, Slot::Many(paths.into_boxed_slice())),
         };
         let old = old.map_or(0, |s| s.as_slice().len());
-        self.paths = self.paths - old as u32 + self.get(&prefix).len() as u32;
+        self.paths = self.paths - old as u32 + new as u32;
     }
 
     pub(crate) fn clear(&mut self) {

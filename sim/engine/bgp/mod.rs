@@ -211,10 +211,16 @@ impl Bgp {
         }
     }
 
-    /// Select best paths with next hops resolved through the current (IGP) tables; return the
-    /// routes each device installs from BGP.
-    pub(crate) fn decide(&mut self, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Vec<Route>> {
-        table::decide(self, net, st, now)
+    /// The devices that run a BGP speaker, in order.
+    pub(crate) fn speaker_devices(&self) -> Vec<DeviceId> {
+        self.speakers.keys().copied().collect()
+    }
+
+    /// Select `dev`'s best paths with next hops resolved through its current (IGP) tables;
+    /// return the routes the device installs from BGP. A speaker's decision reads only its
+    /// own device's tables and interfaces.
+    pub(crate) fn decide(&mut self, net: &Network, st: &State, now: u64, dev: DeviceId) -> Vec<Route> {
+        table::decide(self, net, st, now, dev)
     }
 
     /// Send UPDATEs for whatever changed in what each session should advertise.

@@ -664,16 +664,10 @@ fn resolve(net: &Network, st: &State, dev: DeviceId, flavor: BgpFlavor, nh: Ipv4
     (dest, metric)
 }
 
-/// Best paths for every speaker; returns the routes each device installs from BGP.
-pub(super) fn decide(bgp: &mut Bgp, net: &Network, st: &State, now: u64) -> BTreeMap<DeviceId, Vec<Route>> {
-    let devices: Vec<DeviceId> = bgp.speakers.keys().copied().collect();
-    let mut out = BTreeMap::new();
-    for dev in devices {
-        refresh_local(bgp, net, st, dev, now);
-        let routes = decide_speaker(bgp, net, st, dev);
-        out.insert(dev, routes);
-    }
-    out
+/// Best paths for speaker `dev`; returns the routes the device installs from BGP.
+pub(super) fn decide(bgp: &mut Bgp, net: &Network, st: &State, now: u64, dev: DeviceId) -> Vec<Route> {
+    refresh_local(bgp, net, st, dev, now);
+    decide_speaker(bgp, net, st, dev)
 }
 
 fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Vec<Route> {
