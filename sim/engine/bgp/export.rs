@@ -263,8 +263,8 @@ fn export_session(
     }
     // Only what changed is allocated, once per distinct attribute set (`attrs`). Neighbouring
     // prefixes often leave with the same set (a leaf's links, behind one AS path): the last
-    // one is reused without a lookup in the table, whose probes were a tenth of an eBGP
-    // fabric's run.
+    // one is reused without a lookup in the table (interning was an eighth of
+    // `converge/ebgp-4x32x16`'s time).
     let mut last: Option<Arc<PathAttrs>> = None;
     let updates: Vec<(Ipv4Net, Paths)> = changed
         .into_iter()
