@@ -29,6 +29,10 @@ pub use state::*;
 /// How long nothing may change before the network counts as quiet: one OSPF dead interval
 /// (so a neighbour that stopped sending hellos has been declared down) plus a hello.
 const QUIET_MS: u64 = 41_000;
+/// A wait at least this long lets OSPF's timers pass outside the queue (`pass_steady`). The
+/// default hello interval: a shorter wait fires each hello at most once, and taking the
+/// timers out and back costs about what it saves.
+const STEADY_MIN_MS: u64 = 10_000;
 /// Upper bound on one convergence run, so a network that never settles cannot hang fabsim.
 const MAX_RUN_MS: u64 = 3_600_000;
 /// Delay between a router installing a route and the other routers seeing its AS-external
@@ -538,6 +542,9 @@ impl Engine {
     /// event budget, stopping at the first bound it meets, whose finding is returned), then
     /// set the clock to `until`.
     fn advance_to(&mut self, until: u64, budgeted: bool) -> Option<String> {
+        if !budgeted && until.saturating_sub(self.now) >= STEADY_MIN_MS {
+            self.pass_steady(until);
+        }
         let mut spent = None;
         while let Some((t, _)) = self.queue.peek() {
             if t > until {
@@ -559,6 +566,52 @@ impl Engine {
         self.pass_unheard(Some(self.now));
         self.refresh_timers_view();
         spent
+    }
+
+    /// Let time pass towards `until` with OSPF's periodic timers held by an `ospf::Steady`
+    /// (see there), while nothing else is due but BGP keepalives, which are handled as ever in
+    /// between. Stops at `until` or before the first event the `Steady` cannot take, which
+    /// `advance_to`'s loop handles, with the rest, once the timers are back in the queue.
+    fn pass_steady(&mut self, until: u64) {
+        let queued = self
+            .queue
+            .take_where(|ev| matches!(ev, Event::Ospf(_)))
+            .into_iter()
+            .filter_map(|(at, seq, ev)| match ev {
+                Event::Ospf(e) => Some((at, seq, e)),
+                _ => None,
+            })
+            .collect();
+        let mut steady = match self.ospf.steady(&self.net, queued) {
+            Ok(steady) => steady,
+            Err(back) => {
+                // Back as they were: taking them out did not count them off `one_shot_pending`.
+                for (at, seq, e) in back {
+                    self.queue.push(at, seq, Event::Ospf(e));
+                }
+                return;
+            }
+        };
+        // The queue's next event: firing a timer does not change it.
+        let mut other = self.queue.peek_key().filter(|&(at, _)| at <= until);
+        loop {
+            let timer = steady.next().filter(|&(at, _)| at <= until);
+            match (timer, other) {
+                (Some(t), other) if other.is_none_or(|o| t < o) => {
+                    if !steady.fire(&mut self.seq) {
+                        break;
+                    }
+                }
+                (_, Some(_)) if matches!(self.queue.peek(), Some((_, Event::Bgp(bgp::Event::Keepalive { .. })))) => {
+                    self.step();
+                    other = self.queue.peek_key().filter(|&(at, _)| at <= until);
+                }
+                _ => break,
+            }
+        }
+        let mut out = ospf::Out::new(self.seq, std::mem::take(&mut self.ospf_out));
+        steady.finish(&mut self.ospf, &mut out);
+        self.queue_ospf(out);
     }
 
     /// A prefix whose AS-external LSAs keep changing: what one router redistributes changes

@@ -119,6 +119,24 @@ impl<E> EventQueue<E> {
         self.keys.peek().map(|Reverse(key)| (key.at(), key.seq()))
     }
 
+    /// Take out every event `pick` chooses, each with its time and number, in no particular
+    /// order; the others keep theirs.
+    pub(crate) fn take_where(&mut self, mut pick: impl FnMut(&E) -> bool) -> Vec<(u64, u64, E)> {
+        self.settle();
+        let mut taken = Vec::new();
+        let mut kept = std::mem::take(&mut self.keys).into_vec();
+        kept.retain(|&Reverse(key)| match self.events[key.slot].take_if(|ev| pick(ev)) {
+            Some(ev) => {
+                self.free.push(key.slot);
+                taken.push((key.at(), key.seq(), ev));
+                false
+            }
+            None => true,
+        });
+        self.keys = BinaryHeap::from(kept);
+        taken
+    }
+
     /// The earliest event with its time and number. `split` may take part of it instead (a
     /// burst's first prefix): then the rest stays queued under the same time and number, as
     /// if it had been taken whole and queued again.

@@ -493,3 +493,70 @@ fn an_interface_that_flaps_between_two_hellos_keeps_one_hello_timer() {
     assert_eq!(after.len(), 10, "one timer after the flap: {after:?}");
     assert!(after.windows(2).all(|w| w[1] - w[0] == 10_000), "{after:?}");
 }
+
+/// Every event pending in the engine's queue, in the order it will take them.
+fn pending(e: &Engine) -> Vec<(u64, u64, String)> {
+    let mut q = e.queue.clone();
+    std::iter::from_fn(|| q.pop_split(|_| None))
+        .map(|(at, seq, ev)| (at, seq, format!("{ev:?}")))
+        .collect()
+}
+
+/// A long wait over a settled network lets OSPF's timers pass outside the queue
+/// (`ospf::steady`), with a BGP session's keepalives handled in between; the run is the one that
+/// takes every event from the queue (a wait within the event budget, `advance_bounded`),
+/// number for number: the same pending events, timers, deadlines and state. Also when a
+/// neighbour's dead interval runs out during the wait (Leaf2 stops OSPF without a word, so
+/// only the Spine's inactivity timer ends the adjacency) and the queue takes over from there.
+#[test]
+fn a_long_wait_passes_the_same_with_the_timers_outside_the_queue() {
+    let origin = TextOrigin {
+        file: "step".into(),
+        line: 1,
+        col: 1,
+    };
+    let run = |steady: bool| {
+        let (net, [spine, l1, l2]) = fabric(0);
+        let mut e = Engine::new(net);
+        e.reconfigure(|net| {
+            apply_config(
+                net,
+                spine,
+                "router bgp 65000\n neighbor 10.11.99.1 remote-as 65001\n",
+                &origin,
+            )
+            .expect("config parses");
+            apply_config(
+                net,
+                l1,
+                "router bgp 65001\n neighbor 10.11.99.0 remote-as 65000\n",
+                &origin,
+            )
+            .expect("config parses");
+        });
+        let wait = |e: &mut Engine, ms: u64| {
+            if steady {
+                e.advance(ms);
+            } else {
+                assert_eq!(e.advance_bounded(ms), None);
+            }
+        };
+        e.run_until_quiet();
+        assert_eq!(session(&e, spine).state, BgpState::Established);
+        wait(&mut e, 3_600_000);
+        let settled = (pending(&e), e.ospf.timers(), e.seq, e.now);
+        e.reconfigure(|net| {
+            apply_config(net, l2, "no router ospf 1\n", &origin).expect("config parses");
+        });
+        wait(&mut e, 2_000);
+        wait(&mut e, 600_000);
+        let state = serde_json::to_string(e.state()).expect("state serialises");
+        let spine_nbrs = roles(&e, spine);
+        (settled, pending(&e), e.ospf.timers(), e.seq, e.now, state, spine_nbrs)
+    };
+    let fast = run(true);
+    let slow = run(false);
+    assert_eq!(fast.6.len(), 1, "Leaf2 declared dead: {:?}", fast.6);
+    assert!(fast.0 == slow.0, "after the first wait");
+    assert!(fast == slow, "after Leaf2 went silent");
+}

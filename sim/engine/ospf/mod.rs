@@ -20,6 +20,7 @@ use crate::model::{DeviceId, IfId, Network, RedistSource};
 
 mod schedule;
 mod spf;
+mod steady;
 mod table;
 mod wire;
 pub(crate) use schedule::Out;
@@ -332,6 +333,15 @@ impl Ospf {
         for i in 0..self.ifs.len() {
             self.listen(net, IfId(i as u32), out);
         }
+    }
+
+    /// Every timer and deadline, in a fixed order: each interface's (its hello timer, its
+    /// neighbours' deadlines and inactivity timers), then the unheard hellos.
+    #[cfg(test)]
+    pub(crate) fn timers(&self) -> String {
+        let mut unheard: Vec<_> = self.unheard.iter().map(|t| t.0).collect();
+        unheard.sort_unstable();
+        format!("{:?}\n{unheard:?}", self.ifs)
     }
 
     /// The (time, number) of the next unheard hello.
