@@ -152,6 +152,9 @@ pub struct Engine {
     made: Vec<fib_update::Made>,
     /// The buffer OSPF handlers queue their events in (`ospf::Out`), kept between events.
     ospf_out: Vec<(u64, u64, ospf::Event)>,
+    /// The same for BGP's handlers: a keepalive queues its successor, and a fresh vector per
+    /// event was an allocation per keepalive of a long wait.
+    bgp_out: Vec<(u64, bgp::Event)>,
     /// Ports whose medium is broken (a cut cable, a dead optic): physical faults, not
     /// configuration, so they live here and not in the model.
     severed: BTreeSet<IfId>,
@@ -207,6 +210,7 @@ impl Engine {
             state: State::default(),
             made: Vec::new(),
             ospf_out: Vec::new(),
+            bgp_out: Vec::new(),
             net,
             now: 0,
             seq: 0,
@@ -723,11 +727,12 @@ impl Engine {
                 }
             }
             Event::Bgp(bev) => {
-                let mut out = Vec::new();
+                let mut out = std::mem::take(&mut self.bgp_out);
                 let changed = self.bgp.handle(&self.net, &self.state, self.now, bev, &mut out);
-                for (at, e) in out {
+                for (at, e) in out.drain(..) {
                     self.schedule(at, Event::Bgp(e));
                 }
+                self.bgp_out = out;
                 if changed {
                     self.mark_changed();
                 }

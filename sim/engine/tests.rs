@@ -507,16 +507,29 @@ fn pending(e: &Engine) -> Vec<(u64, u64, String)> {
 /// takes every event from the queue (a wait within the event budget, `advance_bounded`),
 /// number for number: the same pending events, timers, deadlines and state. Also when a
 /// neighbour's dead interval runs out during the wait (Leaf2 stops OSPF without a word, so
-/// only the Spine's inactivity timer ends the adjacency) and the queue takes over from there.
+/// only the Spine's inactivity timer ends the adjacency) and the queue takes over from there,
+/// and when Leaf1 says hello every 5 s (its dead interval 20 s), so that hellos of two
+/// intervals interleave.
 #[test]
 fn a_long_wait_passes_the_same_with_the_timers_outside_the_queue() {
+    for leaf1_hello_ms in [None, Some(5_000)] {
+        a_long_wait_passes_the_same(leaf1_hello_ms);
+    }
+}
+
+fn a_long_wait_passes_the_same(leaf1_hello_ms: Option<u64>) {
     let origin = TextOrigin {
         file: "step".into(),
         line: 1,
         col: 1,
     };
     let run = |steady: bool| {
-        let (net, [spine, l1, l2]) = fabric(0);
+        let (mut net, [spine, l1, l2]) = fabric(0);
+        if let Some(hello) = leaf1_hello_ms {
+            let profile = &mut net.devices[l1.idx()].profile;
+            profile.ospf_hello_ms = hello;
+            profile.ospf_dead_ms = 4 * hello;
+        }
         let mut e = Engine::new(net);
         e.reconfigure(|net| {
             apply_config(
@@ -557,6 +570,6 @@ fn a_long_wait_passes_the_same_with_the_timers_outside_the_queue() {
     let fast = run(true);
     let slow = run(false);
     assert_eq!(fast.6.len(), 1, "Leaf2 declared dead: {:?}", fast.6);
-    assert!(fast.0 == slow.0, "after the first wait");
-    assert!(fast == slow, "after Leaf2 went silent");
+    assert!(fast.0 == slow.0, "{leaf1_hello_ms:?}: after the first wait");
+    assert!(fast == slow, "{leaf1_hello_ms:?}: after Leaf2 went silent");
 }
