@@ -178,6 +178,37 @@ mod tests {
         assert_eq!(q.events.len(), 3);
     }
 
+    /// `take_where` hands over the chosen events under their keys, also right after a take
+    /// left its key on top; the others keep their order, and the freed slots are used again.
+    #[test]
+    fn taken_events_keep_their_keys_and_the_rest_its_order() {
+        let whole = |_: &mut &str| None;
+        let mut q: EventQueue<&str> = EventQueue::default();
+        for (at, seq, ev) in [
+            (10, 1, "hello a"),
+            (10, 2, "update"),
+            (20, 3, "hello b"),
+            (30, 4, "keepalive"),
+        ] {
+            q.push(at, seq, ev);
+        }
+        assert_eq!(q.pop_split(whole), Some((10, 1, "hello a")));
+        assert_eq!(q.take_where(|ev| ev.starts_with("hello")), vec![(20, 3, "hello b")]);
+        q.push(40, 5, "hello a");
+        q.push(25, 6, "again");
+        assert_eq!(q.events.len(), 4, "freed slots used again");
+        let rest: Vec<_> = std::iter::from_fn(|| q.pop_split(whole)).collect();
+        assert_eq!(
+            rest,
+            vec![
+                (10, 2, "update"),
+                (25, 6, "again"),
+                (30, 4, "keepalive"),
+                (40, 5, "hello a")
+            ]
+        );
+    }
+
     /// An event queued after one was taken takes the taken one's key in place; the order is
     /// still by (time, number) whether it sorts first, last or between.
     #[test]
