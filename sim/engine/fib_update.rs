@@ -33,6 +33,22 @@ pub(super) struct Made {
     ospf: bool,
     /// For each prefix BGP's routes went over, the entries it had before them.
     under_bgp: Vec<(Ipv4Net, Entries)>,
+    /// The table holds BGP's routes of the last recompute, to stay while the rest of it does:
+    /// a Linux table mostly BGP's (a node of an eBGP fabric learns every prefix from its
+    /// leaf), where they take only keys no other route holds. The next recompute then
+    /// changes only the routes of the prefixes its speaker decided again (`add_bgp`), where
+    /// making the table again whole and installing every BGP route over it was a tenth of
+    /// such a fabric's convergence.
+    bgp_in_place: bool,
+}
+
+/// What a speaker's decision hands to forwarding (`Bgp::decide`).
+pub(crate) struct BgpRoutes {
+    pub(crate) routes: Vec<Route>,
+    /// Some: the decision was made again only for these prefixes (ascending; some may have
+    /// left the table), and `routes` holds only theirs; the table's BGP routes of the others
+    /// stand. None: `routes` is every route.
+    pub(crate) only: Option<Vec<Ipv4Net>>,
 }
 
 /// A device's table as the recompute found it: what BGP's export compares the new one with
@@ -43,6 +59,9 @@ pub(crate) enum Before {
     /// The routes of each prefix the recompute touched, as they were; the others are as they
     /// were too.
     Touched(BTreeMap<Ipv4Net, Vec<Route>>),
+    /// A Linux table whose BGP routes stayed in place (`Made::bgp_in_place`) and whether BGP's
+    /// changes moved any; the rest is as it was.
+    InPlace { changed: bool },
 }
 
 impl Before {
@@ -50,6 +69,7 @@ impl Before {
         match self {
             Before::Whole(old) => old != now,
             Before::Touched(touched) => touched.iter().any(|(p, old)| !now.with_prefix(*p).eq(old)),
+            Before::InPlace { changed } => *changed,
         }
     }
 
@@ -63,6 +83,8 @@ impl Before {
                 .filter(|(p, old)| bgp(old.first()) != bgp(now.with_prefix(**p).next()))
                 .map(|(p, _)| *p)
                 .collect(),
+            // Only Linux tables keep BGP's routes in place, and only EOS asks.
+            Before::InPlace { .. } => Vec::new(),
         }
     }
 }
@@ -110,12 +132,15 @@ fn activity_changed(old: &Fib, new: &Fib) -> Vec<Ipv4Net> {
 impl Made {
     /// Make `fib` — the table as the last recompute left it — the table of `local` (connected,
     /// static, DHCP) and `ospf`, without BGP; return what it was.
+    /// `speaker`: the device runs a BGP speaker, which will decide over the table (its BGP
+    /// routes in place stay only then).
     pub(super) fn remake(
         &mut self,
         dev: &Device,
         fib: &mut Fib,
         local: Vec<Route>,
         ospf: Option<&ospf::Routes>,
+        speaker: bool,
     ) -> Before {
         let rules = rib::rules(dev);
         let kept = self.rules == Some(rules) && self.ospf == ospf.is_some() && self.local == local;
@@ -123,7 +148,25 @@ impl Made {
             Some(o) => o.moved.as_deref(),
             None => Some(&[][..]),
         };
-        let Some(moved) = moved.filter(|_| kept) else {
+        if self.bgp_in_place && speaker && kept && moved == Some(&[]) {
+            #[cfg(test)]
+            {
+                let mut base = fib.clone();
+                let bgp: Vec<Ipv4Net> = base.iter().filter(|r| r.proto.is_bgp()).map(|r| r.prefix).collect();
+                base.replace_bgp(&bgp, Vec::new());
+                let mut all = local.clone();
+                all.extend(ospf.into_iter().flat_map(|o| o.all.iter().cloned()));
+                assert_eq!(
+                    base,
+                    rib::install(dev, all),
+                    "{}: the table under BGP's routes moved",
+                    dev.name
+                );
+            }
+            return Before::InPlace { changed: false };
+        }
+        // BGP's routes in place go with the table, made again whole.
+        let Some(moved) = moved.filter(|_| kept && !self.bgp_in_place) else {
             let mut candidates = local.clone();
             candidates.extend(ospf.into_iter().flat_map(|o| o.all.iter().cloned()));
             *self = Made {
@@ -131,6 +174,7 @@ impl Made {
                 local,
                 ospf: ospf.is_some(),
                 under_bgp: Vec::new(),
+                bgp_in_place: false,
             };
             return Before::Whole(std::mem::replace(fib, rib::install(dev, candidates)));
         };
@@ -168,11 +212,38 @@ impl Made {
         Before::Touched(touched)
     }
 
-    /// Install BGP's `routes` over the device's table without BGP, keeping what they replace.
-    /// When BGP's routes outnumber the rest (a node of an eBGP fabric learns every prefix
-    /// from its leaf), keeping them would cost more than making the table again whole, which
-    /// the next recompute then does.
-    pub(super) fn add_bgp(&mut self, dev: &Device, fib: &mut Fib, routes: Vec<Route>, before: &mut Before) {
+    /// Whether the table holds BGP's routes of the last recompute (its speaker then decides
+    /// only what changed and hands over only those routes: `BgpRoutes::only`).
+    pub(super) fn bgp_in_place(&self) -> bool {
+        self.bgp_in_place
+    }
+
+    /// Install BGP's routes over the device's table. With BGP's routes of the last recompute
+    /// in place, those of the prefixes decided again (every prefix, for a decision made
+    /// whole) are replaced. Otherwise the table is without BGP, and BGP's routes go over it,
+    /// keeping what they replace; when they outnumber the rest on a Linux table, they stay in
+    /// place instead, and elsewhere the next recompute makes the table again whole.
+    pub(super) fn add_bgp(&mut self, dev: &Device, fib: &mut Fib, bgp: BgpRoutes, before: &mut Before) {
+        let BgpRoutes { routes, only } = bgp;
+        // In place, `remake` left the table as it was (`InPlace`); one made whole holds no BGP
+        // routes.
+        if let (true, Before::InPlace { changed }) = (self.bgp_in_place, &mut *before) {
+            // Every prefix whose route may have changed, in the order of `routes` (the
+            // speaker's table order, which is `Ipv4Net`'s).
+            let decided: Vec<Ipv4Net> = match only {
+                Some(only) => only,
+                None => {
+                    let mut all: Vec<Ipv4Net> = fib.iter().filter(|r| r.proto.is_bgp()).map(|r| r.prefix).collect();
+                    all.extend(routes.iter().map(|r| r.prefix));
+                    all.sort_unstable();
+                    all.dedup();
+                    all
+                }
+            };
+            *changed |= fib.replace_bgp(&decided, routes);
+            return;
+        }
+        // Not in place: the decision was asked for every route (`only` is None).
         let mut prefixes: Vec<Ipv4Net> = routes.iter().map(|r| r.prefix).collect();
         prefixes.sort_unstable();
         prefixes.dedup();
@@ -180,12 +251,17 @@ impl Made {
         // for this one only when it touched prefixes rather than made the table whole.
         let keep = prefixes.len() <= fib.len();
         if !keep {
-            self.rules = None;
             self.under_bgp.clear();
+            if rib::rules(dev) == Rules::Kernel {
+                self.bgp_in_place = true;
+            } else {
+                self.rules = None;
+            }
         }
+        // (`InPlace` comes only with BGP's routes in place, taken above.)
         let mut touched = match before {
             Before::Touched(t) => Some(t),
-            Before::Whole(_) => None,
+            Before::Whole(_) | Before::InPlace { .. } => None,
         };
         if keep || touched.is_some() {
             for p in prefixes {

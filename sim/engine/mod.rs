@@ -448,6 +448,7 @@ impl Engine {
         let ended = self.run_until_quiet_or_at(stop_at);
         // The clock moved on without a step: what was due by now has passed.
         self.pass_unheard(Some(self.now));
+        self.publish_tables();
         ended
     }
 
@@ -760,7 +761,8 @@ impl Engine {
         for (i, local) in locals.into_iter().enumerate() {
             let ospf = ospf_routes.get(&DeviceId(i as u32));
             let fib = &mut self.state.devices[i].fib;
-            before.push(self.made[i].remake(&self.net.devices[i], fib, local, ospf));
+            let speaker = self.bgp.has_speaker(DeviceId(i as u32));
+            before.push(self.made[i].remake(&self.net.devices[i], fib, local, ospf, speaker));
         }
         // OSPF edits its tables in place next time when no one else holds them.
         drop(ospf_routes);
@@ -768,10 +770,12 @@ impl Engine {
         // its own device's tables, and holding every device's routes until all had decided cost
         // the eBGP 8x64x16 fabric 6% of its peak memory.
         for dev in self.bgp.speaker_devices() {
-            let rs = self.bgp.decide(&self.net, &self.state, self.now, dev);
+            let i = dev.idx();
+            let rs = self
+                .bgp
+                .decide(&self.net, &self.state, self.now, dev, self.made[i].bgp_in_place());
             // Installing BGP's routes over the installed winners picks what installing every
             // candidate at once would (`rib::add` keeps the earlier of equals).
-            let i = dev.idx();
             let fib = &mut self.state.devices[i].fib;
             self.made[i].add_bgp(&self.net.devices[i], fib, rs, &mut before[i]);
         }
@@ -798,7 +802,7 @@ impl Engine {
             };
             self.schedule(at, Event::Recompute);
         }
-        self.refresh_timers_view();
+        self.refresh_views(false);
         if before.iter().zip(&self.state.devices).any(|(b, d)| b.differs(&d.fib)) {
             self.last_change = self.now;
             self.routes_changed = self.now;
@@ -873,13 +877,36 @@ impl Engine {
         self.walk_wire();
     }
 
-    /// Copy the OSPF runtime's neighbour tables into the State (dead timers move with time).
+    /// Copy the OSPF runtime's neighbour tables and BGP's sessions and tables into the State
+    /// (dead timers move with time).
     fn refresh_timers_view(&mut self) {
+        self.refresh_views(true);
+    }
+
+    /// [`Engine::refresh_timers_view`]; without `tables`, each BGP view keeps the table it
+    /// had, for [`Engine::publish_tables`] to bring up to date when the run hands the State
+    /// out. A table a view shares is copied, in part, when the speaker next changes it: a
+    /// snapshot at every recompute of a converging eBGP fabric was such a copy of every
+    /// table between any two recomputes, and no one reads them meanwhile.
+    fn refresh_views(&mut self, tables: bool) {
         for (i, d) in self.state.devices.iter_mut().enumerate() {
-            d.ospf = self.ospf.view(&self.net, DeviceId(i as u32), self.now);
-            d.bgp = self.bgp.view(DeviceId(i as u32));
+            let dev = DeviceId(i as u32);
+            d.ospf = self.ospf.view(&self.net, dev, self.now);
+            let kept = if tables { None } else { d.bgp.take().map(|v| v.table) };
+            d.bgp = self.bgp.view(dev, kept);
         }
         self.state.time_ms = self.now;
+    }
+
+    /// Each BGP view's table as the speaker's table is now. After a run that ended quiet that
+    /// is the table as the last recompute left it: every change to a table asks for a
+    /// recompute, and a run is not quiet while one is pending.
+    fn publish_tables(&mut self) {
+        for (i, d) in self.state.devices.iter_mut().enumerate() {
+            if let (Some(v), Some(table)) = (d.bgp.as_mut(), self.bgp.table_view(DeviceId(i as u32))) {
+                v.table = table;
+            }
+        }
     }
 }
 

@@ -55,6 +55,13 @@ pub enum Proto {
     Bird,
 }
 
+impl Proto {
+    /// Installed from a BGP speaker's decision (EOS and FRR `B`, BIRD's kernel protocol).
+    pub fn is_bgp(self) -> bool {
+        matches!(self, Proto::BgpExternal | Proto::BgpInternal | Proto::Bird)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct NextHop {
     /// Gateway; `None` for an on-link (connected) route.
@@ -142,6 +149,66 @@ impl Fib {
             }
         }
         None
+    }
+
+    /// `lookup` in the table without BGP's routes, as BGP's next-hop resolution and its
+    /// speaker's local routes read it. A Linux table whose BGP routes stay in place between
+    /// recomputes (`fib_update`) holds them only under keys no other route holds, so leaving
+    /// them out is the table made without them; elsewhere they are not in the table then.
+    pub(crate) fn lookup_without_bgp(&self, dst: Ipv4Addr) -> Option<&Route> {
+        for len in (0..=32u8).rev().filter(|l| self.lens[*l as usize] != 0) {
+            let Ok(net) = Ipv4Net::new(dst, len) else { continue };
+            let net = net.trunc();
+            let found = self
+                .routes
+                .range((net, 0)..=(net, u32::MAX))
+                .map(|(_, r)| r)
+                .find(|r| !r.proto.is_bgp());
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+
+    /// Put BGP's routes for the prefixes of `decided` (ascending; a speaker hands over one
+    /// route per prefix at most, in `routes`, in the same order) in place of those BGP
+    /// installed for them before, as a Linux table takes routes (`rib::kernel_table`): under a
+    /// key no other route holds. Whether the table changed. One pass over the table and the
+    /// tree built again from the sorted whole, as `insert_new` does: a search per prefix costs
+    /// more once a node's table changes in a good part.
+    pub(crate) fn replace_bgp(&mut self, decided: &[Ipv4Net], routes: Vec<Route>) -> bool {
+        let mut old = std::mem::take(&mut self.routes).into_iter().peekable();
+        let mut new = routes.into_iter().peekable();
+        let mut merged = Vec::with_capacity(old.len() + new.len());
+        let mut changed = false;
+        for &p in decided {
+            while let Some(e) = old.next_if(|((q, _), _)| *q < p) {
+                merged.push(e);
+            }
+            let mut was = None;
+            let start = merged.len();
+            while let Some(e) = old.next_if(|((q, _), _)| *q == p) {
+                if e.1.proto.is_bgp() {
+                    was = Some(e);
+                } else {
+                    merged.push(e);
+                }
+            }
+            let now = new.next_if(|r| r.prefix == p).map(|r| ((r.prefix, r.metric), r));
+            let now = now.filter(|(key, _)| merged[start..].iter().all(|(k, _)| k != key));
+            changed |= was != now;
+            let len = p.prefix_len() as usize;
+            self.lens[len] -= u32::from(was.is_some());
+            if let Some(e) = now {
+                self.lens[len] += 1;
+                let at = start + merged[start..].partition_point(|(k, _)| *k < e.0);
+                merged.insert(at, e);
+            }
+        }
+        merged.extend(old);
+        self.routes = merged.into_iter().collect();
+        changed
     }
 
     /// `lookup` of each address of `sorted` (ascending), in one pass over the table: `each`

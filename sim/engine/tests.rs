@@ -331,23 +331,27 @@ fn a_peer_without_a_route_stays_active_with_the_socket_error() {
     assert_eq!(s.last_error.as_deref(), Some("Socket: Network unreachable"));
 }
 
+/// A generated fabric, loaded and converged quietly.
+fn converged(fabric: crate::gen::LeafSpine) -> Engine {
+    let net = crate::input::topology::parse_topology(&fabric.generate(), "gen.yaml")
+        .expect("generated fabric loads")
+        .net;
+    let (e, c) = converge(net);
+    assert!(c.quiet);
+    e
+}
+
 /// Each recompute of a unit test checks that the OSPF tables kept and updated in place equal
 /// tables made afresh (`Ospf::routes`). This walks a generated fabric with pods through changes
 /// that make networks (and their LSAs) go and come back, move next hops and ASBRs, and change
 /// a router's own LSA.
 #[test]
 fn ospf_tables_updated_in_place_stay_equal_to_fresh_ones() {
-    let text = crate::gen::LeafSpine {
+    let mut e = converged(crate::gen::LeafSpine {
         pods_per_node: 1,
         advertise_services: true,
         ..crate::gen::LeafSpine::new(2, 4, 2)
-    }
-    .generate();
-    let net = crate::input::topology::parse_topology(&text, "gen.yaml")
-        .expect("generated fabric loads")
-        .net;
-    let (mut e, c) = converge(net);
-    assert!(c.quiet);
+    });
     let dev = |e: &Engine, name: &str| e.network().device_by_name(name).expect("device");
     let port = |e: &Engine, d: &str, i: &str| e.network().iface_by_name(dev(e, d), i).expect("port");
     let origin = TextOrigin {
@@ -572,4 +576,60 @@ fn a_long_wait_passes_the_same(leaf1_hello_ms: Option<u64>) {
     assert_eq!(fast.6.len(), 1, "Leaf2 declared dead: {:?}", fast.6);
     assert!(fast.0 == slow.0, "{leaf1_hello_ms:?}: after the first wait");
     assert!(fast == slow, "{leaf1_hello_ms:?}: after Leaf2 went silent");
+}
+
+/// A speaker decides again only the prefixes whose paths changed while what else its decision
+/// reads holds (`bgp::table::Memo`), and a node's table keeps BGP's routes in place between
+/// recomputes (`fib_update::Made::bgp_in_place`). In test builds each kept decision is made
+/// again and compared, and each table under routes kept in place is compared with one made
+/// whole (the assertions in `decide_speaker` and `Made::remake`); this drives both through
+/// the convergence of generated eBGP fabrics in each Calico mode and a cut and mended uplink,
+/// after which each node's table is as it was; and every table is the one a recompute that
+/// decides every prefix and makes every table whole gives.
+#[test]
+fn kept_decisions_and_routes_in_place_match_those_made_again() {
+    use crate::gen::{CalicoMode, LeafSpine, Underlay};
+    let made_again = |e: &Engine| {
+        let mut again = e.clone();
+        again.made.clear();
+        again.bgp.forget_decisions();
+        again.mark_changed();
+        again.run_until_quiet();
+        for (d, (a, b)) in e.state().devices.iter().zip(&again.state().devices).enumerate() {
+            assert_eq!(
+                a.fib,
+                b.fib,
+                "{}: a table made again whole",
+                e.network().devices[d].name
+            );
+        }
+    };
+    for calico in [CalicoMode::Tor, CalicoMode::Mesh, CalicoMode::Rr] {
+        let mut e = converged(LeafSpine {
+            underlay: Underlay::Ebgp,
+            calico,
+            pods_per_node: 1,
+            ..LeafSpine::new(2, 4, 2)
+        });
+        let node = e.network().device_by_name("node-1-1").expect("node");
+        assert!(
+            e.made[node.idx()].bgp_in_place(),
+            "{calico:?}: BGP's routes stay in place"
+        );
+        assert!(e.bgp.decisions_kept > 0, "{calico:?}: some decisions were kept");
+        made_again(&e);
+        let start = e.state().devices[node.idx()].fib.clone();
+        let spine = e.network().device_by_name("spine-1").expect("spine");
+        let uplink = e.network().iface_by_name(spine, "Ethernet1").expect("port");
+        e.set_severed(&[uplink], true);
+        e.run_until_quiet();
+        e.set_severed(&[uplink], false);
+        e.run_until_quiet();
+        assert_eq!(
+            e.state().devices[node.idx()].fib,
+            start,
+            "{calico:?}: node-1-1's table after the uplink came back"
+        );
+        made_again(&e);
+    }
 }

@@ -29,7 +29,7 @@ mod table;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::bgp_state::{BgpTable, BgpView, BgpWireRecord};
-use super::state::{Route, State};
+use super::state::State;
 use crate::model::{BgpConfig, BirdDaemon, DeviceId, Network};
 use ipnet::Ipv4Net;
 
@@ -114,6 +114,12 @@ pub(crate) struct Bgp {
     /// The devices whose sessions the next export re-derives whole (`export`). A session's own
     /// facts (a new connection, its address) are its `ExportKey`.
     rederive: BTreeSet<DeviceId>,
+    /// The vector a received prefix's entries are made in (`table::receive`), kept between
+    /// UPDATEs: one allocation fewer per prefix received.
+    entries: Vec<table::Entry>,
+    /// Decisions kept (not made again) so far, for the tests that check them.
+    #[cfg(test)]
+    pub(crate) decisions_kept: usize,
 }
 
 /// The BGP messages a run sent, in order, with a number per TCP connection.
@@ -174,6 +180,9 @@ impl Default for Bgp {
             attrs: attrs::AttrTable::default(),
             derived_from: BTreeMap::new(),
             rederive: BTreeSet::new(),
+            entries: Vec::new(),
+            #[cfg(test)]
+            decisions_kept: 0,
         }
     }
 }
@@ -185,6 +194,11 @@ impl Bgp {
     /// (ascending; see `session::sync`).
     pub(crate) fn sync(&mut self, net: &Network, st: &State, now: u64, devices: &[DeviceId], out: &mut Out) -> bool {
         for &d in devices {
+            // What a decision reads of the device (configuration, interfaces, power) may have
+            // changed: the next one decides every prefix (`table::Memo`).
+            if let Some(sp) = self.speakers.get_mut(&d) {
+                sp.memo = None;
+            }
             let dev = net.device(d);
             let derived = self.derived_from.get(&d);
             if derived.is_none_or(|(bgp, bird)| *bgp != dev.bgp || *bird != dev.bird) {
@@ -217,10 +231,32 @@ impl Bgp {
     }
 
     /// Select `dev`'s best paths with next hops resolved through its current (IGP) tables;
-    /// return the routes the device installs from BGP. A speaker's decision reads only its
-    /// own device's tables and interfaces.
-    pub(crate) fn decide(&mut self, net: &Network, st: &State, now: u64, dev: DeviceId) -> Vec<Route> {
-        table::decide(self, net, st, now, dev)
+    /// return the routes the device installs from BGP (`in_place`: the table holds those of
+    /// the last decision, and only the changed ones are asked for). A speaker's decision reads
+    /// only its own device's tables and interfaces.
+    pub(crate) fn decide(
+        &mut self,
+        net: &Network,
+        st: &State,
+        now: u64,
+        dev: DeviceId,
+        in_place: bool,
+    ) -> super::fib_update::BgpRoutes {
+        table::decide(self, net, st, now, dev, in_place)
+    }
+
+    /// Every speaker decides every prefix next time, as after a sync (for the tests that
+    /// compare kept decisions with decisions made again).
+    #[cfg(test)]
+    pub(crate) fn forget_decisions(&mut self) {
+        for sp in self.speakers.values_mut() {
+            sp.memo = None;
+        }
+    }
+
+    /// Whether `dev` runs a BGP speaker.
+    pub(crate) fn has_speaker(&self, dev: DeviceId) -> bool {
+        self.speakers.contains_key(&dev)
     }
 
     /// Send UPDATEs for whatever changed in what each session should advertise.
@@ -236,7 +272,8 @@ impl Bgp {
         export::export(self, net, st, before, now, out)
     }
 
-    pub(crate) fn view(&self, dev: DeviceId) -> Option<BgpView> {
+    /// `dev`'s view; with `table`, that table in it instead of the speaker's table now.
+    pub(crate) fn view(&self, dev: DeviceId, table: Option<BgpTable>) -> Option<BgpView> {
         let sp = self.speakers.get(&dev)?;
         Some(BgpView {
             asn: sp.asn,
@@ -254,8 +291,13 @@ impl Bgp {
                     v
                 })
                 .collect(),
-            table: BgpTable::of_speaker(sp.snapshot()),
+            table: table.unwrap_or_else(|| BgpTable::of_speaker(sp.snapshot())),
         })
+    }
+
+    /// `dev`'s table as it is now, for its view.
+    pub(crate) fn table_view(&self, dev: DeviceId) -> Option<BgpTable> {
+        self.speakers.get(&dev).map(|sp| BgpTable::of_speaker(sp.snapshot()))
     }
 
     fn tick(&mut self) -> u64 {

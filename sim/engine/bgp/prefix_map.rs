@@ -88,7 +88,15 @@ impl<V: Clone> PrefixMap<V> {
     }
 
     pub(crate) fn insert(&mut self, prefix: Ipv4Net, value: V) {
-        let c = Arc::make_mut(self.chunks.entry(chunk(&prefix)).or_default());
+        let slot = self.chunks.entry(chunk(&prefix)).or_default();
+        // A shared chunk is copied with room for one more: `make_mut`'s copy is exactly full,
+        // and a new prefix then copied it a second time to grow it.
+        if Arc::get_mut(slot).is_none() {
+            let mut copy = Vec::with_capacity(slot.len() + 1);
+            copy.extend_from_slice(slot);
+            *slot = Arc::new(copy);
+        }
+        let c = Arc::make_mut(slot);
         match find(c, &prefix) {
             Ok(i) => c[i].1 = value,
             Err(i) => c.insert(i, (NetOrd(prefix), value)),

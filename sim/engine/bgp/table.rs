@@ -10,12 +10,13 @@ use ipnet::Ipv4Net;
 use smallvec::smallvec;
 
 use super::decision::{self, Candidate, Step};
-use super::prefix_map::PrefixMap;
+use super::prefix_map::{NetOrd, PrefixMap};
 use super::session::SessionId;
 use super::Bgp;
 use crate::engine::bgp_state::{
     BgpOrigin, BgpState, EcmpRole, NhMetric, PathAttrs, TableDest, TableRoute, DEFAULT_LOCAL_PREF,
 };
+use crate::engine::fib_update::BgpRoutes;
 use crate::engine::local_iface;
 use crate::engine::state::{NextHop, NextHops, Proto, Route, State};
 use crate::model::bgp::{BgpRedistSource, BirdStaticDest, Policy, Value};
@@ -101,6 +102,42 @@ pub(crate) struct Speaker {
     /// prefix may be here more than once (`export` sorts them). A B-tree set here was a
     /// twentieth of an eBGP fabric's run: every path received inserted into it.
     pub dirty: Vec<Ipv4Net>,
+    /// Prefixes whose paths changed since the last decision, as they changed (unsorted, a
+    /// prefix maybe more than once): while `memo` holds, the next decision decides only these.
+    undecided: Vec<Ipv4Net>,
+    /// What the last decision read besides the paths (None: the next one decides every
+    /// prefix).
+    pub memo: Option<Memo>,
+}
+
+/// What a speaker's decision reads besides its paths: its sessions' facts, its multipath
+/// configuration and the resolution of every next hop its paths name. The decision of a
+/// prefix whose paths did not change since is then the decision it has (the entries hold it)
+/// — as in the daemons, which decide a prefix again when something about it changes (a
+/// path, the resolution of a next hop), not at every change anywhere. The rest of what it
+/// reads (the device's configuration and interfaces) changes only through `Bgp::sync`, which
+/// drops the memo.
+#[derive(Clone, Debug)]
+pub(crate) struct Memo {
+    sess: SessFacts,
+    max_paths: usize,
+    relax: bool,
+    local: BTreeMap<Ipv4Addr, bool>,
+    igp: BTreeMap<Ipv4Addr, (TableDest, NhMetric)>,
+    hosts: BTreeMap<Ipv4Addr, (TableDest, NhMetric)>,
+}
+
+impl Memo {
+    /// Does the memo still describe what a decision would read now? Resolves each next hop it
+    /// names again through `rv` (which keeps the answers for the decision).
+    fn holds(&self, rv: &mut Resolver, sess: &SessFacts, max_paths: usize, relax: bool) -> bool {
+        self.sess == *sess
+            && self.max_paths == max_paths
+            && self.relax == relax
+            && self.local.iter().all(|(nh, was)| rv.is_local(*nh) == *was)
+            && self.igp.iter().all(|(nh, was)| rv.igp(*nh) == *was)
+            && self.hosts.iter().all(|(nh, was)| rv.recursive(*nh) == *was)
+    }
 }
 
 /// How the view shows the paths received on one session.
@@ -134,6 +171,8 @@ impl Speaker {
             paths: 0,
             peers: Arc::new([]),
             dirty: Vec::new(),
+            undecided: Vec::new(),
+            memo: None,
         }
     }
 
@@ -143,15 +182,17 @@ impl Speaker {
         Arc::make_mut(&mut self.table)
     }
 
-    /// `prefix` now holds `entries` (none: the prefix goes).
-    fn set_entries(&mut self, prefix: Ipv4Net, entries: Vec<Entry>) {
+    /// `prefix` now holds `entries`, taken out (none: the prefix goes). Drained into the
+    /// table's slice with one allocation, so a caller's vector can serve again.
+    fn set_entries(&mut self, prefix: Ipv4Net, entries: &mut Vec<Entry>) {
         self.dirty.push(prefix);
+        self.undecided.push(prefix);
         if entries.is_empty() {
             if self.table.contains_key(&prefix) {
                 self.table_mut().remove(&prefix);
             }
         } else {
-            self.table_mut().insert(prefix, entries.into());
+            self.table_mut().insert(prefix, entries.drain(..).collect());
         }
     }
 
@@ -165,11 +206,11 @@ impl Speaker {
             .map(|(p, _)| *p)
             .collect();
         for prefix in hit {
-            let kept = self
+            let mut kept = self
                 .table
                 .get(&prefix)
                 .map_or_else(Vec::new, |v| v.iter().filter(|e| !from(e)).cloned().collect());
-            self.set_entries(prefix, kept);
+            self.set_entries(prefix, &mut kept);
         }
         self.count_paths();
     }
@@ -320,7 +361,7 @@ pub(super) fn receive(
     let device = net.device(dev);
     // Sized up front, as are `entries` below: grown one push at a time, these vectors'
     // reallocations were a twentieth of an eBGP fabric's run.
-    let mut kept: Vec<(u32, Arc<PathAttrs>, bool)> = Vec::with_capacity(paths.len());
+    let mut kept = Kept::new();
     kept.extend(
         paths
             .into_iter()
@@ -350,7 +391,9 @@ pub(super) fn receive(
     let others = held.len() - held.iter().filter(from_here).count();
     let name = &net.device(dev).name;
     let kept = guard_paths(&mut bgp.findings, bgp.path_limit, name, prefix, others, kept);
-    let mut entries: Vec<Entry> = Vec::with_capacity(held.len() + kept.len());
+    // The prefix's entries are made in a vector kept between calls (`Bgp::entries`).
+    let mut entries = std::mem::take(&mut bgp.entries);
+    entries.clear();
     entries.extend_from_slice(held);
     // The session's Adj-RIB-In for the prefix is its entries here: replace their counts.
     let count = |oks: &mut dyn Iterator<Item = bool>| oks.fold((0, 0), |(n, acc), ok| (n + 1, acc + u32::from(ok)));
@@ -395,10 +438,17 @@ pub(super) fn receive(
     }
     if changed {
         sp.paths = sp.paths - before + entries.len();
-        sp.set_entries(prefix, entries);
+        sp.set_entries(prefix, &mut entries);
     }
+    entries.clear();
+    bgp.entries = entries;
     changed
 }
+
+/// The paths of one UPDATE kept after the loop check: (path id, attributes, accepted by
+/// import policy). One but with ADD-PATH, so held inline (an allocation per path received as
+/// a `Vec`).
+type Kept = smallvec::SmallVec<[(u32, Arc<PathAttrs>, bool); 2]>;
 
 /// The path-explosion guard: keep at most `path_limit` paths per prefix on device `name`,
 /// which holds `others` paths for it from elsewhere, and say so once, naming the prefix and
@@ -409,8 +459,8 @@ fn guard_paths(
     name: &str,
     prefix: Ipv4Net,
     others: usize,
-    mut kept: Vec<(u32, Arc<PathAttrs>, bool)>,
-) -> Vec<(u32, Arc<PathAttrs>, bool)> {
+    mut kept: Kept,
+) -> Kept {
     let room = path_limit.saturating_sub(others);
     if kept.len() <= room {
         return kept;
@@ -470,7 +520,7 @@ fn local_routes(net: &Network, st: &State, dev: DeviceId) -> Vec<(Ipv4Net, &'sta
             let dest = match sr.dest {
                 BirdStaticDest::Blackhole => LocalDest::Blackhole,
                 BirdStaticDest::Unreachable => LocalDest::Unreachable,
-                BirdStaticDest::Via(gw) => match fib.lookup(gw).filter(|r| r.proto == Proto::Connected) {
+                BirdStaticDest::Via(gw) => match fib.lookup_without_bgp(gw).filter(|r| r.proto == Proto::Connected) {
                     Some(r) => LocalDest::Hop(NextHop {
                         via: Some(gw),
                         iface: r.nexthops[0].iface,
@@ -584,10 +634,10 @@ fn refresh_local(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, now: u
         .map(|(p, _)| *p)
         .collect();
     for prefix in stale {
-        let kept = sp.table.get(&prefix).map_or_else(Vec::new, |v| {
+        let mut kept = sp.table.get(&prefix).map_or_else(Vec::new, |v| {
             v.iter().filter(|e| is_wanted(&prefix, e)).cloned().collect()
         });
-        sp.set_entries(prefix, kept);
+        sp.set_entries(prefix, &mut kept);
     }
     let news: Vec<_> = wanted
         .into_iter()
@@ -619,7 +669,7 @@ fn refresh_local(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, now: u
             );
             let mut entries = sp.table.get(&prefix).map_or_else(Vec::new, |v| v.to_vec());
             entries.push(e);
-            sp.set_entries(prefix, entries);
+            sp.set_entries(prefix, &mut entries);
         }
     }
     if let Some(sp) = bgp.speakers.get_mut(&dev) {
@@ -637,7 +687,7 @@ fn resolve(net: &Network, st: &State, dev: DeviceId, flavor: BgpFlavor, nh: Ipv4
     }
     let Some(r) = st.devices[dev.idx()]
         .fib
-        .lookup(nh)
+        .lookup_without_bgp(nh)
         .filter(|r| !r.blackhole && !r.nexthops.is_empty())
     else {
         return (TableDest::Unreachable, NhMetric::Unresolvable);
@@ -665,21 +715,26 @@ fn resolve(net: &Network, st: &State, dev: DeviceId, flavor: BgpFlavor, nh: Ipv4
 }
 
 /// Best paths for speaker `dev`; returns the routes the device installs from BGP.
-pub(super) fn decide(bgp: &mut Bgp, net: &Network, st: &State, now: u64, dev: DeviceId) -> Vec<Route> {
+pub(super) fn decide(bgp: &mut Bgp, net: &Network, st: &State, now: u64, dev: DeviceId, in_place: bool) -> BgpRoutes {
     refresh_local(bgp, net, st, dev, now);
-    decide_speaker(bgp, net, st, dev)
+    decide_speaker(bgp, net, st, dev, in_place)
 }
 
-fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Vec<Route> {
-    let Some(sp) = bgp.speakers.get(&dev) else {
-        return Vec::new();
+/// `in_place`: the device's table holds the routes the last decision handed over; then a
+/// decision made only for the prefixes whose paths changed hands over only theirs.
+fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_place: bool) -> BgpRoutes {
+    let Some(sp) = bgp.speakers.get_mut(&dev) else {
+        return BgpRoutes {
+            routes: Vec::new(),
+            only: None,
+        };
     };
     let flavor = sp.flavor;
     let cfg = net.device(dev).bgp.as_ref();
     let max_paths = cfg.and_then(|c| c.max_paths).unwrap_or(1) as usize;
     let relax = cfg.is_some_and(|c| c.multipath_relax);
     // Per-session facts the decision needs.
-    let sess: BTreeMap<SessionId, (bool, Ipv4Addr, Ipv4Addr, u32, bool)> = sp
+    let sess: SessFacts = sp
         .sessions
         .iter()
         .map(|s| {
@@ -697,6 +752,9 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
             )
         })
         .collect();
+    let memo = sp.memo.take();
+    let undecided = std::mem::take(&mut sp.undecided);
+    let sp = &*sp;
     let mut resolver = Resolver {
         net,
         st,
@@ -708,66 +766,86 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
         igp: BTreeMap::new(),
         hosts: BTreeMap::new(),
     };
+    // Only the prefixes whose paths changed are decided again while nothing else the decision
+    // reads did; None: every prefix.
+    let only = memo
+        .is_some_and(|m| m.holds(&mut resolver, &sess, max_paths, relax))
+        .then(|| {
+            let mut only = undecided;
+            only.sort_by_key(|p| NetOrd(*p));
+            only.dedup();
+            only
+        });
+    let ctx = Ctx {
+        net,
+        dev,
+        flavor,
+        max_paths,
+        relax,
+    };
     let mut routes = Vec::with_capacity(sp.paths);
     // Decided on the side and written only where it changed: an unchanged prefix stays shared
     // with the views' snapshots.
     let mut changes: Vec<(Ipv4Net, Vec<Decided>)> = Vec::new();
-    // Work vectors reused from prefix to prefix: a speaker re-decides thousands every recompute.
-    let (mut dec, mut idx, mut group): (Vec<Decided>, Vec<usize>, Vec<usize>) = Default::default();
-    let mut cands: Vec<Candidate> = Vec::new();
+    let mut work = Work::default();
+    let mut pending = only.as_ref().map(|o| o.iter().peekable());
+    #[cfg(test)]
+    let mut kept = 0;
     for (prefix, entries) in sp.table.iter() {
-        dec.clear();
-        dec.extend(entries.iter().map(Decided::start));
-        for (e, d) in entries.iter().zip(dec.iter_mut()) {
-            resolve_entry(&mut resolver, e, d);
-        }
-        idx.clear();
-        idx.extend((0..entries.len()).filter(|i| entries[*i].accepted && (flavor == BgpFlavor::Bird || dec[*i].valid)));
-        cands.clear();
-        cands.extend(idx.iter().map(|i| candidate(&entries[*i], &dec[*i], &sess)));
-        let chosen = decision::select(flavor, &cands);
-        group.clear();
-        if let Some((b, _)) = chosen {
-            group.push(idx[b]);
-            if max_paths > 1 && flavor != BgpFlavor::Bird {
-                for (k, i) in idx.iter().enumerate() {
-                    let equal = decision::multipath_equal(flavor, relax, &cands[b], &cands[k]);
-                    if k != b && group.len() < max_paths && equal {
-                        group.push(*i);
-                    }
+        if let Some(pending) = pending.as_mut() {
+            while pending.next_if(|p| NetOrd(**p) < NetOrd(*prefix)).is_some() {}
+            if pending.next_if_eq(&prefix).is_none() {
+                // The decision this prefix has stands; its route is in the table, or is made
+                // again for a table made without BGP.
+                #[cfg(test)]
+                {
+                    let again = decide_prefix(&ctx, &mut resolver, *prefix, entries, &mut work);
+                    let stands = decided_route(&ctx, *prefix, entries, &sess);
+                    assert_eq!(again, stands, "{prefix}: a decision kept differs from one made again");
+                    assert!(
+                        entries.iter().zip(&work.dec).all(|(e, d)| Decided {
+                            decided_by: e.decided_by,
+                            ..d.clone()
+                        }
+                        .is(e)),
+                        "{prefix}: a decision kept differs from one made again"
+                    );
+                    kept += 1;
                 }
-            }
-        }
-        for d in dec.iter_mut() {
-            d.best = false;
-            d.ecmp = EcmpRole::None;
-            d.decided_by = None;
-        }
-        if let Some((_, step)) = chosen {
-            let best = group[0];
-            dec[best].best = true;
-            dec[best].decided_by = step;
-            if group.len() > 1 {
-                dec[best].ecmp = EcmpRole::Head;
-                for i in &group[1..] {
-                    dec[*i].ecmp = EcmpRole::Member;
+                if !in_place {
+                    routes.extend(decided_route(&ctx, *prefix, entries, &sess));
                 }
-            }
-            let dests: Vec<&TableDest> = group.iter().map(|i| &dec[*i].dest).collect();
-            if let Some(r) = fib_route(net, dev, flavor, *prefix, &entries[best], &dests, &sess) {
-                routes.push(r);
+                continue;
             }
         }
-        if entries.iter().zip(&dec).any(|(e, d)| !d.is(e)) {
-            changes.push((*prefix, dec.clone()));
+        routes.extend(decide_prefix(&ctx, &mut resolver, *prefix, entries, &mut work));
+        if entries.iter().zip(&work.dec).any(|(e, d)| !d.is(e)) {
+            changes.push((*prefix, work.dec.clone()));
         }
     }
-    if changes.is_empty() {
-        return routes;
+    let Resolver { local, igp, hosts, .. } = resolver;
+    #[cfg(test)]
+    {
+        bgp.decisions_kept += kept;
     }
+    let routes = BgpRoutes {
+        routes,
+        only: only.filter(|_| in_place),
+    };
     let Some(sp) = bgp.speakers.get_mut(&dev) else {
         return routes;
     };
+    sp.memo = Some(Memo {
+        sess,
+        max_paths,
+        relax,
+        local,
+        igp,
+        hosts,
+    });
+    if changes.is_empty() {
+        return routes;
+    }
     sp.dirty.extend(changes.iter().map(|c| c.0));
     let table = sp.table_mut();
     for (prefix, dec) in changes {
@@ -778,6 +856,91 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId) -> Ve
         }
     }
     routes
+}
+
+/// What a speaker's decision reads of its device and configuration, for each prefix.
+struct Ctx<'a> {
+    net: &'a Network,
+    dev: DeviceId,
+    flavor: BgpFlavor,
+    max_paths: usize,
+    relax: bool,
+}
+
+/// Work vectors reused from prefix to prefix: a speaker decides thousands every recompute.
+/// `dec` holds the last prefix's decision.
+#[derive(Default)]
+struct Work<'a> {
+    dec: Vec<Decided>,
+    idx: Vec<usize>,
+    group: Vec<usize>,
+    cands: Vec<Candidate<'a>>,
+}
+
+/// Decide one prefix over `entries` (into `work.dec`): resolve each path's next hop, select
+/// the best and the multipath group; return the route it hands to forwarding.
+fn decide_prefix<'e>(
+    ctx: &Ctx,
+    rv: &mut Resolver,
+    prefix: Ipv4Net,
+    entries: &'e [Entry],
+    work: &mut Work<'e>,
+) -> Option<Route> {
+    let Work { dec, idx, group, cands } = work;
+    let flavor = ctx.flavor;
+    dec.clear();
+    dec.extend(entries.iter().map(Decided::start));
+    for (e, d) in entries.iter().zip(dec.iter_mut()) {
+        resolve_entry(rv, e, d);
+    }
+    idx.clear();
+    idx.extend((0..entries.len()).filter(|i| entries[*i].accepted && (flavor == BgpFlavor::Bird || dec[*i].valid)));
+    cands.clear();
+    cands.extend(idx.iter().map(|i| candidate(&entries[*i], &dec[*i], rv.sess)));
+    let chosen = decision::select(flavor, cands);
+    group.clear();
+    if let Some((b, _)) = chosen {
+        group.push(idx[b]);
+        if ctx.max_paths > 1 && flavor != BgpFlavor::Bird {
+            for (k, i) in idx.iter().enumerate() {
+                let equal = decision::multipath_equal(flavor, ctx.relax, &cands[b], &cands[k]);
+                if k != b && group.len() < ctx.max_paths && equal {
+                    group.push(*i);
+                }
+            }
+        }
+    }
+    for d in dec.iter_mut() {
+        d.best = false;
+        d.ecmp = EcmpRole::None;
+        d.decided_by = None;
+    }
+    let (_, step) = chosen?;
+    let best = group[0];
+    dec[best].best = true;
+    dec[best].decided_by = step;
+    if group.len() > 1 {
+        dec[best].ecmp = EcmpRole::Head;
+        for i in &group[1..] {
+            dec[*i].ecmp = EcmpRole::Member;
+        }
+    }
+    let dests: Dests = group.iter().map(|i| &dec[*i].dest).collect();
+    fib_route(ctx, prefix, &entries[best], &dests, rv.sess)
+}
+
+/// Where a prefix's selected paths go, the best path's first: one path but with multipath, and
+/// made once per prefix decided (an allocation each as a `Vec`).
+type Dests<'a> = smallvec::SmallVec<[&'a TableDest; 4]>;
+
+/// The route of a prefix whose entries hold their decision: the best path, then the other
+/// members of its multipath group in entry order, as `decide_prefix` groups them.
+fn decided_route(ctx: &Ctx, prefix: Ipv4Net, entries: &[Entry], sess: &SessFacts) -> Option<Route> {
+    let best = entries.iter().find(|e| e.best)?;
+    let dests: Dests = std::iter::once(&best.dest)
+        .chain(entries.iter().filter(|e| e.ecmp == EcmpRole::Member).map(|e| &e.dest))
+        .collect();
+    fib_route(ctx, prefix, best, &dests, sess)
 }
 
 /// What one recompute decides about an entry: its next hop resolved, and its part in the
@@ -954,15 +1117,8 @@ fn candidate<'a>(e: &'a Entry, d: &Decided, sess: &SessFacts) -> Candidate<'a> {
 /// at the BGP distance (received paths only: originated ones are already in the RIB); on a
 /// BIRD host what the kernel protocol exports (`proto bird`), except routes BIRD took from the
 /// kernel or from interfaces. `dests`: where the selected paths go, the best path's first.
-fn fib_route(
-    net: &Network,
-    dev: DeviceId,
-    flavor: BgpFlavor,
-    prefix: Ipv4Net,
-    best: &Entry,
-    dests: &[&TableDest],
-    sess: &SessFacts,
-) -> Option<Route> {
+fn fib_route(ctx: &Ctx, prefix: Ipv4Net, best: &Entry, dests: &[&TableDest], sess: &SessFacts) -> Option<Route> {
+    let (net, dev, flavor) = (ctx.net, ctx.dev, ctx.flavor);
     let best_dest = dests.first().copied()?;
     let d = net.device(dev);
     match flavor {
