@@ -578,15 +578,10 @@ impl Engine {
     /// between. Stops at `until` or before the first event the `Steady` cannot take, which
     /// `advance_to`'s loop handles, with the rest, once the timers are back in the queue.
     fn pass_steady(&mut self, until: u64) {
-        let queued = self
-            .queue
-            .take_where(|ev| matches!(ev, Event::Ospf(_)))
-            .into_iter()
-            .filter_map(|(at, seq, ev)| match ev {
-                Event::Ospf(e) => Some((at, seq, e)),
-                _ => None,
-            })
-            .collect();
+        let queued = self.queue.take_map(|ev| match ev {
+            Event::Ospf(e) => Ok(e),
+            other => Err(other),
+        });
         let mut steady = match self.ospf.steady(&self.net, queued) {
             Ok(steady) => steady,
             Err(back) => {

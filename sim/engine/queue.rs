@@ -119,19 +119,26 @@ impl<E> EventQueue<E> {
         self.keys.peek().map(|Reverse(key)| (key.at(), key.seq()))
     }
 
-    /// Take out every event `pick` chooses, each with its time and number, in no particular
-    /// order; the others keep theirs.
-    pub(crate) fn take_where(&mut self, mut pick: impl FnMut(&E) -> bool) -> Vec<(u64, u64, E)> {
+    /// Take out every event `pick` turns into a `T` (one it hands back stays), each with its
+    /// time and number, in no particular order; the others keep theirs.
+    pub(crate) fn take_map<T>(&mut self, mut pick: impl FnMut(E) -> Result<T, E>) -> Vec<(u64, u64, T)> {
         self.settle();
         let mut taken = Vec::new();
         let mut kept = std::mem::take(&mut self.keys).into_vec();
-        kept.retain(|&Reverse(key)| match self.events[key.slot].take_if(|ev| pick(ev)) {
-            Some(ev) => {
-                self.free.push(key.slot);
-                taken.push((key.at(), key.seq(), ev));
-                false
+        kept.retain(|&Reverse(key)| {
+            let slot = &mut self.events[key.slot];
+            let Some(ev) = slot.take() else { return true };
+            match pick(ev) {
+                Ok(t) => {
+                    self.free.push(key.slot);
+                    taken.push((key.at(), key.seq(), t));
+                    false
+                }
+                Err(ev) => {
+                    *slot = Some(ev);
+                    true
+                }
             }
-            None => true,
         });
         self.keys = BinaryHeap::from(kept);
         taken
@@ -178,7 +185,7 @@ mod tests {
         assert_eq!(q.events.len(), 3);
     }
 
-    /// `take_where` hands over the chosen events under their keys, also right after a take
+    /// `take_map` hands over the chosen events under their keys, also right after a take
     /// left its key on top; the others keep their order, and the freed slots are used again.
     #[test]
     fn taken_events_keep_their_keys_and_the_rest_its_order() {
@@ -193,7 +200,8 @@ mod tests {
             q.push(at, seq, ev);
         }
         assert_eq!(q.pop_split(whole), Some((10, 1, "hello a")));
-        assert_eq!(q.take_where(|ev| ev.starts_with("hello")), vec![(20, 3, "hello b")]);
+        let hello = |ev: &'static str| ev.strip_prefix("hello ").ok_or(ev);
+        assert_eq!(q.take_map(hello), vec![(20, 3, "b")]);
         q.push(40, 5, "hello a");
         q.push(25, 6, "again");
         assert_eq!(q.events.len(), 4, "freed slots used again");

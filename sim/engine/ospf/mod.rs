@@ -117,6 +117,20 @@ struct OIf {
     no_listener: bool,
 }
 
+impl OIf {
+    /// Whether this interface takes the hellos `sender` sends (RFC 2328 §10.5: the receiving
+    /// interface runs OSPF actively, is of the sender's network type and in its subnet);
+    /// anything else drops them before the neighbour is looked at. `receive_hello` and the
+    /// steady pass (`steady`) both ask.
+    fn takes_hellos_from(&self, sender: &OIf) -> bool {
+        let same_subnet = |s: Ipv4Net| {
+            self.addr
+                .is_some_and(|a| a.prefix_len() == s.prefix_len() && a.network() == s.network())
+        };
+        self.active && !self.passive && self.p2p == sender.p2p && sender.addr.is_some_and(same_subnet)
+    }
+}
+
 impl Default for OIf {
     fn default() -> Self {
         OIf {
@@ -538,17 +552,14 @@ impl Ospf {
         ) else {
             return false;
         };
-        let (s_prio, s_dr, s_bdr, s_p2p, lists_me) = {
-            let s = &self.ifs[from.idx()];
-            (s.prio, s.dr, s.bdr, s.p2p, s.nbrs.contains_key(&my_rid))
-        };
-        let me = &mut self.ifs[to.idx()];
-        let same_subnet = me
-            .addr
-            .is_some_and(|a| a.prefix_len() == s_addr.prefix_len() && a.network() == s_addr.network());
-        if !me.active || me.passive || me.p2p != s_p2p || !same_subnet {
+        if !self.ifs[to.idx()].takes_hellos_from(&self.ifs[from.idx()]) {
             return false;
         }
+        let (s_prio, s_dr, s_bdr, lists_me) = {
+            let s = &self.ifs[from.idx()];
+            (s.prio, s.dr, s.bdr, s.nbrs.contains_key(&my_rid))
+        };
+        let me = &mut self.ifs[to.idx()];
         let dead_ms = net.device(Self::dev_of(net, to)).profile.ospf_dead_ms;
         let addr = s_addr.addr();
         let entry = me.nbrs.entry(sender.rid);

@@ -178,16 +178,13 @@ impl Ospf {
         }
         let start = s.receivers.len();
         let heard = !o.no_listener;
-        if let (true, Some(s_addr)) = (heard, o.addr) {
+        if heard {
             for to in net.l2_peers(from) {
                 let Some(me_router) = self.routers[Self::dev_of(net, to).idx()].as_ref() else {
                     continue;
                 };
                 let me = &self.ifs[to.idx()];
-                let same_subnet = me
-                    .addr
-                    .is_some_and(|a| a.prefix_len() == s_addr.prefix_len() && a.network() == s_addr.network());
-                if !me.active || me.passive || me.p2p != o.p2p || !same_subnet {
+                if !me.takes_hellos_from(o) {
                     // `receive_hello` returns before taking a number.
                     continue;
                 }
