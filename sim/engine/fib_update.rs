@@ -265,11 +265,7 @@ impl Made {
         };
         if keep || touched.is_some() {
             for p in prefixes {
-                let entries: Entries = fib
-                    .routes()
-                    .range((p, 0)..=(p, u32::MAX))
-                    .map(|(k, r)| (*k, r.clone()))
-                    .collect();
+                let entries: Entries = fib.keyed_at(p).map(|(k, r)| (k, r.clone())).collect();
                 if let Some(t) = touched.as_deref_mut() {
                     t.entry(p)
                         .or_insert_with(|| entries.iter().map(|(_, r)| r.clone()).collect());

@@ -337,7 +337,7 @@ fn kernel_table(fib: &mut Fib, candidates: Vec<Route>) {
 /// hold one route per prefix, so the key's metric slot is always 0.
 fn best_by_distance(fib: &mut Fib, candidates: Vec<Route>) {
     for r in candidates {
-        match fib.routes().get(&(r.prefix, 0)) {
+        match fib.get(r.prefix, 0) {
             Some(b) if (b.distance, b.proto) <= (r.distance, r.proto) => {}
             _ => fib.insert_at((r.prefix, 0), r),
         }

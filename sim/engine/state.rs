@@ -1,6 +1,7 @@
 //! Computed state after the engine has run: interface status, each device's routing table
 //! and OSPF neighbours. Plain data read by `dataplane` and `views`; only the engine writes it.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
@@ -97,6 +98,32 @@ pub struct Route {
     pub onlink: bool,
 }
 
+/// A prefix that orders as `Ipv4Net` does (address, then length) but compares as one integer.
+/// `Ipv4Net` compares its address as four bytes, which the standard library does with a
+/// `memcmp` call: every step of every search of a speaker's table or a forwarding table was one, and
+/// so was every comparison of an export's sort of its changed prefixes and of a table's
+/// rebuild (`Fib::replace_bgp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NetOrd(pub Ipv4Net);
+
+impl NetOrd {
+    fn key(&self) -> u64 {
+        (u64::from(u32::from(self.0.addr())) << 8) | u64::from(self.0.prefix_len())
+    }
+}
+
+impl Ord for NetOrd {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl PartialOrd for NetOrd {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// Fewer routes than this go into a table one by one ([`Fib::insert_new`]).
 const BULK_MIN: usize = 64;
 
@@ -104,7 +131,7 @@ const BULK_MIN: usize = 64;
 /// prefix at several metrics, as the kernel does; on EOS there is one route per prefix.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fib {
-    routes: BTreeMap<(Ipv4Net, u32), Route>,
+    routes: BTreeMap<Key, Route>,
     /// How many routes have a prefix of each length: a lookup probes only the lengths present
     /// (a fabric's tables use a handful of the 33).
     lens: [u32; 33],
@@ -114,6 +141,18 @@ impl Serialize for Fib {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.routes.values())
     }
+}
+
+/// A route's place in a table: (prefix, metric), the prefix compared as one integer.
+type Key = (NetOrd, u32);
+
+fn key(prefix: Ipv4Net, metric: u32) -> Key {
+    (NetOrd(prefix), metric)
+}
+
+/// The keys of `prefix`'s routes, every metric.
+fn all_metrics(prefix: Ipv4Net) -> std::ops::RangeInclusive<Key> {
+    key(prefix, 0)..=key(prefix, u32::MAX)
 }
 
 impl Default for Fib {
@@ -143,8 +182,8 @@ impl Fib {
             let net = net.trunc();
             // The first key at or after (net, lowest metric): one descent of the tree, where
             // `with_prefix`'s bounded range makes two.
-            match self.routes.range((net, 0)..).next() {
-                Some(((p, _), r)) if *p == net => return Some(r),
+            match self.routes.range(key(net, 0)..).next() {
+                Some(((p, _), r)) if p.0 == net => return Some(r),
                 _ => {}
             }
         }
@@ -161,7 +200,7 @@ impl Fib {
             let net = net.trunc();
             let found = self
                 .routes
-                .range((net, 0)..=(net, u32::MAX))
+                .range(all_metrics(net))
                 .map(|(_, r)| r)
                 .find(|r| !r.proto.is_bgp());
             if found.is_some() {
@@ -183,6 +222,7 @@ impl Fib {
         let mut merged = Vec::with_capacity(old.len() + new.len());
         let mut changed = false;
         for &p in decided {
+            let p = NetOrd(p);
             while let Some(e) = old.next_if(|((q, _), _)| *q < p) {
                 merged.push(e);
             }
@@ -195,10 +235,10 @@ impl Fib {
                     merged.push(e);
                 }
             }
-            let now = new.next_if(|r| r.prefix == p).map(|r| ((r.prefix, r.metric), r));
+            let now = new.next_if(|r| r.prefix == p.0).map(|r| (key(r.prefix, r.metric), r));
             let now = now.filter(|(key, _)| merged[start..].iter().all(|(k, _)| k != key));
             changed |= was != now;
-            let len = p.prefix_len() as usize;
+            let len = p.0.prefix_len() as usize;
             self.lens[len] -= u32::from(was.is_some());
             if let Some(e) = now {
                 self.lens[len] += 1;
@@ -224,7 +264,9 @@ impl Fib {
         let mut routes = self.routes.iter().peekable();
         let mut last_prefix = None;
         for (i, addr) in sorted.iter().map(|a| u32::from(*a)).enumerate() {
-            while let Some(((prefix, _), route)) = routes.next_if(|((p, _), _)| u32::from(p.network()) <= addr) {
+            while let Some(((NetOrd(prefix), _), route)) =
+                routes.next_if(|((p, _), _)| u32::from(p.0.network()) <= addr)
+            {
                 // Later entries of one prefix have higher metrics: `lookup` takes the first.
                 if last_prefix == Some(*prefix) {
                     continue;
@@ -250,12 +292,23 @@ impl Fib {
 
     /// The routes for exactly `prefix`, lowest metric first.
     pub fn with_prefix(&self, prefix: Ipv4Net) -> impl Iterator<Item = &Route> {
-        self.routes.range((prefix, 0)..=(prefix, u32::MAX)).map(|(_, r)| r)
+        self.routes.range(all_metrics(prefix)).map(|(_, r)| r)
     }
 
-    /// The table keyed by (prefix, metric).
-    pub fn routes(&self) -> &BTreeMap<(Ipv4Net, u32), Route> {
-        &self.routes
+    /// The route at (`prefix`, `metric`).
+    pub fn get(&self, prefix: Ipv4Net, metric: u32) -> Option<&Route> {
+        self.routes.get(&key(prefix, metric))
+    }
+
+    /// Routes with their keys, (prefix, metric), in table order. A router's table keys every
+    /// route at metric 0, whatever the route's own metric.
+    pub fn keyed(&self) -> impl Iterator<Item = ((Ipv4Net, u32), &Route)> {
+        self.routes.iter().map(|((p, m), r)| ((p.0, *m), r))
+    }
+
+    /// `keyed`, for exactly `prefix`.
+    pub fn keyed_at(&self, prefix: Ipv4Net) -> impl Iterator<Item = ((Ipv4Net, u32), &Route)> {
+        self.routes.range(all_metrics(prefix)).map(|((p, m), r)| ((p.0, *m), r))
     }
 
     pub fn insert(&mut self, r: Route) {
@@ -268,16 +321,16 @@ impl Fib {
         self.routes.retain(|(p, _), r| {
             let kept = keep(r);
             if !kept {
-                lens[p.prefix_len() as usize] -= 1;
+                lens[p.0.prefix_len() as usize] -= 1;
             }
             kept
         });
     }
 
     /// `r` under `key`, replacing what was there (a router's table keys every route at metric 0).
-    pub(crate) fn insert_at(&mut self, key: (Ipv4Net, u32), r: Route) {
-        if self.routes.insert(key, r).is_none() {
-            self.lens[key.0.prefix_len() as usize] += 1;
+    pub(crate) fn insert_at(&mut self, (prefix, metric): (Ipv4Net, u32), r: Route) {
+        if self.routes.insert(key(prefix, metric), r).is_none() {
+            self.lens[prefix.prefix_len() as usize] += 1;
         }
     }
 
@@ -292,27 +345,27 @@ impl Fib {
     pub(crate) fn insert_new(&mut self, mut routes: Vec<Route>) {
         if routes.len() < BULK_MIN || routes.len() < self.routes.len() {
             for r in routes {
-                let key = (r.prefix, r.metric);
-                if let std::collections::btree_map::Entry::Vacant(v) = self.routes.entry(key) {
+                let len = r.prefix.prefix_len() as usize;
+                if let std::collections::btree_map::Entry::Vacant(v) = self.routes.entry(key(r.prefix, r.metric)) {
                     v.insert(r);
-                    self.lens[key.0.prefix_len() as usize] += 1;
+                    self.lens[len] += 1;
                 }
             }
             return;
         }
         // Stable: of equal keys the first stays in front, and `dedup_by_key` keeps it.
-        routes.sort_by_key(|r| (r.prefix, r.metric));
-        routes.dedup_by_key(|r| (r.prefix, r.metric));
+        routes.sort_by_key(|r| key(r.prefix, r.metric));
+        routes.dedup_by_key(|r| key(r.prefix, r.metric));
         let mut held = std::mem::take(&mut self.routes).into_iter().peekable();
         let mut merged = Vec::with_capacity(held.len() + routes.len());
         for r in routes {
-            let key = (r.prefix, r.metric);
-            while let Some(h) = held.next_if(|(k, _)| *k < key) {
+            let k = key(r.prefix, r.metric);
+            while let Some(h) = held.next_if(|(h, _)| *h < k) {
                 merged.push(h);
             }
-            if held.peek().is_none_or(|(k, _)| *k != key) {
-                self.lens[key.0.prefix_len() as usize] += 1;
-                merged.push((key, r));
+            if held.peek().is_none_or(|(h, _)| *h != k) {
+                self.lens[r.prefix.prefix_len() as usize] += 1;
+                merged.push((k, r));
             }
         }
         merged.extend(held);
@@ -322,14 +375,10 @@ impl Fib {
 
     /// Take out every route for exactly `prefix` (with its key), lowest metric first.
     pub(crate) fn take_prefix(&mut self, prefix: Ipv4Net) -> Vec<((Ipv4Net, u32), Route)> {
-        let keys: Vec<(Ipv4Net, u32)> = self
-            .routes
-            .range((prefix, 0)..=(prefix, u32::MAX))
-            .map(|(k, _)| *k)
-            .collect();
+        let keys: Vec<Key> = self.routes.range(all_metrics(prefix)).map(|(k, _)| *k).collect();
         self.lens[prefix.prefix_len() as usize] -= keys.len() as u32;
         keys.into_iter()
-            .filter_map(|k| self.routes.remove(&k).map(|r| (k, r)))
+            .filter_map(|k| self.routes.remove(&k).map(|r| ((k.0 .0, k.1), r)))
             .collect()
     }
 }

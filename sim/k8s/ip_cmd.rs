@@ -101,8 +101,7 @@ fn link_set(net: &mut Network, st: &State, dev: DeviceId, args: &[&str]) -> Resu
         let through = |r: &StaticRoute| {
             r.dev.as_deref().is_some_and(|d| d.eq_ignore_ascii_case(name))
                 || fib
-                    .routes()
-                    .get(&(r.prefix.trunc(), r.metric))
+                    .get(r.prefix.trunc(), r.metric)
                     .is_some_and(|f| f.nexthops.iter().any(|n| n.iface == iface))
         };
         net.devices[dev.idx()]
@@ -264,7 +263,7 @@ fn check_nexthop(net: &Network, st: &State, dev: DeviceId, spec: &RouteSpec) -> 
                         .addr
                         .is_some_and(|a| a.prefix_len() < 32 && a.trunc().contains(&gw))
             });
-            let device_route = st.devices[dev.idx()].fib.routes().values().any(|r| {
+            let device_route = st.devices[dev.idx()].fib.iter().any(|r| {
                 r.scope_link
                     && r.prefix.contains(&gw)
                     && r.nexthops
@@ -296,7 +295,7 @@ fn is_local(net: &Network, st: &State, dev: DeviceId, a: Ipv4Addr) -> bool {
 /// static routes fabsim keeps out of it while their next hop is unusable (the kernel would
 /// keep them, flagged `linkdown`).
 fn occupied(net: &Network, st: &State, dev: DeviceId, prefix: Ipv4Net, metric: u32) -> bool {
-    st.devices[dev.idx()].fib.routes().contains_key(&(prefix, metric))
+    st.devices[dev.idx()].fib.get(prefix, metric).is_some()
         || net
             .device(dev)
             .statics
@@ -324,7 +323,7 @@ fn route_add(
     if replace {
         let had_static = statics.iter().any(mine);
         statics.retain(|r| !mine(r));
-        if !had_static && st.devices[dev.idx()].fib.routes().contains_key(&(spec.prefix, metric)) {
+        if !had_static && st.devices[dev.idx()].fib.get(spec.prefix, metric).is_some() {
             return Err(format!(
                 "`ip route replace {}`: the route there now was not added by `ip route` or netplan; \
                  fabsim does not model replacing it",
@@ -357,7 +356,7 @@ fn route_del(net: &mut Network, st: &State, dev: DeviceId, spec: RouteSpec) -> R
             && spec.via.is_none_or(|g| via == Some(g))
             && spec.dev.as_ref().is_none_or(|(i, _)| iface == Some(*i))
     };
-    let installed = fib.routes().iter().find(|((p, m), r)| {
+    let installed = fib.keyed().find(|((p, m), r)| {
         *p == spec.prefix && r.nexthops.iter().any(|n| matches(*m, n.via, Some(n.iface)))
             || *p == spec.prefix && r.nexthops.is_empty() && matches(*m, None, None)
     });
@@ -371,7 +370,7 @@ fn route_del(net: &mut Network, st: &State, dev: DeviceId, spec: RouteSpec) -> R
                 r.via,
                 named_if(r).or_else(|| spec.dev.as_ref().map(|(i, _)| *i)),
             )
-            && installed.is_none_or(|((_, m), _)| *m == r.metric)
+            && installed.is_none_or(|((_, m), _)| m == r.metric)
     });
     match (installed, stored) {
         (_, Some(i)) => {

@@ -741,12 +741,7 @@ fn table<'a>(st: &'a State, device: usize, empty: &'a Fib) -> &'a Fib {
 
 /// One device's `- gone` lines, then its `+ new` lines, each in table order.
 fn push_fib_diff(net: &Network, id: DeviceId, name: &str, before: &Fib, after: &Fib, out: &mut Vec<String>) {
-    let prefixes: BTreeSet<Ipv4Net> = before
-        .routes()
-        .keys()
-        .chain(after.routes().keys())
-        .map(|k| k.0)
-        .collect();
+    let prefixes: BTreeSet<Ipv4Net> = before.keyed().chain(after.keyed()).map(|(k, _)| k.0).collect();
     let (mut gone, mut new) = (Vec::new(), Vec::new());
     for p in prefixes {
         let (b, a): (Vec<&Route>, Vec<&Route>) = (before.with_prefix(p).collect(), after.with_prefix(p).collect());

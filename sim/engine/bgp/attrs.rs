@@ -7,7 +7,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use fnv::{FnvHashMap, FnvHasher};
+use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
 
 use crate::engine::bgp_state::PathAttrs;
@@ -23,13 +23,13 @@ const MIN_SWEEP: usize = 1024;
 /// wherever it lay — a cache miss per set, 6% of `converge/ebgp-4x32x16`'s time.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct AttrTable {
-    sets: FnvHashMap<u64, SmallVec<[Arc<PathAttrs>; 1]>>,
+    sets: FxHashMap<u64, SmallVec<[Arc<PathAttrs>; 1]>>,
     len: usize,
     sweep_at: usize,
 }
 
 fn hash_of(attrs: &PathAttrs) -> u64 {
-    let mut h = FnvHasher::default();
+    let mut h = FxHasher::default();
     attrs.hash(&mut h);
     h.finish()
 }

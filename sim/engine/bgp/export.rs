@@ -10,11 +10,12 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
-use fnv::FnvHashMap;
 use ipnet::Ipv4Net;
+use rustc_hash::FxHashMap;
 
 use super::adj::Paths;
-use super::filter::{run_filter, FilterRoute, Verdict};
+use super::attrs::AttrTable;
+use super::filter::{run_filter, FilterRoute, Prepared, Verdict};
 use super::prefix_map::NetOrd;
 use super::route_map;
 use super::session::{log_wire, Live, Session, SessionId};
@@ -59,18 +60,16 @@ pub(crate) fn policy_accepts(
         .unwrap_or_else(|d| run_filter(d, policy, &mut filter_route(prefix, attrs, proto)) == Verdict::Accept)
 }
 
-/// Like `policy_accepts`, returning the route as the filter left it (the attributes it set,
-/// such as Calico's `krt_tunnel`), or None when rejected.
+/// The route as a prepared policy (the kernel protocol's export) left it — the attributes it
+/// set, such as Calico's `krt_tunnel` — or None when rejected.
 pub(crate) fn policy_result<'a>(
-    daemon: Option<&'a BirdDaemon>,
-    policy: &Policy,
+    policy: Prepared<'a>,
     prefix: Ipv4Net,
     attrs: &PathAttrs,
     proto: &'a str,
 ) -> Option<FilterRoute<'a>> {
     let mut r = filter_route(prefix, attrs, proto);
-    let accepted = without_filter(daemon, policy).unwrap_or_else(|d| run_filter(d, policy, &mut r) == Verdict::Accept);
-    accepted.then_some(r)
+    (policy.run(&mut r) == Verdict::Accept).then_some(r)
 }
 
 /// The policy step of a received path (before it enters the table): the path as the import
@@ -105,34 +104,44 @@ pub(crate) fn import_policy(
     }
 }
 
-/// The policy step of an advertisement: the attributes path `e` leaves with on session `s`, or
-/// None when the export policy stops it. FRR's `ebgp-requires-policy` sends nothing to an eBGP
-/// neighbour without an outbound policy (`subgroup_announce_check`). A route-map's sets apply
-/// to the path after the MED of another AS is dropped; a prepend goes behind the speaker's own
-/// AS, which bgpd adds when it encodes the UPDATE; LOCAL_PREF never leaves on eBGP.
-fn export_policy(
-    dev: &Device,
-    s: &super::session::Session,
-    e: &Entry,
-    prefix: Ipv4Net,
-    proto: &str,
+/// The attribute sets one device's export has made, by what `outgoing` reads of the path
+/// and of the session. A prefix's best path leaves a leaf's node sessions, or a spine's leaf
+/// sessions, with one AS path and each session's own address as next hop: each (path, next
+/// hop) is made and looked up in the attribute table once per export rather than once per
+/// (session, prefix), as FRR formats an UPDATE once per update group and rewrites the next
+/// hop per peer (`bpacket_reformat_for_peer`). Made and built per set, these were a quarter
+/// of `converge/ebgp-4x32x16`'s export. A path is keyed by its set's address: the table
+/// holds every set its entries name until the device's export ends, when this is dropped,
+/// so no address is reused under it.
+#[derive(Default)]
+struct Outgoing(FxHashMap<OutKey, Arc<PathAttrs>>);
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct OutKey {
+    path: usize,
+    local: bool,
     src: Ipv4Addr,
-) -> Option<PathAttrs> {
-    let speaker = dev.bgp.as_ref();
-    if !s.internal && speaker.is_some_and(|c| c.ebgp_requires_policy) && s.cfg.export == Policy::All {
-        return None;
-    }
-    let mut attrs = outgoing(s, e, src);
-    match &s.cfg.export {
-        Policy::RouteMap(name) => {
-            let mut sets = speaker.and_then(|c| route_map::evaluate(&c.policies, name, prefix))?;
-            if !s.internal {
-                sets.local_pref = None;
-            }
-            sets.apply(&mut attrs, usize::from(!s.internal));
-            Some(attrs)
-        }
-        policy => policy_accepts(dev.bird.as_ref(), policy, prefix, &e.attrs, proto).then_some(attrs),
+    local_as: u32,
+    internal: bool,
+    next_hop_self: bool,
+    next_hop_keep: bool,
+}
+
+impl Outgoing {
+    fn get(&mut self, s: &Session, e: &Entry, src: Ipv4Addr, table: &mut AttrTable) -> Arc<PathAttrs> {
+        let key = OutKey {
+            path: Arc::as_ptr(&e.attrs) as usize,
+            local: matches!(e.origin, Origin::Local(_)),
+            src,
+            local_as: s.local_as,
+            internal: s.internal,
+            next_hop_self: s.cfg.next_hop_self,
+            next_hop_keep: s.cfg.next_hop_keep,
+        };
+        self.0
+            .entry(key)
+            .or_insert_with(|| table.intern(outgoing(s, e, src)))
+            .clone()
     }
 }
 
@@ -161,9 +170,12 @@ pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before]
         // of it was a twentieth of an eBGP fabric's run.
         dirty.sort_by_key(|p| NetOrd(*p));
         dirty.dedup();
-        let mut activity = Activity {
-            fib: &st.devices[dev.idx()].fib,
-            known: FnvHashMap::default(),
+        let mut per_device = DeviceExport {
+            activity: Activity {
+                fib: &st.devices[dev.idx()].fib,
+                known: FxHashMap::default(),
+            },
+            made: Outgoing::default(),
         };
         for sid in sessions {
             let s = &bgp.sessions[sid.idx()];
@@ -172,10 +184,16 @@ pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before]
             }
             let key = ExportKey::of(s);
             let only = (!rederive.contains(&dev) && s.exported_as == Some(key)).then_some(&dirty[..]);
-            export_session(bgp, net, &mut activity, now, sid, only, out);
+            export_session(bgp, net, &mut per_device, now, sid, only, out);
             bgp.sessions[sid.idx()].exported_as = Some(key);
         }
     }
+}
+
+/// What one device's export keeps while it goes over the device's sessions.
+struct DeviceExport<'a> {
+    activity: Activity<'a>,
+    made: Outgoing,
 }
 
 /// Whether a prefix's route in an EOS speaker's forwarding table is BGP's, looked up once per
@@ -184,7 +202,7 @@ pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before]
 /// an eBGP fabric's run.
 struct Activity<'a> {
     fib: &'a Fib,
-    known: FnvHashMap<Ipv4Net, bool>,
+    known: FxHashMap<Ipv4Net, bool>,
 }
 
 impl Activity<'_> {
@@ -225,7 +243,7 @@ impl ExportKey {
 fn export_session(
     bgp: &mut Bgp,
     net: &Network,
-    activity: &mut Activity,
+    per_device: &mut DeviceExport,
     now: u64,
     sid: SessionId,
     only: Option<&[Ipv4Net]>,
@@ -251,46 +269,35 @@ fn export_session(
     };
     // Sized up front: a session's first export changes every prefix (grown one push at a
     // time, its reallocations were a hundredth of an eBGP fabric's run).
-    let mut changed = Vec::with_capacity(prefixes.len());
+    let mut updates: Vec<(Ipv4Net, Paths)> = Vec::with_capacity(prefixes.len());
+    let cx = Advertise {
+        sessions: &bgp.sessions,
+        dev: net.device(sp.device),
+        sp,
+        sid,
+    };
     for prefix in prefixes {
-        let want = advertise(bgp, net, activity, sp, sid, prefix);
-        let had = bgp.sessions[sid.idx()].adj_out.get(&prefix);
-        if same_paths(had, &want) {
+        let want = cx.paths(prefix, per_device, &mut bgp.attrs);
+        // The sets are the attribute table's, as the Adj-RIB-Out's are: equal is the same.
+        if bgp.sessions[sid.idx()].adj_out.get(&prefix) == &want[..] {
             continue;
         }
-        changed.push((prefix, want));
+        updates.push((prefix, want));
     }
-    if changed.is_empty() {
+    if updates.is_empty() {
         return;
     }
-    // Only what changed is allocated, once per distinct attribute set (`attrs`). Neighbouring
-    // prefixes often leave with the same set (a leaf's links, behind one AS path): the last
-    // one is reused without a lookup in the table (interning was an eighth of
-    // `converge/ebgp-4x32x16`'s time).
-    let mut last: Option<Arc<PathAttrs>> = None;
-    let updates: Vec<(Ipv4Net, Paths)> = changed
-        .into_iter()
-        .map(|(prefix, want)| {
-            let paths = want
-                .into_iter()
-                .map(|(id, a)| {
-                    let shared = match last.take() {
-                        Some(l) if *l == a => l,
-                        _ => bgp.attrs.intern(a),
-                    };
-                    last = Some(shared.clone());
-                    (id, shared)
-                })
-                .collect();
-            (prefix, paths)
-        })
-        .collect();
     if bgp.wire.is_some() || peer.is_none() {
         let msg = update_message(&bgp.sessions[sid.idx()], &updates);
         if peer.is_none() {
             bgp.live_out.push(msg.clone());
         }
         log_wire(bgp, now, sid, BgpWire::Send(msg));
+    }
+    // A session's first advertisements are all new slots (later ones mostly replace theirs).
+    let adj_out = &mut bgp.sessions[sid.idx()].adj_out;
+    if adj_out.paths() == 0 {
+        adj_out.reserve(updates.len());
     }
     let Some(peer) = peer else {
         let s = &mut bgp.sessions[sid.idx()];
@@ -322,11 +329,6 @@ fn export_session(
     ));
 }
 
-/// Does an Adj-RIB-Out slot already say `want`?
-fn same_paths(had: &[(u32, Arc<PathAttrs>)], want: &Wanted) -> bool {
-    had.len() == want.len() && had.iter().zip(want).all(|((h, ha), (w, wa))| h == w && **ha == *wa)
-}
-
 /// The UPDATE that takes session `s` from what it advertised to `updates`: with ADD-PATH the
 /// path ids no longer sent are withdrawn and new or changed paths announced (RFC 7911 §3: a
 /// path id is replaced by announcing it again); without, one path per prefix or a withdrawal.
@@ -353,67 +355,101 @@ fn update_message(s: &Session, updates: &[(Ipv4Net, Paths)]) -> BgpMessage {
     }
 }
 
-/// What a session should advertise for one prefix: (path id, attributes), by path id. Almost
-/// always one path, held inline: there is one of these per (session, prefix) an export
-/// looks at.
-type Wanted = smallvec::SmallVec<[(u32, PathAttrs); 1]>;
-
-/// The paths session `sid` should be advertising for `prefix` now (not yet shared: most are
-/// what the session already advertises).
-fn advertise(
-    bgp: &Bgp,
-    net: &Network,
-    activity: &mut Activity,
-    sp: &Speaker,
+/// What an export reads to say what session `sid` of speaker `sp` advertises.
+struct Advertise<'a> {
+    sessions: &'a [Session],
+    dev: &'a Device,
+    sp: &'a Speaker,
     sid: SessionId,
-    prefix: Ipv4Net,
-) -> Wanted {
-    let s = &bgp.sessions[sid.idx()];
-    let Some(entries) = sp.table.get(&prefix) else {
-        return Wanted::new();
-    };
-    let dev = net.device(sp.device);
-    let all_paths = s.add_path_tx;
-    let chosen = entries.iter().filter(|e| e.accepted).filter(|e| {
-        if all_paths {
-            sp.flavor == BgpFlavor::Bird || e.valid
-        } else {
-            e.best
+}
+
+impl Advertise<'_> {
+    /// The paths the session should be advertising for `prefix` now, by path id.
+    fn paths(&self, prefix: Ipv4Net, per_device: &mut DeviceExport, table: &mut AttrTable) -> Paths {
+        let (sp, sid, dev) = (self.sp, self.sid, self.dev);
+        let s = &self.sessions[sid.idx()];
+        let Some(entries) = sp.table.get(&prefix) else {
+            return Paths::new();
+        };
+        let all_paths = s.add_path_tx;
+        let chosen = entries.iter().filter(|e| e.accepted).filter(|e| {
+            if all_paths {
+                sp.flavor == BgpFlavor::Bird || e.valid
+            } else {
+                e.best
+            }
+        });
+        if sp.flavor == BgpFlavor::Eos && !all_paths {
+            let advertise_inactive = dev.bgp.as_ref().is_some_and(|c| c.advertise_inactive);
+            if let Some(best) = chosen.clone().next() {
+                let received = matches!(best.origin, Origin::Peer(..));
+                if received && !advertise_inactive && !per_device.activity.active(prefix) {
+                    return Paths::new();
+                }
+            }
         }
-    });
-    if sp.flavor == BgpFlavor::Eos && !all_paths {
-        let advertise_inactive = dev.bgp.as_ref().is_some_and(|c| c.advertise_inactive);
-        if let Some(best) = chosen.clone().next() {
-            let received = matches!(best.origin, Origin::Peer(..));
-            if received && !advertise_inactive && !activity.active(prefix) {
-                return Wanted::new();
+        let mut out = Paths::new();
+        for e in chosen {
+            if let Origin::Peer(from, _) = e.origin {
+                if from == sid {
+                    continue;
+                }
+                let from_s = &self.sessions[from.idx()];
+                if from_s.internal && s.internal && !from_s.cfg.route_reflector_client && !s.cfg.route_reflector_client
+                {
+                    continue;
+                }
+            }
+            let proto = match &e.origin {
+                Origin::Peer(from, _) => self.sessions[from.idx()].cfg.name.as_deref().unwrap_or_default(),
+                Origin::Local(l) => l.protocol,
+            };
+            let Some(src) = s.local_address() else { continue };
+            let Some(attrs) = self.export_policy(e, prefix, proto, src, &mut per_device.made, table) else {
+                continue;
+            };
+            let id = if all_paths { e.src_id } else { 0 };
+            out.push((id, attrs));
+        }
+        out.sort_by_key(|(id, _)| *id);
+        out
+    }
+
+    /// The policy step of an advertisement: the attributes path `e` leaves with on session `s`
+    /// (shared: the attribute table's), or None when the export policy stops it. FRR's
+    /// `ebgp-requires-policy` sends nothing to an eBGP neighbour without an outbound policy
+    /// (`subgroup_announce_check`). A route-map's sets apply to the path after the MED of another
+    /// AS is dropped; a prepend goes behind the speaker's own AS, which bgpd adds when it encodes
+    /// the UPDATE; LOCAL_PREF never leaves on eBGP.
+    fn export_policy(
+        &self,
+        e: &Entry,
+        prefix: Ipv4Net,
+        proto: &str,
+        src: Ipv4Addr,
+        made: &mut Outgoing,
+        table: &mut AttrTable,
+    ) -> Option<Arc<PathAttrs>> {
+        let (dev, s) = (self.dev, &self.sessions[self.sid.idx()]);
+        let speaker = dev.bgp.as_ref();
+        if !s.internal && speaker.is_some_and(|c| c.ebgp_requires_policy) && s.cfg.export == Policy::All {
+            return None;
+        }
+        match &s.cfg.export {
+            Policy::RouteMap(name) => {
+                let mut sets = speaker.and_then(|c| route_map::evaluate(&c.policies, name, prefix))?;
+                if !s.internal {
+                    sets.local_pref = None;
+                }
+                let mut attrs = outgoing(s, e, src);
+                sets.apply(&mut attrs, usize::from(!s.internal));
+                Some(table.intern(attrs))
+            }
+            policy => {
+                policy_accepts(dev.bird.as_ref(), policy, prefix, &e.attrs, proto).then(|| made.get(s, e, src, table))
             }
         }
     }
-    let mut out = Wanted::new();
-    for e in chosen {
-        if let Origin::Peer(from, _) = e.origin {
-            if from == sid {
-                continue;
-            }
-            let from_s = &bgp.sessions[from.idx()];
-            if from_s.internal && s.internal && !from_s.cfg.route_reflector_client && !s.cfg.route_reflector_client {
-                continue;
-            }
-        }
-        let proto = match &e.origin {
-            Origin::Peer(from, _) => bgp.sessions[from.idx()].cfg.name.as_deref().unwrap_or_default(),
-            Origin::Local(l) => l.protocol,
-        };
-        let Some(src) = s.local_address() else { continue };
-        let Some(attrs) = export_policy(dev, s, e, prefix, proto, src) else {
-            continue;
-        };
-        let id = if all_paths { e.src_id } else { 0 };
-        out.push((id, attrs));
-    }
-    out.sort_by_key(|(id, _)| *id);
-    out
 }
 
 /// Attributes as they leave on session `s` (RFC 4271 §5.1; BIRD `bgp_update_attrs`).

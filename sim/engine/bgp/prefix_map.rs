@@ -5,40 +5,16 @@
 //! first 24 bits), each chunk shared (`Arc`) on its own: a change copies the chunk index and
 //! the one chunk it touches.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
+pub(crate) use crate::engine::state::NetOrd;
+
 #[derive(Clone, Debug)]
 pub(crate) struct PrefixMap<V> {
     chunks: BTreeMap<u32, Arc<Chunk<V>>>,
-}
-
-/// A prefix that orders as `Ipv4Net` does (address, then length) but compares as one integer.
-/// `Ipv4Net` compares its address as four bytes, which the standard library does with a
-/// `memcmp` call: every step of every search of a speaker's table was one, and so was every
-/// comparison of an export's sort of its changed prefixes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct NetOrd(pub Ipv4Net);
-
-impl NetOrd {
-    fn key(&self) -> u64 {
-        (u64::from(u32::from(self.0.addr())) << 8) | u64::from(self.0.prefix_len())
-    }
-}
-
-impl Ord for NetOrd {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.key().cmp(&other.key())
-    }
-}
-
-impl PartialOrd for NetOrd {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
 }
 
 impl<V> Default for PrefixMap<V> {

@@ -10,6 +10,7 @@ use ipnet::Ipv4Net;
 use smallvec::smallvec;
 
 use super::decision::{self, Candidate, Step};
+use super::filter::Prepared;
 use super::prefix_map::{NetOrd, PrefixMap};
 use super::session::SessionId;
 use super::Bgp;
@@ -782,11 +783,19 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
         flavor,
         max_paths,
         relax,
+        kernel: net
+            .device(dev)
+            .bird
+            .as_ref()
+            .and_then(|b| Some(Prepared::new(b, &b.kernel.as_ref()?.export))),
     };
     let mut routes = Vec::with_capacity(sp.paths);
     // Decided on the side and written only where it changed: an unchanged prefix stays shared
     // with the views' snapshots.
-    let mut changes: Vec<(Ipv4Net, Vec<Decided>)> = Vec::new();
+    // Each changed prefix's decision is its count of `decided`, in the entries' order (one
+    // vector for all: a vector per prefix was an allocation per prefix decided).
+    let mut changes: Vec<(Ipv4Net, usize)> = Vec::new();
+    let mut decided: Vec<Decided> = Vec::new();
     let mut work = Work::default();
     let mut pending = only.as_ref().map(|o| o.iter().peekable());
     #[cfg(test)]
@@ -810,7 +819,8 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
         }
         routes.extend(decide_prefix(&ctx, &mut resolver, *prefix, entries, &mut work));
         if entries.iter().zip(&work.dec).any(|(e, d)| !d.is(e)) {
-            changes.push((*prefix, work.dec.clone()));
+            changes.push((*prefix, work.dec.len()));
+            decided.extend_from_slice(&work.dec);
         }
     }
     let Resolver { local, igp, hosts, .. } = resolver;
@@ -838,12 +848,16 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
     }
     sp.dirty.extend(changes.iter().map(|c| c.0));
     let table = sp.table_mut();
-    for (prefix, dec) in changes {
+    let mut decided = decided.into_iter();
+    for (prefix, n) in changes {
+        let mut dec = decided.by_ref().take(n);
         if let Some(slot) = table.get_mut(&prefix) {
-            for (e, d) in Arc::make_mut(slot).iter_mut().zip(dec) {
+            for (e, d) in Arc::make_mut(slot).iter_mut().zip(&mut dec) {
                 d.write(e);
             }
         }
+        // Whatever was not written (none: the prefix's entries are those decided) is passed.
+        dec.for_each(drop);
     }
     routes
 }
@@ -872,6 +886,8 @@ struct Ctx<'a> {
     flavor: BgpFlavor,
     max_paths: usize,
     relax: bool,
+    /// BIRD's kernel protocol's export filter (None: no kernel protocol).
+    kernel: Option<Prepared<'a>>,
 }
 
 /// Work vectors reused from prefix to prefix: a speaker decides thousands every recompute.
@@ -1130,14 +1146,13 @@ fn fib_route(ctx: &Ctx, prefix: Ipv4Net, best: &Entry, dests: &[&TableDest], ses
     let d = net.device(dev);
     match flavor {
         BgpFlavor::Bird => {
-            let kernel = d.bird.as_ref()?.kernel.as_ref()?;
+            let kernel = ctx.kernel?;
             if let Origin::Local(l) = &best.origin {
                 if l.protocol == "kernel1" || l.protocol == "direct1" {
                     return None;
                 }
             }
-            let exported =
-                super::export::policy_result(d.bird.as_ref(), &kernel.export, prefix, &best.attrs, "kernel1")?;
+            let exported = super::export::policy_result(kernel, prefix, &best.attrs, "kernel1")?;
             // The kernel protocol installs blackhole and unreachable routes as such
             // (sysdep/unix/krt.c `krt_capable`): an unresolvable best path becomes an
             // `unreachable` kernel route that shadows shorter prefixes.
