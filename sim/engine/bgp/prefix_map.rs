@@ -42,6 +42,13 @@ impl<V> Default for PrefixMap<V> {
 /// spent a node search and an insertion's shifting per level.
 type Chunk<V> = Vec<(NetOrd, V)>;
 
+/// A prefix's place in a map: its chunk, and its index there (`Err`: where it would go).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place {
+    chunk: usize,
+    at: Result<usize, usize>,
+}
+
 fn find<V>(c: &Chunk<V>, prefix: &Ipv4Net) -> Result<usize, usize> {
     c.binary_search_by(|(k, _)| k.cmp(&NetOrd(*prefix)))
 }
@@ -59,10 +66,6 @@ impl<V: Clone> PrefixMap<V> {
         find(c, prefix).ok().map(|i| &c[i].1)
     }
 
-    pub(crate) fn contains_key(&self, prefix: &Ipv4Net) -> bool {
-        self.get(prefix).is_some()
-    }
-
     /// In prefix order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&Ipv4Net, &V)> {
         self.chunks.iter().flat_map(|(_, c)| c.iter().map(|(k, v)| (&k.0, v)))
@@ -76,12 +79,35 @@ impl<V: Clone> PrefixMap<V> {
         self.iter().map(|(_, v)| v)
     }
 
-    pub(crate) fn insert(&mut self, prefix: Ipv4Net, value: V) {
-        let at = match self.chunk_of(&prefix) {
-            Some(at) => at,
+    /// Where `prefix` is or would go (None: the map is empty), for a change that follows a
+    /// read without searching again (`insert_at`): valid until the map changes.
+    pub(crate) fn place(&self, prefix: &Ipv4Net) -> Option<Place> {
+        let chunk = self.chunk_of(prefix)?;
+        Some(Place {
+            chunk,
+            at: find(&self.chunks[chunk].1, prefix),
+        })
+    }
+
+    /// The value at `place`.
+    pub(crate) fn get_at(&self, place: Place) -> Option<&V> {
+        let i = place.at.ok()?;
+        Some(&self.chunks[place.chunk].1[i].1)
+    }
+
+    #[cfg(test)]
+    fn insert(&mut self, prefix: Ipv4Net, value: V) {
+        let place = self.place(&prefix);
+        self.insert_at(place, prefix, value);
+    }
+
+    /// `insert` at `place`, `prefix`'s place in the map as it is.
+    pub(crate) fn insert_at(&mut self, place: Option<Place>, prefix: Ipv4Net, value: V) {
+        let (at, found) = match place {
+            Some(p) => (p.chunk, p.at),
             None => {
                 self.chunks.push((LEAST, Arc::default()));
-                0
+                (0, Err(0))
             }
         };
         let slot = &mut self.chunks[at].1;
@@ -93,7 +119,7 @@ impl<V: Clone> PrefixMap<V> {
             *slot = Arc::new(copy);
         }
         let c = Arc::make_mut(slot);
-        match find(c, &prefix) {
+        match found {
             Ok(i) => c[i].1 = value,
             Err(i) => {
                 c.insert(i, (NetOrd(prefix), value));
@@ -123,11 +149,26 @@ impl<V: Clone> PrefixMap<V> {
     }
 
     /// The value to change (its chunk copied if shared).
-    pub(crate) fn get_mut(&mut self, prefix: &Ipv4Net) -> Option<&mut V> {
-        let at = self.chunk_of(prefix)?;
-        let c = &mut self.chunks[at].1;
-        let i = find(c, prefix).ok()?;
-        Some(&mut Arc::make_mut(c)[i].1)
+    #[cfg(test)]
+    fn get_mut(&mut self, prefix: &Ipv4Net) -> Option<&mut V> {
+        let place = self.place(prefix)?;
+        self.get_mut_at(place)
+    }
+
+    /// The value at `place` to change (its chunk copied if shared).
+    pub(crate) fn get_mut_at(&mut self, place: Place) -> Option<&mut V> {
+        let i = place.at.ok()?;
+        let c = &mut self.chunks.get_mut(place.chunk)?.1;
+        Some(&mut Arc::make_mut(c).get_mut(i)?.1)
+    }
+
+    /// `iter`, each prefix with its place.
+    pub(crate) fn iter_placed(&self) -> impl Iterator<Item = (Place, &Ipv4Net, &V)> {
+        self.chunks.iter().enumerate().flat_map(|(chunk, (_, c))| {
+            c.iter()
+                .enumerate()
+                .map(move |(i, (k, v))| (Place { chunk, at: Ok(i) }, &k.0, v))
+        })
     }
 }
 
@@ -160,7 +201,7 @@ mod tests {
             (m.get(&p("10.0.0.0/31")), snapshot.get(&p("10.0.0.0/31"))),
             (Some(&30), Some(&3))
         );
-        assert!(!m.contains_key(&p("10.0.1.0/31")) && snapshot.contains_key(&p("10.0.1.0/31")));
+        assert!(m.get(&p("10.0.1.0/31")).is_none() && snapshot.get(&p("10.0.1.0/31")).is_some());
         assert_eq!(m.values().copied().collect::<Vec<_>>(), [4, 2, 30]);
     }
 

@@ -11,7 +11,7 @@ use smallvec::smallvec;
 
 use super::decision::{self, Candidate, Step};
 use super::filter::Prepared;
-use super::prefix_map::{NetOrd, PrefixMap};
+use super::prefix_map::{NetOrd, Place, PrefixMap};
 use super::session::SessionId;
 use super::Bgp;
 use crate::engine::bgp_state::{
@@ -186,14 +186,21 @@ impl Speaker {
     /// `prefix` now holds `entries`, taken out (none: the prefix goes). Drained into the
     /// table's slice with one allocation, so a caller's vector can serve again.
     fn set_entries(&mut self, prefix: Ipv4Net, entries: &mut Vec<Entry>) {
+        let place = self.table.place(&prefix);
+        self.set_entries_at(place, prefix, entries);
+    }
+
+    /// `set_entries`, `prefix` being at `place` in the table.
+    fn set_entries_at(&mut self, place: Option<Place>, prefix: Ipv4Net, entries: &mut Vec<Entry>) {
         self.dirty.push(prefix);
         self.undecided.push(prefix);
         if entries.is_empty() {
-            if self.table.contains_key(&prefix) {
+            if place.is_some_and(|p| self.table.get_at(p).is_some()) {
                 self.table_mut().remove(&prefix);
             }
         } else {
-            self.table_mut().insert(prefix, entries.drain(..).collect());
+            let slice = entries.drain(..).collect();
+            self.table_mut().insert_at(place, prefix, slice);
         }
     }
 
@@ -387,7 +394,8 @@ pub(super) fn receive(
     let Some(sp) = bgp.speakers.get_mut(&dev) else {
         return false;
     };
-    let held = sp.table.get(&prefix).map_or(&[][..], |v| &v[..]);
+    let place = sp.table.place(&prefix);
+    let held = place.and_then(|p| sp.table.get_at(p)).map_or(&[][..], |v| &v[..]);
     let from_here = |e: &&Entry| matches!(e.origin, Origin::Peer(x, _) if x == to);
     let others = held.len() - held.iter().filter(from_here).count();
     let name = &net.device(dev).name;
@@ -439,7 +447,7 @@ pub(super) fn receive(
     }
     if changed {
         sp.paths = sp.paths - before + entries.len();
-        sp.set_entries(prefix, &mut entries);
+        sp.set_entries_at(place, prefix, &mut entries);
     }
     entries.clear();
     bgp.entries = entries;
@@ -794,13 +802,13 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
     // with the views' snapshots.
     // Each changed prefix's decision is its count of `decided`, in the entries' order (one
     // vector for all: a vector per prefix was an allocation per prefix decided).
-    let mut changes: Vec<(Ipv4Net, usize)> = Vec::new();
+    let mut changes: Vec<(Place, Ipv4Net, usize)> = Vec::new();
     let mut decided: Vec<Decided> = Vec::new();
     let mut work = Work::default();
     let mut pending = only.as_ref().map(|o| o.iter().peekable());
     #[cfg(test)]
     let mut kept = 0;
-    for (prefix, entries) in sp.table.iter() {
+    for (place, prefix, entries) in sp.table.iter_placed() {
         if let Some(pending) = pending.as_mut() {
             while pending.next_if(|p| NetOrd(**p) < NetOrd(*prefix)).is_some() {}
             if pending.next_if_eq(&prefix).is_none() {
@@ -819,7 +827,7 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
         }
         routes.extend(decide_prefix(&ctx, &mut resolver, *prefix, entries, &mut work));
         if entries.iter().zip(&work.dec).any(|(e, d)| !d.is(e)) {
-            changes.push((*prefix, work.dec.len()));
+            changes.push((place, *prefix, work.dec.len()));
             decided.extend_from_slice(&work.dec);
         }
     }
@@ -846,17 +854,18 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
     if changes.is_empty() {
         return routes;
     }
-    sp.dirty.extend(changes.iter().map(|c| c.0));
+    sp.dirty.extend(changes.iter().map(|c| c.1));
     let table = sp.table_mut();
     let mut decided = decided.into_iter();
-    for (prefix, n) in changes {
+    // The table has not changed since it was decided: each prefix is where it was.
+    for (place, _, n) in changes {
         let mut dec = decided.by_ref().take(n);
-        if let Some(slot) = table.get_mut(&prefix) {
+        if let Some(slot) = table.get_mut_at(place) {
             for (e, d) in Arc::make_mut(slot).iter_mut().zip(&mut dec) {
                 d.write(e);
             }
         }
-        // Whatever was not written (none: the prefix's entries are those decided) is passed.
+        // Whatever was not written (none: the prefix's entries are those decided) is skipped.
         dec.for_each(drop);
     }
     routes
