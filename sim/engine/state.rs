@@ -292,7 +292,7 @@ impl Fib {
 
     /// The routes for exactly `prefix`, lowest metric first.
     pub fn with_prefix(&self, prefix: Ipv4Net) -> impl Iterator<Item = &Route> {
-        self.routes.range(all_metrics(prefix)).map(|(_, r)| r)
+        self.keyed_at(prefix).map(|(_, r)| r)
     }
 
     /// The route at (`prefix`, `metric`).

@@ -68,7 +68,7 @@ impl<V: Clone> PrefixMap<V> {
 
     /// In prefix order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&Ipv4Net, &V)> {
-        self.chunks.iter().flat_map(|(_, c)| c.iter().map(|(k, v)| (&k.0, v)))
+        self.iter_placed().map(|(_, k, v)| (k, v))
     }
 
     pub(crate) fn keys(&self) -> impl Iterator<Item = &Ipv4Net> {
