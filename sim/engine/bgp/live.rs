@@ -120,10 +120,11 @@ pub(crate) fn routes(bgp: &mut Bgp, now: u64, id: SessionId, prefix: Ipv4Net, pa
     s.last_ok = now;
     out.push((
         now,
-        Event::Update {
+        Event::UpdateOne {
             to: id,
             gen: s.gen,
-            updates: [(prefix, paths)].into(),
+            prefix,
+            paths,
         },
     ));
 }

@@ -24,6 +24,7 @@ pub(crate) mod live;
 mod prefix_map;
 mod route_map;
 mod session;
+mod speakers;
 mod table;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -50,11 +51,19 @@ pub(crate) enum Event {
     /// UPDATEs arrive, one prefix each: for each, the complete set of paths the sender now
     /// advertises for it on this session (an empty set withdraws). What one session sent at one
     /// instant is one event (one queue slot instead of one per prefix, most of an eBGP fabric's
-    /// queue), delivered one prefix per engine step (`split_first`), as separate events were.
+    /// queue), delivered one prefix per engine step (`take_first`), as separate events were.
     Update {
         to: SessionId,
         gen: u32,
         updates: VecDeque<(Ipv4Net, adj::Paths)>,
+    },
+    /// The first prefix of a burst (`Update`), taken out to be handled in its own step: held
+    /// by itself, not in a deque of one (an allocation per prefix received).
+    UpdateOne {
+        to: SessionId,
+        gen: u32,
+        prefix: Ipv4Net,
+        paths: adj::Paths,
     },
 }
 
@@ -70,11 +79,12 @@ impl Event {
     pub(crate) fn take_first(&mut self) -> Option<Event> {
         match self {
             Event::Update { to, gen, updates } if updates.len() > 1 => {
-                let head = updates.pop_front().into_iter().collect();
-                Some(Event::Update {
+                let (prefix, paths) = updates.pop_front()?;
+                Some(Event::UpdateOne {
                     to: *to,
                     gen: *gen,
-                    updates: head,
+                    prefix,
+                    paths,
                 })
             }
             _ => None,
@@ -85,7 +95,7 @@ impl Event {
 /// The BGP runtime of the whole network.
 #[derive(Clone, Debug)]
 pub(crate) struct Bgp {
-    speakers: BTreeMap<DeviceId, table::Speaker>,
+    speakers: speakers::Speakers,
     sessions: Vec<session::Session>,
     /// Logical clock of route arrivals (history: older paths win some ties).
     clock: u64,
@@ -114,9 +124,8 @@ pub(crate) struct Bgp {
     /// The devices whose sessions the next export re-derives whole (`export`). A session's own
     /// facts (a new connection, its address) are its `ExportKey`.
     rederive: BTreeSet<DeviceId>,
-    /// The vector a received prefix's entries are made in (`table::receive`), kept between
-    /// UPDATEs: one allocation fewer per prefix received.
-    entries: Vec<table::Entry>,
+    /// Vectors kept between UPDATEs and decisions (`table::Scratch`).
+    scratch: table::Scratch,
     /// Decisions kept (not made again) so far, for the tests that check them.
     #[cfg(test)]
     pub(crate) decisions_kept: usize,
@@ -167,7 +176,7 @@ impl Bgp {
 impl Default for Bgp {
     fn default() -> Self {
         Bgp {
-            speakers: BTreeMap::new(),
+            speakers: speakers::Speakers::default(),
             sessions: Vec::new(),
             clock: 0,
             next_src: 0,
@@ -180,7 +189,7 @@ impl Default for Bgp {
             attrs: attrs::AttrTable::default(),
             derived_from: BTreeMap::new(),
             rederive: BTreeSet::new(),
-            entries: Vec::new(),
+            scratch: table::Scratch::default(),
             #[cfg(test)]
             decisions_kept: 0,
         }
@@ -222,12 +231,13 @@ impl Bgp {
             Event::Update { to, gen, updates } => updates.into_iter().fold(false, |changed, (prefix, paths)| {
                 table::receive(self, net, now, to, gen, prefix, paths) | changed
             }),
+            Event::UpdateOne { to, gen, prefix, paths } => table::receive(self, net, now, to, gen, prefix, paths),
         }
     }
 
     /// The devices that run a BGP speaker, in order.
     pub(crate) fn speaker_devices(&self) -> Vec<DeviceId> {
-        self.speakers.keys().copied().collect()
+        self.speakers.keys().collect()
     }
 
     /// Select `dev`'s best paths with next hops resolved through its current (IGP) tables;

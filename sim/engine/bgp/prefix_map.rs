@@ -71,6 +71,7 @@ impl<V: Clone> PrefixMap<V> {
         self.iter_placed().map(|(_, k, v)| (k, v))
     }
 
+    #[cfg(test)]
     pub(crate) fn keys(&self) -> impl Iterator<Item = &Ipv4Net> {
         self.iter().map(|(k, _)| k)
     }

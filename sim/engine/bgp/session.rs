@@ -209,8 +209,7 @@ pub(super) fn sync(bgp: &mut Bgp, net: &Network, st: &State, now: u64, devices: 
         }
         let sp = bgp
             .speakers
-            .entry(id)
-            .or_insert_with(|| Speaker::new(id, cfg.flavor, cfg.asn, router_id));
+            .get_or_insert_with(id, || Speaker::new(id, cfg.flavor, cfg.asn, router_id));
         let existing = sp.sessions.clone();
         let wanted: Vec<&BgpNeighbor> = cfg
             .neighbors

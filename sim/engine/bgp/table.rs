@@ -400,8 +400,8 @@ pub(super) fn receive(
     let others = held.len() - held.iter().filter(from_here).count();
     let name = &net.device(dev).name;
     let kept = guard_paths(&mut bgp.findings, bgp.path_limit, name, prefix, others, kept);
-    // The prefix's entries are made in a vector kept between calls (`Bgp::entries`).
-    let mut entries = std::mem::take(&mut bgp.entries);
+    // The prefix's entries are made in a vector kept between calls.
+    let mut entries = std::mem::take(&mut bgp.scratch.entries);
     entries.clear();
     entries.extend_from_slice(held);
     // The session's Adj-RIB-In for the prefix is its entries here: replace their counts.
@@ -450,8 +450,19 @@ pub(super) fn receive(
         sp.set_entries_at(place, prefix, &mut entries);
     }
     entries.clear();
-    bgp.entries = entries;
+    bgp.scratch.entries = entries;
     changed
+}
+
+/// Vectors kept from call to call, empty between them: a received prefix's entries
+/// (`receive`: one allocation fewer per prefix received), and a decision's changed prefixes
+/// and their entries' decisions (`decide_speaker`: grown from empty at every decision, their
+/// reallocations were a hundredth of an eBGP fabric's run).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Scratch {
+    entries: Vec<Entry>,
+    changes: Vec<(Place, Ipv4Net, usize)>,
+    decided: Vec<Decided>,
 }
 
 /// The paths of one UPDATE kept after the loop check: (path id, attributes, accepted by
@@ -802,8 +813,8 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
     // with the views' snapshots.
     // Each changed prefix's decision is its count of `decided`, in the entries' order (one
     // vector for all: a vector per prefix was an allocation per prefix decided).
-    let mut changes: Vec<(Place, Ipv4Net, usize)> = Vec::new();
-    let mut decided: Vec<Decided> = Vec::new();
+    let mut changes = std::mem::take(&mut bgp.scratch.changes);
+    let mut decided = std::mem::take(&mut bgp.scratch.decided);
     let mut work = Work::default();
     let mut pending = only.as_ref().map(|o| o.iter().peekable());
     #[cfg(test)]
@@ -851,23 +862,27 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
         igp,
         hosts,
     });
-    if changes.is_empty() {
-        return routes;
-    }
-    sp.dirty.extend(changes.iter().map(|c| c.1));
-    let table = sp.table_mut();
-    let mut decided = decided.into_iter();
-    // The table has not changed since it was decided: each prefix is where it was.
-    for (place, _, n) in changes {
-        let mut dec = decided.by_ref().take(n);
-        if let Some(slot) = table.get_mut_at(place) {
-            for (e, d) in Arc::make_mut(slot).iter_mut().zip(&mut dec) {
-                d.write(e);
+    if !changes.is_empty() {
+        sp.dirty.extend(changes.iter().map(|c| c.1));
+        let table = sp.table_mut();
+        let mut dec = decided.drain(..);
+        // The table has not changed since it was decided: each prefix is where it was.
+        for &(place, _, n) in &changes {
+            let mut dec = dec.by_ref().take(n);
+            if let Some(slot) = table.get_mut_at(place) {
+                for (e, d) in Arc::make_mut(slot).iter_mut().zip(&mut dec) {
+                    d.write(e);
+                }
             }
+            // Whatever was not written (none: the prefix's entries are those decided) is
+            // skipped.
+            dec.for_each(drop);
         }
-        // Whatever was not written (none: the prefix's entries are those decided) is skipped.
-        dec.for_each(drop);
     }
+    changes.clear();
+    decided.clear();
+    bgp.scratch.changes = changes;
+    bgp.scratch.decided = decided;
     routes
 }
 
