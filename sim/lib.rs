@@ -4,6 +4,7 @@
 //! (virtual-time protocols → `State`) → `dataplane` (packet walks over a State) →
 //! `views` (real tools' output formats) → `scenario` (runbooks, expectations) → `cli`.
 
+pub mod alloc;
 pub mod calico;
 pub mod catalogue;
 pub mod cli;

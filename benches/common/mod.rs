@@ -8,7 +8,7 @@ use fabsim::scenario::ReachMatrix;
 
 /// The CLI's allocator (`sim/main.rs`), so that the workloads measure what `fabsim` does.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: fabsim::alloc::MiMalloc = fabsim::alloc::MiMalloc;
 
 /// The generated fabrics benchmarked (spines, leaves, nodes per leaf), OSPF and eBGP; 16x256x16
 /// is [`LARGE`].
