@@ -170,19 +170,20 @@ pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before]
         // of it was a twentieth of an eBGP fabric's run.
         dirty.sort_by_key(|p| NetOrd(*p));
         dirty.dedup();
-        let mut per_device = DeviceExport {
-            activity: Activity {
-                fib: &st.devices[dev.idx()].fib,
-                known: FxHashMap::default(),
-            },
-            made: Outgoing::default(),
-        };
         // Each changed prefix's paths are looked up once for all the device's sessions (a
         // leaf's node and spine sessions each searched the table for every prefix: a fifth of
         // the export). The table is held here, not borrowed from the speaker: the sessions'
         // Adj-RIBs-Out and the attribute table change while it is read, the table does not.
         let table = Arc::clone(&sp.table);
         let changed: Vec<Held> = dirty.iter().map(|p| (*p, table.get(p).map(|v| &v[..]))).collect();
+        let mut per_device = DeviceExport {
+            table: &table,
+            activity: Activity {
+                fib: &st.devices[dev.idx()].fib,
+                known: FxHashMap::default(),
+            },
+            made: Outgoing::default(),
+        };
         for sid in sessions {
             let s = &bgp.sessions[sid.idx()];
             if s.state != BgpState::Established {
@@ -190,7 +191,7 @@ pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before]
             }
             let key = ExportKey::of(s);
             let only = (!rederive.contains(&dev) && s.exported_as == Some(key)).then_some(&changed[..]);
-            export_session(bgp, net, &mut per_device, &table, now, sid, only, out);
+            export_session(bgp, net, &mut per_device, now, sid, only, out);
             bgp.sessions[sid.idx()].exported_as = Some(key);
         }
     }
@@ -201,6 +202,8 @@ type Held<'t> = (Ipv4Net, Option<&'t [Entry]>);
 
 /// What one device's export keeps while it goes over the device's sessions.
 struct DeviceExport<'a> {
+    /// The speaker's table.
+    table: &'a Table,
     activity: Activity<'a>,
     made: Outgoing,
 }
@@ -248,14 +251,11 @@ impl ExportKey {
     }
 }
 
-/// Re-derive session `sid`'s advertisements from the speaker's `table`: for every prefix, or
-/// `only` those.
-#[allow(clippy::too_many_arguments)]
+/// Re-derive session `sid`'s advertisements: for every prefix, or `only` those.
 fn export_session(
     bgp: &mut Bgp,
     net: &Network,
     per_device: &mut DeviceExport,
-    table: &Table,
     now: u64,
     sid: SessionId,
     only: Option<&[Held]>,
@@ -274,7 +274,7 @@ fn export_session(
         Some(only) => only,
         None => {
             // The table's prefixes, then those advertised that it no longer has.
-            let mut all: Vec<Held> = table.iter().map(|(p, v)| (*p, Some(&v[..]))).collect();
+            let mut all: Vec<Held> = per_device.table.iter().map(|(p, v)| (*p, Some(&v[..]))).collect();
             all.extend(s.adj_out.prefixes().map(|p| (*p, None)));
             // Stable: of a prefix in both, the table's comes first and is kept.
             all.sort_by_key(|(p, _)| NetOrd(*p));
