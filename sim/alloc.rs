@@ -25,32 +25,40 @@ fn plain_suffices(size: usize, align: usize) -> bool {
     align <= 8 || (align <= 16 && size >= 16)
 }
 
+/// A new block for `layout`: from `plain` when a plain block is aligned enough, else from
+/// `aligned` (mimalloc's `…_aligned` variant of the same call).
+///
+/// # Safety
+/// `plain` and `aligned` are mimalloc's allocation functions (they return a block or null).
+#[inline]
+unsafe fn new_block(
+    layout: Layout,
+    plain: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    let (size, align) = (layout.size(), layout.align());
+    // SAFETY: plain FFI calls; mimalloc returns null on failure, as `GlobalAlloc` expects.
+    unsafe {
+        if plain_suffices(size, align) {
+            plain(size).cast()
+        } else {
+            aligned(size, align).cast()
+        }
+    }
+}
+
 // SAFETY: each call hands mimalloc's own result back, from the function whose alignment
 // guarantee covers the layout (`plain_suffices`, else mimalloc's aligned variant); every
 // block, however allocated, is freed and reallocated by mimalloc.
 unsafe impl GlobalAlloc for MiMalloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let (size, align) = (layout.size(), layout.align());
-        // SAFETY: plain FFI calls; mimalloc returns null on failure, as `GlobalAlloc` expects.
-        unsafe {
-            if plain_suffices(size, align) {
-                mi::mi_malloc(size).cast()
-            } else {
-                mi::mi_malloc_aligned(size, align).cast()
-            }
-        }
+        // SAFETY: mimalloc's allocation functions.
+        unsafe { new_block(layout, mi::mi_malloc, mi::mi_malloc_aligned) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let (size, align) = (layout.size(), layout.align());
-        // SAFETY: as `alloc`.
-        unsafe {
-            if plain_suffices(size, align) {
-                mi::mi_zalloc(size).cast()
-            } else {
-                mi::mi_zalloc_aligned(size, align).cast()
-            }
-        }
+        // SAFETY: mimalloc's allocation functions.
+        unsafe { new_block(layout, mi::mi_zalloc, mi::mi_zalloc_aligned) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
