@@ -103,6 +103,22 @@ enum Fate {
     Unknown,
 }
 
+/// How a device sends a flow kind's packets to the targets of its common entry
+/// (`Entries::common`): by a route whose next hops lead to one device, whatever the target, so
+/// that a device handing packets on (a host to its leaf, a pod to its node) is passed in
+/// one step (`Fates::plain_next`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plain {
+    /// Not looked at yet.
+    Unknown,
+    /// Its common route does not lead to one device, or it has none.
+    None,
+    /// To `next`, unchanged when `unless` is 0 or the target is excluded (`Decisions::
+    /// excluded`) from the one MASQUERADE rule `unless` names; otherwise the rule may rewrite
+    /// it, and `onward` decides.
+    Sends { entry: u16, next: DeviceId, unless: u64 },
+}
+
 /// Which leg of an echo a packet is on: MASQUERADE rewrites requests only (`Walk::apply_nat`),
 /// and a request it rewrote is not rewritten again (the walk keeps one translation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -221,11 +237,91 @@ const OWNED: u16 = 0x8000;
 /// of the matrix's time.
 struct Table<'a> {
     /// Per target index: its route's index in `routes` or `NO_ROUTE`, with `OWNED`.
-    by_target: Box<[u16]>,
+    entries: Entries,
     /// The routes some target takes.
     routes: Vec<Sending<'a>>,
     /// The routes' fixed next devices ([`Next::Fixed`]).
     hops: Vec<DeviceId>,
+}
+
+/// A table's entries by target index. A host or a pod sends almost every target by its
+/// default route: its entries are kept as that one entry and the few targets that differ (its
+/// own addresses, its pods'), so that the matrix, which asks every source about every target,
+/// reads a few cache lines per host instead of a 2-byte entry per target (16 KiB a host on
+/// 16x256x16, 134 MB in all, read at random by the pairs' answerers).
+enum Entries {
+    /// One entry per target.
+    Dense(Box<[u16]>),
+    /// `common` for every target but `targets` (ascending), which have `entries`.
+    Sparse {
+        common: u16,
+        targets: Box<[u32]>,
+        entries: Box<[u16]>,
+    },
+    /// The FIB has more routes than an entry can name: the device decides by FIB lookups.
+    Lookups,
+}
+
+/// A table is kept sparse when at most `SCANNED` or this fraction (1/n) of its targets differ
+/// from its most common entry: a search of so few is cheaper than the dense entry's cache miss.
+const SPARSE_SHARE: usize = 32;
+
+/// Exceptions a sparse table scans rather than searches.
+const SCANNED: usize = 8;
+
+impl Entries {
+    /// `entry` per target index, sparse where few targets differ from the most common one.
+    /// `counts[e]`: how many targets have entry `e` (a route index without `OWNED`).
+    fn new(dense: Box<[u16]>, counts: &[u32]) -> Entries {
+        let Some(common) = (0..counts.len()).max_by_key(|e| counts[*e]) else {
+            return Entries::Dense(dense);
+        };
+        let common = common as u16;
+        let differ = dense.len() - counts[usize::from(common)] as usize;
+        if differ > SCANNED && differ * SPARSE_SHARE > dense.len() {
+            return Entries::Dense(dense);
+        }
+        let (targets, entries): (Vec<u32>, Vec<u16>) = dense
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| **e != common)
+            .map(|(t, e)| (t as u32, *e))
+            .unzip();
+        Entries::Sparse {
+            common,
+            targets: targets.into(),
+            entries: entries.into(),
+        }
+    }
+
+    /// The entry of all but a few targets, when the entries are kept so.
+    fn common(&self) -> Option<u16> {
+        match self {
+            Entries::Sparse { common, .. } => Some(*common),
+            _ => None,
+        }
+    }
+
+    /// Target `t`'s entry; None where the device decides by lookups.
+    fn get(&self, t: u32) -> Option<u16> {
+        match self {
+            Entries::Dense(entries) => entries.get(t as usize).copied(),
+            Entries::Sparse {
+                common,
+                targets,
+                entries,
+            } => {
+                // A host's few exceptions are scanned: cheaper than a search's branches.
+                let at = if targets.len() <= SCANNED {
+                    targets.iter().position(|x| *x == t)
+                } else {
+                    targets.binary_search(&t).ok()
+                };
+                Some(at.map_or(*common, |k| entries[k]))
+            }
+            Entries::Lookups => None,
+        }
+    }
 }
 
 impl<'a> Table<'a> {
@@ -236,7 +332,7 @@ impl<'a> Table<'a> {
         let mut hops = Vec::new();
         if fib.len() > TABLE_ROUTES {
             return Table {
-                by_target: Box::default(),
+                entries: Entries::Lookups,
                 routes: Vec::new(),
                 hops,
             };
@@ -253,6 +349,8 @@ impl<'a> Table<'a> {
         owned.sort_unstable();
         let mut by_target = vec![NO_ROUTE; targets.len()].into_boxed_slice();
         let mut routes = Vec::new();
+        // Targets per entry, for `Entries::new` (an owned address's entry is never common).
+        let mut counts: Vec<u32> = Vec::new();
         // Each route some target takes, by its place in the FIB, once.
         let mut index: FnvHashMap<*const Route, u16> = FnvHashMap::default();
         let mut last: Option<(*const Route, u16)> = None;
@@ -264,6 +362,7 @@ impl<'a> Table<'a> {
                     Some((k, e)) if k == key => e,
                     _ => *index.entry(key).or_insert_with(|| {
                         routes.push(Sending::new(net, st, dev, route, &d.rules, targets, Some(&mut hops)));
+                        counts.push(0);
                         (routes.len() - 1) as u16
                     }),
                 };
@@ -271,11 +370,13 @@ impl<'a> Table<'a> {
             }
             if owned.binary_search(&sorted.0[i]).is_ok() {
                 entry |= OWNED;
+            } else if let Some(n) = counts.get_mut(usize::from(entry)) {
+                *n += 1;
             }
             by_target[sorted.1[i] as usize] = entry;
         });
         Table {
-            by_target,
+            entries: Entries::new(by_target, &counts),
             routes,
             hops,
         }
@@ -296,6 +397,8 @@ pub struct Decisions<'a> {
     targets: FnvHashMap<Ipv4Addr, u32>,
     /// The targets' addresses in ascending order, and their indices.
     sorted: (Vec<Ipv4Addr>, Vec<u32>),
+    /// Per target index, bit i: `rules[i]` never rewrites a packet to it (its `not_dst`).
+    excluded: Vec<u64>,
     /// Per device, once it decided for a target: its table.
     tables: Vec<OnceLock<Table<'a>>>,
     /// Per device, whether the walk forwards through it: not an external network's
@@ -330,6 +433,15 @@ impl<'a> Decisions<'a> {
         }
         let mut by_address: Vec<(Ipv4Addr, u32)> = index.iter().map(|(a, t)| (*a, *t)).collect();
         by_address.sort_unstable();
+        let mut excluded = vec![0; index.len()];
+        for (a, t) in &by_address {
+            excluded[*t as usize] = rules
+                .iter()
+                .take(MAX_RULES)
+                .enumerate()
+                .filter(|(_, r)| r.not_dst.iter().any(|n| n.contains(a)))
+                .fold(0, |bits, (i, _)| bits | 1 << i);
+        }
         let sorted = by_address.into_iter().unzip();
         let forwarding: Vec<bool> = net
             .devices
@@ -349,6 +461,7 @@ impl<'a> Decisions<'a> {
             rule_of,
             targets: index,
             sorted,
+            excluded,
             tables: (0..net.devices.len()).map(|_| OnceLock::new()).collect(),
             forwarding,
             delegating,
@@ -372,10 +485,15 @@ pub struct Fates<'a, 'd> {
     nat_index: FnvHashMap<(DeviceId, IfId), u16>,
     /// `rows[kind][device][target]`: fates of flows to targets, allocated per device reached.
     rows: Vec<Vec<Option<Box<[Fate]>>>>,
+    /// `plain[kind][device]`, found at the device's first question (`Fates::plain_next`).
+    plain: Vec<Vec<Plain>>,
     /// Fates of flows to other addresses.
     others: FnvHashMap<(DeviceId, Flow), Fate>,
     /// The kind of every reply (`Fates::kind`).
     reply_kind: usize,
+    /// The last destination asked about and its target index: the matrix asks about one
+    /// destination for a tile of sources in turn, and the index is a hash lookup.
+    last_dst: Option<(Ipv4Addr, Option<u32>)>,
 }
 
 impl<'a, 'd> Fates<'a, 'd> {
@@ -386,8 +504,10 @@ impl<'a, 'd> Fates<'a, 'd> {
             nats: Vec::new(),
             nat_index: FnvHashMap::default(),
             rows: Vec::new(),
+            plain: Vec::new(),
             others: FnvHashMap::default(),
             reply_kind: 0,
+            last_dst: None,
         };
         fates.reply_kind = fates.kind(0, Leg::Reply);
         fates
@@ -397,7 +517,14 @@ impl<'a, 'd> Fates<'a, 'd> {
     /// reply from `dst`, whichever next hops the flow hash picks. False means not proven: the
     /// walk decides.
     pub fn echo_answered(&mut self, from: DeviceId, dst: Ipv4Addr) -> bool {
-        let target = self.d.targets.get(&dst).copied();
+        let target = match self.last_dst {
+            Some((last, target)) if last == dst => target,
+            _ => {
+                let target = self.d.targets.get(&dst).copied();
+                self.last_dst = Some((dst, target));
+                target
+            }
+        };
         let (owned, sending) = self.decide(from, dst, target);
         // The source address the walk puts on the request (`probe_with`).
         let Some(
@@ -470,7 +597,7 @@ impl<'a, 'd> Fates<'a, 'd> {
 
     /// `dev`'s table entry for target `t`; None where the table has no entries (`Table::new`).
     fn entry(&self, dev: DeviceId, t: u32) -> Option<u16> {
-        self.d.table(dev).by_target.get(t as usize).copied()
+        self.d.table(dev).entries.get(t)
     }
 
     /// Whether `dev` owns `dst` (an interface that is up has it), and the route it sends a
@@ -479,7 +606,7 @@ impl<'a, 'd> Fates<'a, 'd> {
         let (net, st): (&'a Network, &'a State) = (self.d.net, self.d.st);
         if let Some(t) = target {
             let table = self.d.table(dev);
-            if let Some(&entry) = table.by_target.get(t as usize) {
+            if let Some(entry) = table.entries.get(t) {
                 return (
                     entry & OWNED != 0,
                     table.routes.get(usize::from(entry & !OWNED)).copied(),
@@ -516,6 +643,7 @@ impl<'a, 'd> Fates<'a, 'd> {
         self.kinds.iter().position(|k| *k == key).unwrap_or_else(|| {
             self.kinds.push(key);
             self.rows.push(vec![None; self.d.net.devices.len()]);
+            self.plain.push(vec![Plain::Unknown; self.d.net.devices.len()]);
             self.kinds.len() - 1
         })
     }
@@ -559,12 +687,16 @@ impl<'a, 'd> Fates<'a, 'd> {
         flow: Flow,
         sending: &Sending<'a>,
     ) -> Option<(DeviceId, u8, Option<usize>)> {
-        if self.masquerades(origin, flow) {
-            return None;
-        }
-        let fate = match self.next_hops(origin, sending, flow.dst) {
-            Some(next) => self.all_deliver(&next, flow, 0),
-            None => Fate::Unproven,
+        let fate = if let Some(next) = self.plain_next(origin, flow) {
+            self.arrive(next, flow, 0)
+        } else {
+            if self.masquerades(origin, flow) {
+                return None;
+            }
+            match self.next_hops(origin, sending, flow.dst) {
+                Some(next) => self.all_deliver(&next, flow, 0),
+                None => Fate::Unproven,
+            }
         };
         match fate {
             Fate::Delivered { dev, forwards, nat } => Some((dev, forwards, nat.checked_sub(1).map(usize::from))),
@@ -655,6 +787,9 @@ impl<'a, 'd> Fates<'a, 'd> {
     /// leads to one device, that device, the flow the packet goes on as and where it was
     /// masqueraded (`transit`'s NAT point plus one, 0: not here).
     fn sole_next(&mut self, dev: DeviceId, flow: Flow) -> Option<Option<(DeviceId, Flow, u16)>> {
+        if let Some(one) = self.plain_next(dev, flow) {
+            return Some(Some((one, flow, 0)));
+        }
         let (owned, sending) = self.decide(dev, flow.dst, flow.target);
         if owned {
             return Some(None);
@@ -665,6 +800,51 @@ impl<'a, 'd> Fates<'a, 'd> {
         };
         let (onward, here) = self.onward(dev, flow, sending.route)?;
         Some(Some((one, onward, here)))
+    }
+
+    /// The one device `dev` sends a packet of `flow` to, unchanged, when the flow's target takes
+    /// `dev`'s plain entry ([`Plain`]): what `decide`, `next_hops` and `onward` would find,
+    /// without them. None otherwise: those decide.
+    fn plain_next(&mut self, dev: DeviceId, flow: Flow) -> Option<DeviceId> {
+        let t = flow.target?;
+        let plain = match self.plain[flow.kind][dev.idx()] {
+            Plain::Unknown => {
+                let plain = self.find_plain(dev, flow.kind);
+                self.plain[flow.kind][dev.idx()] = plain;
+                plain
+            }
+            known => known,
+        };
+        let Plain::Sends { entry, next, unless } = plain else {
+            return None;
+        };
+        let plain = self.entry(dev, t) == Some(entry) && (unless == 0 || self.d.excluded[t as usize] & unless != 0);
+        plain.then_some(next)
+    }
+
+    /// `dev`'s [`Plain`] entry for flows of `kind`: its common entry (not owned: `Entries::new`
+    /// counts no owned target), when that route's next hops lead to one device for every
+    /// destination, and with the MASQUERADE rule (`masquerades`) that may rewrite the flow.
+    fn find_plain(&self, dev: DeviceId, kind: usize) -> Plain {
+        let table = self.d.table(dev);
+        let Some(entry) = table.entries.common() else {
+            return Plain::None;
+        };
+        let Some(Next::Fixed { start, len: 1 }) = table.routes.get(usize::from(entry)).map(|s| s.next) else {
+            return Plain::None;
+        };
+        let (masq_src, leg) = self.kinds[kind];
+        let unless = match self.d.rule_of[dev.idx()] {
+            _ if leg == Leg::Reply => 0,
+            None => 0,
+            Some(i) if i >= MAX_RULES => return Plain::None,
+            Some(i) => masq_src & 1 << i,
+        };
+        Plain::Sends {
+            entry,
+            next: table.hops[start as usize],
+            unless,
+        }
     }
 
     /// A transit hop, in `Walk::walk`'s order: delivered if `dev` owns the address, else
