@@ -71,6 +71,7 @@ use std::net::Ipv4Addr;
 use std::sync::OnceLock;
 
 use fnv::FnvHashMap;
+use ipnet::Ipv4Net;
 use smallvec::SmallVec;
 
 use super::walk::{arp, source_for};
@@ -456,12 +457,7 @@ impl<'a> Decisions<'a> {
         by_address.sort_unstable();
         let mut excluded = vec![0; index.len()];
         for (a, t) in &by_address {
-            excluded[*t as usize] = rules
-                .iter()
-                .take(MAX_RULES)
-                .enumerate()
-                .filter(|(_, r)| r.not_dst.iter().any(|n| n.contains(a)))
-                .fold(0, |bits, (i, _)| bits | 1 << i);
+            excluded[*t as usize] = rules_whose(&rules, |r| &r.not_dst, *a);
         }
         let sorted = by_address.into_iter().unzip();
         let forwarding: Vec<bool> = net
@@ -977,11 +973,16 @@ fn forwarded(next: Fate, here: u16) -> Fate {
 
 /// Bit i: `rules[i]`'s source networks hold `src` (the first `MAX_RULES` rules).
 fn rules_holding(rules: &[&Masquerade], src: Ipv4Addr) -> u64 {
+    rules_whose(rules, |r| &r.src, src)
+}
+
+/// Bit i: the networks `nets` picks from `rules[i]` hold `addr` (the first `MAX_RULES` rules).
+fn rules_whose(rules: &[&Masquerade], nets: impl Fn(&Masquerade) -> &[Ipv4Net], addr: Ipv4Addr) -> u64 {
     rules
         .iter()
         .take(MAX_RULES)
         .enumerate()
-        .filter(|(_, r)| r.src.iter().any(|n| n.contains(&src)))
+        .filter(|(_, r)| nets(r).iter().any(|n| n.contains(&addr)))
         .fold(0, |bits, (i, _)| bits | 1 << i)
 }
 
