@@ -37,7 +37,7 @@ fn rack_paths(engine: &Engine, net: &Network) -> Vec<PathSummary> {
         .filter(|r| r.prefix.to_string() == "10.20.2.0/24")
         .map(|r| {
             let a = r.attrs.as_ref().expect("received paths have attributes");
-            let nh = a.next_hop.map(|n| n.to_string()).unwrap_or_default();
+            let nh = r.next_hop.map(|n| n.to_string()).unwrap_or_default();
             (nh, a.as_path.clone(), r.best, r.ecmp, r.decided_by)
         })
         .collect()

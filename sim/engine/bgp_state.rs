@@ -68,14 +68,29 @@ pub enum BgpOrigin {
 /// carried there, RFC 4271 §5.1.5) or originated. EOS, FRR and BIRD all use 100.
 pub const DEFAULT_LOCAL_PREF: u32 = 100;
 
-/// BGP path attributes, shared (`Arc`) between every table and message that carries them.
+/// BGP path attributes but the NEXT_HOP, shared (`Arc`, interned: `engine::bgp::attrs`) between
+/// every table and message that carries them. The NEXT_HOP is kept beside the set, not in it
+/// (`Advertised`, a table entry's own): on eBGP every session sends its own address as next
+/// hop, so with it in the set a leaf's sessions to its nodes each made, interned and held
+/// their own copy of every path — one per (prefix, node) —, where without it they share one,
+/// as an update group formats an UPDATE once and writes each peer's next hop into it (FRR
+/// `bpacket_reformat_for_peer`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct PathAttrs {
     pub as_path: Vec<u32>,
-    pub next_hop: Option<Ipv4Addr>,
     pub origin: BgpOrigin,
     pub local_pref: Option<u32>,
     pub med: Option<u32>,
+}
+
+/// One path as a session advertises it: its ADD-PATH identifier (0 without ADD-PATH), its
+/// NEXT_HOP and its other attributes. Sixteen bytes, as the (identifier, attributes) pair it
+/// replaces: an Adj-RIB-Out slot or an UPDATE holds one per (session, prefix).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Advertised {
+    pub id: u32,
+    pub next_hop: Ipv4Addr,
+    pub attrs: Arc<PathAttrs>,
 }
 
 /// Where a table route goes once resolved.
@@ -121,6 +136,8 @@ pub struct TableRoute {
     pub from: Option<Ipv4Addr>,
     pub path_id: u32,
     pub attrs: Option<Arc<PathAttrs>>,
+    /// BGP NEXT_HOP (None: a route originated here, or not BGP's).
+    pub next_hop: Option<Ipv4Addr>,
     pub dest: TableDest,
     pub nh_metric: Option<NhMetric>,
     /// BIRD preference (direct 240, static 200, BGP 100, kernel 10).
@@ -254,7 +271,7 @@ pub enum BgpMessage {
     Update {
         add_path: bool,
         withdrawn: Vec<(Ipv4Net, u32)>,
-        announced: Vec<(Ipv4Net, u32, Arc<PathAttrs>)>,
+        announced: Vec<(Ipv4Net, Advertised)>,
     },
     Notification {
         code: u8,

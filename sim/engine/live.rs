@@ -2,13 +2,12 @@
 //! with virtual time advanced by the caller as wall-clock time passes.
 
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
 use super::bgp::live;
 pub use super::bgp::live::{LiveOpen, LiveSession};
-use super::{BgpMessage, Engine, Event, PathAttrs};
+use super::{Advertised, BgpMessage, Engine, Event};
 use crate::model::DeviceId;
 
 impl Engine {
@@ -27,7 +26,7 @@ impl Engine {
     }
 
     /// The real speaker's paths for `prefix` (all it now advertises for it).
-    pub fn live_routes(&mut self, s: &LiveSession, prefix: Ipv4Net, paths: Vec<(u32, Arc<PathAttrs>)>) {
+    pub fn live_routes(&mut self, s: &LiveSession, prefix: Ipv4Net, paths: Vec<Advertised>) {
         let mut out = Vec::new();
         live::routes(&mut self.bgp, self.now, s.id, prefix, paths.into(), &mut out);
         self.after_live(out);

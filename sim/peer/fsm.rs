@@ -4,11 +4,10 @@
 //! peer's must carry; a wrong AS is refused as the simulated speaker refuses it (Bad Peer AS).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
-use crate::engine::{BgpMessage, LiveOpen, LiveSession, PathAttrs};
+use crate::engine::{Advertised, BgpMessage, LiveOpen, LiveSession};
 use crate::wire::bgp_read;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +25,7 @@ pub enum Action {
     /// Established, with what was negotiated.
     Up(LiveOpen),
     /// Every path the peer now advertises for a prefix (none: withdrawn).
-    Routes(Ipv4Net, Vec<(u32, Arc<PathAttrs>)>),
+    Routes(Ipv4Net, Vec<Advertised>),
     /// The session ended; the connection is to be closed.
     Down(String),
 }
@@ -39,7 +38,7 @@ pub struct Fsm {
     add_path_rx: bool,
     open: Option<LiveOpen>,
     /// What the peer advertises (Adj-RIB-In before policy): the engine wants whole path sets.
-    adj_in: BTreeMap<Ipv4Net, Vec<(u32, Arc<PathAttrs>)>>,
+    adj_in: BTreeMap<Ipv4Net, Vec<Advertised>>,
 }
 
 /// RFC 6608 subcodes of the Finite State Machine Error (code 5): unexpected message in
@@ -166,23 +165,19 @@ impl Fsm {
 
     /// Apply an UPDATE to the Adj-RIB-In (a path id is replaced by announcing it again,
     /// RFC 7911 §3) and report every prefix it touched with its whole path set.
-    fn update(
-        &mut self,
-        withdrawn: Vec<(Ipv4Net, u32)>,
-        announced: Vec<(Ipv4Net, u32, Arc<PathAttrs>)>,
-    ) -> Vec<Action> {
+    fn update(&mut self, withdrawn: Vec<(Ipv4Net, u32)>, announced: Vec<(Ipv4Net, Advertised)>) -> Vec<Action> {
         let mut touched = Vec::new();
         for (prefix, id) in withdrawn {
             if let Some(paths) = self.adj_in.get_mut(&prefix) {
-                paths.retain(|(p, _)| *p != id);
+                paths.retain(|p| p.id != id);
             }
             touched.push(prefix);
         }
-        for (prefix, id, attrs) in announced {
+        for (prefix, path) in announced {
             let paths = self.adj_in.entry(prefix).or_default();
-            paths.retain(|(p, _)| *p != id);
-            paths.push((id, attrs));
-            paths.sort_by_key(|(p, _)| *p);
+            paths.retain(|p| p.id != path.id);
+            paths.push(path);
+            paths.sort_by_key(|p| p.id);
             touched.push(prefix);
         }
         touched.sort();
@@ -212,8 +207,9 @@ fn kind(m: &BgpMessage) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::BgpOrigin;
+    use crate::engine::{BgpOrigin, PathAttrs};
     use std::net::Ipv4Addr;
+    use std::sync::Arc;
 
     const PEER_RID: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 
@@ -255,26 +251,30 @@ mod tests {
         let mut f = session(Some(65000));
         f.receive(open(65000, 90));
         f.receive(BgpMessage::Keepalive);
-        let a = Arc::new(PathAttrs {
+        let attrs = Arc::new(PathAttrs {
             as_path: vec![65000],
-            next_hop: Some(PEER_RID),
             origin: BgpOrigin::Igp,
             local_pref: None,
             med: None,
         });
+        let path = |id| Advertised {
+            id,
+            next_hop: PEER_RID,
+            attrs: attrs.clone(),
+        };
         let p: Ipv4Net = "10.66.111.0/24".parse().unwrap();
         let r = f.receive(BgpMessage::Update {
             add_path: true,
             withdrawn: vec![],
-            announced: vec![(p, 1, a.clone()), (p, 2, a.clone())],
+            announced: vec![(p, path(1)), (p, path(2))],
         });
-        assert_eq!(r, vec![Action::Routes(p, vec![(1, a.clone()), (2, a.clone())])]);
+        assert_eq!(r, vec![Action::Routes(p, vec![path(1), path(2)])]);
         let r = f.receive(BgpMessage::Update {
             add_path: true,
             withdrawn: vec![(p, 1)],
             announced: vec![],
         });
-        assert_eq!(r, vec![Action::Routes(p, vec![(2, a)])]);
+        assert_eq!(r, vec![Action::Routes(p, vec![path(2)])]);
     }
 
     #[test]

@@ -73,7 +73,7 @@ impl Watch {
             let (Some(from), Some(a)) = (r.from, &r.attrs) else {
                 continue;
             };
-            let nh = a.next_hop.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+            let nh = r.next_hop.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
             paths.insert(
                 (r.prefix, from, r.path_id),
                 format!("next hop {nh}, AS path {}", as_path(&a.as_path)),
@@ -129,11 +129,12 @@ pub fn describe_update(m: &BgpMessage) -> Vec<String> {
         .iter()
         .map(|(p, id)| format!("sent withdraw {p} (path id {id})"))
         .collect();
-    for (p, id, a) in announced {
-        let nh = a.next_hop.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+    for (p, a) in announced {
         lines.push(format!(
-            "sent announce {p} (path id {id}): next hop {nh}, AS path {}",
-            as_path(&a.as_path)
+            "sent announce {p} (path id {}): next hop {}, AS path {}",
+            a.id,
+            a.next_hop,
+            as_path(&a.attrs.as_path)
         ));
     }
     lines

@@ -724,7 +724,7 @@ impl<'a> Bird<'a> {
                 out.push_str(&format!("\tBGP.origin: {origin}\n"));
                 let path: Vec<String> = a.as_path.iter().map(u32::to_string).collect();
                 out.push_str(&format!("\tBGP.as_path: {}\n", path.join(" ")));
-                if let Some(nh) = a.next_hop {
+                if let Some(nh) = r.next_hop {
                     out.push_str(&format!("\tBGP.next_hop: {nh}\n"));
                 }
                 if let Some(m) = a.med {
@@ -816,6 +816,7 @@ mod tests {
             from: None,
             path_id: 0,
             attrs: None,
+            next_hop: None,
             dest,
             nh_metric: None,
             preference,

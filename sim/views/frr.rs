@@ -470,7 +470,7 @@ fn path_line(r: &TableRoute, first: bool) -> String {
     };
     let next_hop = match local {
         true => Ipv4Addr::UNSPECIFIED,
-        false => attrs.and_then(|a| a.next_hop).unwrap_or(Ipv4Addr::UNSPECIFIED),
+        false => r.next_hop.unwrap_or(Ipv4Addr::UNSPECIFIED),
     };
     let med = match (local, attrs.and_then(|a| a.med)) {
         (_, Some(m)) => format!("{m:>10}"),
@@ -536,10 +536,9 @@ mod tests {
             ..(**ibgp.attrs.as_ref().unwrap()).clone()
         }));
         let mut local = path("10.96.0.0/12", "10.0.11.1", &[], true);
-        (local.from, local.dest) = (None, TableDest::Blackhole);
+        (local.from, local.dest, local.next_hop) = (None, TableDest::Blackhole, None);
         local.attrs = Some(Arc::new(PathAttrs {
             as_path: Vec::new(),
-            next_hop: None,
             origin: BgpOrigin::Igp,
             local_pref: None,
             med: None,

@@ -407,11 +407,11 @@ pub(crate) mod testnet {
             path_id: 0,
             attrs: Some(std::sync::Arc::new(PathAttrs {
                 as_path: as_path.to_vec(),
-                next_hop: Some(ip(nh)),
                 origin: BgpOrigin::Igp,
                 local_pref: Some(100),
                 med: None,
             })),
+            next_hop: Some(ip(nh)),
             dest: TableDest::Via(hop(Some(gw), iface)),
             nh_metric: Some(NhMetric::Known(0)),
             preference: 100,

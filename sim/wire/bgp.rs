@@ -13,7 +13,7 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use crate::engine::{BgpMessage, BgpOrigin, PathAttrs};
+use crate::engine::{Advertised, BgpMessage, BgpOrigin, PathAttrs};
 
 /// RFC 4271 §4.1: no message is longer.
 const MAX_MESSAGE: usize = 4096;
@@ -115,7 +115,7 @@ fn attribute(flags: u8, code: u8, value: &[u8]) -> Vec<u8> {
 
 /// Path attributes in type-code order: ORIGIN, AS_PATH (4-octet AS_SEQUENCE segments of at
 /// most 255 ASNs), NEXT_HOP, MULTI_EXIT_DISC, LOCAL_PREF (only set on iBGP sessions).
-fn path_attributes(a: &PathAttrs) -> Vec<u8> {
+fn path_attributes(a: &PathAttrs, next_hop: Ipv4Addr) -> Vec<u8> {
     const WELL_KNOWN: u8 = 0x40;
     const OPTIONAL: u8 = 0x80;
     let origin = match a.origin {
@@ -133,9 +133,7 @@ fn path_attributes(a: &PathAttrs) -> Vec<u8> {
         }
     }
     b.extend(attribute(WELL_KNOWN, 2, &path));
-    if let Some(nh) = a.next_hop {
-        b.extend(attribute(WELL_KNOWN, 3, &nh.octets()));
-    }
+    b.extend(attribute(WELL_KNOWN, 3, &next_hop.octets()));
     if let Some(med) = a.med {
         b.extend(attribute(OPTIONAL, 4, &med.to_be_bytes()));
     }
@@ -147,11 +145,7 @@ fn path_attributes(a: &PathAttrs) -> Vec<u8> {
 
 /// UPDATE messages: the withdrawals first, then one message per attribute set with every NLRI
 /// that shares it (in the order given), split where a message would pass 4096 bytes.
-fn update(
-    add_path: bool,
-    withdrawn: &[(Ipv4Net, u32)],
-    announced: &[(Ipv4Net, u32, std::sync::Arc<PathAttrs>)],
-) -> Vec<u8> {
+fn update(add_path: bool, withdrawn: &[(Ipv4Net, u32)], announced: &[(Ipv4Net, Advertised)]) -> Vec<u8> {
     let mut out = Vec::new();
     let room = |fixed: usize| MAX_MESSAGE - HEADER - 4 - fixed;
     let mut chunk: Vec<u8> = Vec::new();
@@ -166,16 +160,17 @@ fn update(
     if !chunk.is_empty() {
         out.extend(withdraw_message(&chunk));
     }
-    let mut groups: Vec<(&PathAttrs, Vec<u8>)> = Vec::new();
-    for (prefix, id, attrs) in announced {
-        let n = nlri(add_path, *prefix, *id);
-        match groups.iter_mut().find(|(a, _)| *a == &**attrs) {
+    let mut groups: Vec<((&PathAttrs, Ipv4Addr), Vec<u8>)> = Vec::new();
+    for (prefix, path) in announced {
+        let n = nlri(add_path, *prefix, path.id);
+        let set = (&*path.attrs, path.next_hop);
+        match groups.iter_mut().find(|(a, _)| *a == set) {
             Some((_, nlris)) => nlris.extend(n),
-            None => groups.push((attrs, n)),
+            None => groups.push((set, n)),
         }
     }
-    for (attrs, nlris) in groups {
-        let pa = path_attributes(attrs);
+    for ((attrs, next_hop), nlris) in groups {
+        let pa = path_attributes(attrs, next_hop);
         let mut start = 0;
         while start < nlris.len() {
             // Split only between NLRIs: walk them by their encoded lengths.
@@ -238,7 +233,6 @@ mod tests {
     fn updates_group_by_attributes_and_split_at_4096_bytes() {
         let attrs = Arc::new(PathAttrs {
             as_path: vec![65000, 65001],
-            next_hop: Some(Ipv4Addr::new(10, 0, 11, 1)),
             origin: BgpOrigin::Igp,
             local_pref: None,
             med: None,
@@ -246,7 +240,12 @@ mod tests {
         let announced: Vec<_> = (0..1000u32)
             .map(|i| {
                 let p = Ipv4Net::new(Ipv4Addr::from(0x0a00_0000 + (i << 8)), 24).unwrap();
-                (p, i + 1, attrs.clone())
+                let path = Advertised {
+                    id: i + 1,
+                    next_hop: Ipv4Addr::new(10, 0, 11, 1),
+                    attrs: attrs.clone(),
+                };
+                (p, path)
             })
             .collect();
         let bytes = encode(&BgpMessage::Update {

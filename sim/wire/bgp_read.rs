@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
-use crate::engine::{BgpMessage, BgpOrigin, PathAttrs};
+use crate::engine::{Advertised, BgpMessage, BgpOrigin, PathAttrs};
 
 const HEADER: usize = 19;
 const MAX_MESSAGE: usize = 4096;
@@ -232,8 +232,18 @@ fn update(body: &[u8], add_path: bool) -> Result<BgpMessage, Error> {
     let announced = if nlri.is_empty() {
         Vec::new()
     } else {
-        let a = Arc::new(path_attributes(attrs)?);
-        nlri.into_iter().map(|(p, id)| (p, id, a.clone())).collect()
+        let (a, next_hop) = path_attributes(attrs)?;
+        let attrs = Arc::new(a);
+        nlri.into_iter()
+            .map(|(p, id)| {
+                let path = Advertised {
+                    id,
+                    next_hop,
+                    attrs: attrs.clone(),
+                };
+                (p, path)
+            })
+            .collect()
     };
     Ok(BgpMessage::Update {
         add_path,
@@ -242,7 +252,8 @@ fn update(body: &[u8], add_path: bool) -> Result<BgpMessage, Error> {
     })
 }
 
-fn path_attributes(field: &[u8]) -> Result<PathAttrs, Error> {
+/// The attributes but the NEXT_HOP, and the NEXT_HOP (`Advertised` keeps it beside them).
+fn path_attributes(field: &[u8]) -> Result<(PathAttrs, Ipv4Addr), Error> {
     const OPTIONAL: u8 = 0x80;
     const EXTENDED_LENGTH: u8 = 0x10;
     let list = || update_error(1, "malformed attribute list");
@@ -285,13 +296,13 @@ fn path_attributes(field: &[u8]) -> Result<PathAttrs, Error> {
         }
     }
     let missing = |code: u8| update_error(3, format!("missing well-known attribute {code}"));
-    Ok(PathAttrs {
+    let attrs = PathAttrs {
         origin: origin.ok_or_else(|| missing(1))?,
         as_path: as_path.ok_or_else(|| missing(2))?,
-        next_hop: Some(next_hop.ok_or_else(|| missing(3))?),
         med,
         local_pref,
-    })
+    };
+    Ok((attrs, next_hop.ok_or_else(|| missing(3))?))
 }
 
 /// AS_PATH of 4-octet ASNs (RFC 6793 §3): segments of type 1 (AS_SET) or 2 (AS_SEQUENCE).

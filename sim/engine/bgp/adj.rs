@@ -6,18 +6,16 @@
 //! difference from; almost every slot holds one path, so a slot keeps one inline instead of a
 //! `Vec`'s separate allocation (in an eBGP fabric there is a slot per (session, prefix)).
 
-use std::sync::Arc;
-
 use ipnet::Ipv4Net;
 use rustc_hash::FxHashMap;
 
-use crate::engine::bgp_state::PathAttrs;
+use crate::engine::bgp_state::Advertised;
 
-/// The paths advertised for one prefix: (path id, attributes), by path id. Almost always one,
+/// The paths advertised for one prefix, by path id. Almost always one,
 /// held inline: every (session, prefix) an UPDATE burst carries holds its own, and as a `Vec`
 /// each was an allocation of its own (of four paths' room, from the vector it was built in) —
 /// half an eBGP fabric's peak heap while its first bursts were in flight.
-pub(crate) type Paths = smallvec::SmallVec<[(u32, Arc<PathAttrs>); 1]>;
+pub(crate) type Paths = smallvec::SmallVec<[Advertised; 1]>;
 
 /// Adj-RIB-In's counters (EOS PfxRcd/PfxAcc, BIRD "imported"): paths received and kept, and
 /// how many of them import policy accepted, over all prefixes.
@@ -37,13 +35,13 @@ impl AdjIn {
 
 #[derive(Clone, Debug)]
 enum Slot {
-    One((u32, Arc<PathAttrs>)),
+    One(Advertised),
     /// ADD-PATH: several paths (never fewer than two).
-    Many(Box<[(u32, Arc<PathAttrs>)]>),
+    Many(Box<[Advertised]>),
 }
 
 impl Slot {
-    fn as_slice(&self) -> &[(u32, Arc<PathAttrs>)] {
+    fn as_slice(&self) -> &[Advertised] {
         match self {
             Slot::One(p) => std::slice::from_ref(p),
             Slot::Many(v) => v,
@@ -63,7 +61,7 @@ pub(crate) struct AdjOut {
 
 impl AdjOut {
     /// What was advertised for `prefix` (empty: nothing).
-    pub(crate) fn get(&self, prefix: &Ipv4Net) -> &[(u32, Arc<PathAttrs>)] {
+    pub(crate) fn get(&self, prefix: &Ipv4Net) -> &[Advertised] {
         self.slots.get(prefix).map_or(&[], Slot::as_slice)
     }
 
@@ -105,17 +103,22 @@ impl AdjOut {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::bgp_state::BgpOrigin;
+    use std::sync::Arc;
 
-    fn path(id: u32) -> (u32, Arc<PathAttrs>) {
+    use crate::engine::bgp_state::{BgpOrigin, PathAttrs};
+
+    fn path(id: u32) -> Advertised {
         let a = PathAttrs {
             as_path: vec![id],
-            next_hop: None,
             origin: BgpOrigin::Igp,
             local_pref: None,
             med: None,
         };
-        (id, Arc::new(a))
+        Advertised {
+            id,
+            next_hop: std::net::Ipv4Addr::new(10, 0, 0, 1),
+            attrs: Arc::new(a),
+        }
     }
 
     #[test]
@@ -125,9 +128,9 @@ mod tests {
         out.set(p, smallvec::smallvec![path(1)]);
         out.set(q, smallvec::smallvec![path(1), path(2)]);
         assert_eq!(out.paths(), 3);
-        assert_eq!(out.get(&q).iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(out.get(&q).iter().map(|x| x.id).collect::<Vec<_>>(), [1, 2]);
         out.set(q, smallvec::smallvec![path(3)]);
-        assert_eq!((out.paths(), out.get(&q)[0].0), (2, 3));
+        assert_eq!((out.paths(), out.get(&q)[0].id), (2, 3));
         out.set(p, Paths::new());
         assert_eq!((out.paths(), out.get(&p).len()), (1, 0));
         assert_eq!(out.prefixes().collect::<Vec<_>>(), [&q]);

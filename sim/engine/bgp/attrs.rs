@@ -1,8 +1,10 @@
 //! The attribute table: every distinct set of path attributes the BGP engine holds, stored once
 //! and shared (`Arc`) by every table entry, Adj-RIB-Out slot and UPDATE that carries it, as
 //! BIRD (`rta_lookup`, nest/rt-attr.c) and holo intern theirs. In a leaf-spine fabric a spine
-//! sends the same AS path with the same next hop for every prefix behind one leaf, so without
-//! sharing every (session, prefix) held its own copy — most of the eBGP underlay's memory.
+//! sends the same AS path for every prefix behind one leaf, so without sharing every (session,
+//! prefix) held its own copy — most of the eBGP underlay's memory. The NEXT_HOP is not in a set
+//! (`PathAttrs`): a leaf sends each of its nodes its own address, and with it the sets were
+//! one per (prefix, node) again.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -80,7 +82,6 @@ mod tests {
     fn attrs(asn: u32) -> PathAttrs {
         PathAttrs {
             as_path: vec![asn],
-            next_hop: None,
             origin: BgpOrigin::Igp,
             local_pref: None,
             med: None,

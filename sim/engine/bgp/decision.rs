@@ -262,7 +262,6 @@ mod tests {
     fn attrs(path: &[u32], origin: BgpOrigin, lp: Option<u32>, med: Option<u32>) -> PathAttrs {
         PathAttrs {
             as_path: path.to_vec(),
-            next_hop: None,
             origin,
             local_pref: lp,
             med,

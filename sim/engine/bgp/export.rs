@@ -21,7 +21,7 @@ use super::route_map;
 use super::session::{log_wire, Live, Session, SessionId};
 use super::table::{Entry, Origin, Speaker, Table};
 use super::{Bgp, Event, Out};
-use crate::engine::bgp_state::{BgpMessage, BgpState, BgpWire, PathAttrs, DEFAULT_LOCAL_PREF};
+use crate::engine::bgp_state::{Advertised, BgpMessage, BgpState, BgpWire, PathAttrs, DEFAULT_LOCAL_PREF};
 use crate::engine::fib_update::Before;
 use crate::engine::state::{Fib, Proto, State};
 use crate::model::bgp::Policy;
@@ -40,10 +40,10 @@ fn without_filter<'a>(daemon: Option<&'a BirdDaemon>, policy: &Policy) -> Result
     }
 }
 
-/// The route a BIRD filter starts from.
-fn filter_route<'a>(prefix: Ipv4Net, attrs: &PathAttrs, proto: &'a str) -> FilterRoute<'a> {
+/// The route a BIRD filter starts from: the filters Calico writes read its `bgp_next_hop`.
+fn filter_route(prefix: Ipv4Net, next_hop: Option<Ipv4Addr>, proto: &str) -> FilterRoute<'_> {
     let mut r = FilterRoute::new(prefix, proto);
-    r.bgp_next_hop = attrs.next_hop;
+    r.bgp_next_hop = next_hop;
     r
 }
 
@@ -53,11 +53,11 @@ pub(crate) fn policy_accepts(
     daemon: Option<&BirdDaemon>,
     policy: &Policy,
     prefix: Ipv4Net,
-    attrs: &PathAttrs,
+    next_hop: Option<Ipv4Addr>,
     proto: &str,
 ) -> bool {
     without_filter(daemon, policy)
-        .unwrap_or_else(|d| run_filter(d, policy, &mut filter_route(prefix, attrs, proto)) == Verdict::Accept)
+        .unwrap_or_else(|d| run_filter(d, policy, &mut filter_route(prefix, next_hop, proto)) == Verdict::Accept)
 }
 
 /// The route as a prepared policy (the kernel protocol's export) left it — the attributes it
@@ -65,10 +65,10 @@ pub(crate) fn policy_accepts(
 pub(crate) fn policy_result<'a>(
     policy: Prepared<'a>,
     prefix: Ipv4Net,
-    attrs: &PathAttrs,
+    next_hop: Option<Ipv4Addr>,
     proto: &'a str,
 ) -> Option<FilterRoute<'a>> {
-    let mut r = filter_route(prefix, attrs, proto);
+    let mut r = filter_route(prefix, next_hop, proto);
     (policy.run(&mut r) == Verdict::Accept).then_some(r)
 }
 
@@ -82,6 +82,7 @@ pub(crate) fn import_policy(
     internal: bool,
     prefix: Ipv4Net,
     attrs: Arc<PathAttrs>,
+    next_hop: Ipv4Addr,
     proto: &str,
 ) -> (Arc<PathAttrs>, bool) {
     let speaker = dev.bgp.as_ref();
@@ -98,21 +99,21 @@ pub(crate) fn import_policy(
             None => (attrs, false),
         },
         _ => {
-            let ok = policy_accepts(dev.bird.as_ref(), policy, prefix, &attrs, proto);
+            let ok = policy_accepts(dev.bird.as_ref(), policy, prefix, Some(next_hop), proto);
             (attrs, ok)
         }
     }
 }
 
 /// The attribute sets one device's export has made, by what `outgoing` reads of the path
-/// and of the session. A prefix's best path leaves a leaf's node sessions, or a spine's leaf
-/// sessions, with one AS path and each session's own address as next hop: each (path, next
-/// hop) is made and looked up in the attribute table once per export rather than once per
-/// (session, prefix), as FRR formats an UPDATE once per update group and rewrites the next
-/// hop per peer (`bpacket_reformat_for_peer`). Made and built per set, these were a quarter
-/// of `converge/ebgp-4x32x16`'s export. A path is keyed by its set's address: the table
-/// holds every set its entries name until the device's export ends, when this is dropped,
-/// so no address is reused under it.
+/// and of the session. A prefix's best path leaves all of a leaf's sessions, or all of a
+/// spine's, with one set (the next hop, each session's own address, goes beside it:
+/// `next_hop_out`): each path's set is made and looked up in the attribute table once per
+/// export rather than once per (session, prefix), as FRR formats an UPDATE once per update
+/// group and rewrites the next hop per peer (`bpacket_reformat_for_peer`). Made and built per
+/// set, these were a quarter of `converge/ebgp-4x32x16`'s export. A path is keyed by its
+/// set's address: the table holds every set its entries name until the device's export ends,
+/// when this is dropped, so no address is reused under it.
 #[derive(Default)]
 struct Outgoing(FxHashMap<OutKey, Arc<PathAttrs>>);
 
@@ -120,27 +121,21 @@ struct Outgoing(FxHashMap<OutKey, Arc<PathAttrs>>);
 struct OutKey {
     path: usize,
     local: bool,
-    src: Ipv4Addr,
     local_as: u32,
     internal: bool,
-    next_hop_self: bool,
-    next_hop_keep: bool,
 }
 
 impl Outgoing {
-    fn get(&mut self, s: &Session, e: &Entry, src: Ipv4Addr, table: &mut AttrTable) -> Arc<PathAttrs> {
+    fn get(&mut self, s: &Session, e: &Entry, table: &mut AttrTable) -> Arc<PathAttrs> {
         let key = OutKey {
             path: Arc::as_ptr(&e.attrs) as usize,
             local: matches!(e.origin, Origin::Local(_)),
-            src,
             local_as: s.local_as,
             internal: s.internal,
-            next_hop_self: s.cfg.next_hop_self,
-            next_hop_keep: s.cfg.next_hop_keep,
         };
         self.0
             .entry(key)
-            .or_insert_with(|| table.intern(outgoing(s, e, src)))
+            .or_insert_with(|| table.intern(outgoing(s, e)))
             .clone()
     }
 }
@@ -353,14 +348,14 @@ fn update_message(s: &Session, updates: &[(Ipv4Net, Paths)]) -> BgpMessage {
     let mut announced = Vec::new();
     for (prefix, want) in updates {
         let had = s.adj_out.get(prefix);
-        for (id, _) in had {
-            if !want.iter().any(|(w, _)| w == id) {
-                withdrawn.push((*prefix, *id));
+        for h in had {
+            if !want.iter().any(|w| w.id == h.id) {
+                withdrawn.push((*prefix, h.id));
             }
         }
-        for (id, attrs) in want {
-            if !had.iter().any(|(h, a)| h == id && a == attrs) {
-                announced.push((*prefix, *id, attrs.clone()));
+        for w in want {
+            if !had.contains(w) {
+                announced.push((*prefix, w.clone()));
             }
         }
     }
@@ -427,13 +422,16 @@ impl Advertise<'_> {
                 Origin::Local(l) => l.protocol,
             };
             let Some(src) = s.local_address() else { continue };
-            let Some(attrs) = self.export_policy(e, prefix, proto, src, &mut per_device.made, table) else {
+            let Some(attrs) = self.export_policy(e, prefix, proto, &mut per_device.made, table) else {
                 continue;
             };
-            let id = if all_paths { e.src_id } else { 0 };
-            out.push((id, attrs));
+            out.push(Advertised {
+                id: if all_paths { e.src_id } else { 0 },
+                next_hop: next_hop_out(s, e, src),
+                attrs,
+            });
         }
-        out.sort_by_key(|(id, _)| *id);
+        out.sort_by_key(|a| a.id);
         out
     }
 
@@ -448,7 +446,6 @@ impl Advertise<'_> {
         e: &Entry,
         prefix: Ipv4Net,
         proto: &str,
-        src: Ipv4Addr,
         made: &mut Outgoing,
         table: &mut AttrTable,
     ) -> Option<Arc<PathAttrs>> {
@@ -463,29 +460,25 @@ impl Advertise<'_> {
                 if !s.internal {
                     sets.local_pref = None;
                 }
-                let mut attrs = outgoing(s, e, src);
+                let mut attrs = outgoing(s, e);
                 sets.apply(&mut attrs, usize::from(!s.internal));
                 Some(table.intern(attrs))
             }
             policy => {
-                policy_accepts(dev.bird.as_ref(), policy, prefix, &e.attrs, proto).then(|| made.get(s, e, src, table))
+                policy_accepts(dev.bird.as_ref(), policy, prefix, e.next_hop, proto).then(|| made.get(s, e, table))
             }
         }
     }
 }
 
-/// Attributes as they leave on session `s` (RFC 4271 §5.1; BIRD `bgp_update_attrs`).
-fn outgoing(s: &Session, e: &Entry, src: Ipv4Addr) -> PathAttrs {
+/// Attributes but the NEXT_HOP as they leave on session `s` (RFC 4271 §5.1; BIRD
+/// `bgp_update_attrs`): on iBGP LOCAL_PREF set, on eBGP the local AS prepended, LOCAL_PREF
+/// dropped and a MED kept only from this AS.
+fn outgoing(s: &Session, e: &Entry) -> PathAttrs {
     let a = &*e.attrs;
     let local = matches!(e.origin, Origin::Local(_));
     if s.internal {
-        let next_hop = if s.cfg.next_hop_self || local {
-            Some(src)
-        } else {
-            a.next_hop.or(Some(src))
-        };
         PathAttrs {
-            next_hop,
             local_pref: Some(a.local_pref.unwrap_or(DEFAULT_LOCAL_PREF)),
             ..a.clone()
         }
@@ -493,17 +486,28 @@ fn outgoing(s: &Session, e: &Entry, src: Ipv4Addr) -> PathAttrs {
         let mut as_path = Vec::with_capacity(a.as_path.len() + 1);
         as_path.push(s.local_as);
         as_path.extend_from_slice(&a.as_path);
-        let next_hop = if s.cfg.next_hop_keep && !local {
-            a.next_hop.or(Some(src))
-        } else {
-            Some(src)
-        };
         PathAttrs {
             as_path,
-            next_hop,
             origin: a.origin,
             local_pref: None,
             med: if local { a.med } else { None },
         }
+    }
+}
+
+/// The NEXT_HOP path `e` leaves with on session `s`, whose own address is `src` (RFC 4271
+/// §5.1.3): the path's own on iBGP unless `next-hop-self`, and on eBGP only with BIRD's
+/// `next hop keep`; the speaker's address for what it originates and wherever the path has none.
+fn next_hop_out(s: &Session, e: &Entry, src: Ipv4Addr) -> Ipv4Addr {
+    let local = matches!(e.origin, Origin::Local(_));
+    let keep = !local
+        && if s.internal {
+            !s.cfg.next_hop_self
+        } else {
+            s.cfg.next_hop_keep
+        };
+    match e.next_hop {
+        Some(nh) if keep => nh,
+        _ => src,
     }
 }

@@ -154,7 +154,6 @@ mod tests {
         assert_eq!(evaluate(&p, "MISSING-LIST", net("10.0.0.1/32")), None);
         let mut a = PathAttrs {
             as_path: vec![65100, 65200],
-            next_hop: None,
             origin: crate::engine::bgp_state::BgpOrigin::Igp,
             local_pref: None,
             med: None,

@@ -15,7 +15,7 @@ use super::prefix_map::{NetOrd, Place, PrefixMap};
 use super::session::SessionId;
 use super::Bgp;
 use crate::engine::bgp_state::{
-    BgpOrigin, BgpState, EcmpRole, NhMetric, PathAttrs, TableDest, TableRoute, DEFAULT_LOCAL_PREF,
+    Advertised, BgpOrigin, BgpState, EcmpRole, NhMetric, PathAttrs, TableDest, TableRoute, DEFAULT_LOCAL_PREF,
 };
 use crate::engine::fib_update::BgpRoutes;
 use crate::engine::local_iface;
@@ -64,6 +64,8 @@ pub(crate) struct Entry {
     pub src_id: u32,
     pub origin: Origin,
     pub attrs: Arc<PathAttrs>,
+    /// BGP NEXT_HOP, beside the shared set (`PathAttrs`); None on a route originated here.
+    pub next_hop: Option<Ipv4Addr>,
     pub accepted: bool,
     pub preference: u32,
     pub arrival: u64,
@@ -319,6 +321,7 @@ impl TableSnapshot {
                 from,
                 path_id,
                 attrs: Some(attrs),
+                next_hop: e.next_hop,
                 dest: e.dest.clone(),
                 nh_metric: e.nh_metric,
                 preference: e.preference,
@@ -370,26 +373,23 @@ pub(super) fn receive(
     // Sized up front, as are `entries` below: grown one push at a time, these vectors'
     // reallocations were a twentieth of an eBGP fabric's run.
     let mut kept = Kept::new();
-    kept.extend(
-        paths
-            .into_iter()
-            .filter(|(_, a)| !a.as_path.contains(&local_as))
-            .map(|(id, a)| {
-                // A set from a simulated peer is already the attribute table's (the peer's
-                // Adj-RIB-Out holds it); one from a live peer, or one an import route-map
-                // changed, is shared here. An eBGP path without LOCAL_PREF stays without: the
-                // receiver's default is attached where the path is shown (`TableSnapshot`) and
-                // the decision reads a missing one as that default.
-                let sent = Arc::as_ptr(&a);
-                let (a, ok) = super::export::import_policy(device, import, internal, prefix, a, proto);
-                let a = if simulated && Arc::as_ptr(&a) == sent {
-                    a
-                } else {
-                    attrs.share(a)
-                };
-                (id, a, ok)
-            }),
-    );
+    kept.extend(paths.into_iter().filter(|p| !p.attrs.as_path.contains(&local_as)).map(
+        |Advertised { id, next_hop, attrs: a }| {
+            // A set from a simulated peer is already the attribute table's (the peer's
+            // Adj-RIB-Out holds it); one from a live peer, or one an import route-map
+            // changed, is shared here. An eBGP path without LOCAL_PREF stays without: the
+            // receiver's default is attached where the path is shown (`TableSnapshot`) and
+            // the decision reads a missing one as that default.
+            let sent = Arc::as_ptr(&a);
+            let (a, ok) = super::export::import_policy(device, import, internal, prefix, a, next_hop, proto);
+            let a = if simulated && Arc::as_ptr(&a) == sent {
+                a
+            } else {
+                attrs.share(a)
+            };
+            (Advertised { id, next_hop, attrs: a }, ok)
+        },
+    ));
     bgp.sessions[to.idx()].msgs_rcvd += 1;
     let Some(sp) = bgp.speakers.get_mut(&dev) else {
         return false;
@@ -407,28 +407,31 @@ pub(super) fn receive(
     // The session's Adj-RIB-In for the prefix is its entries here: replace their counts.
     let count = |oks: &mut dyn Iterator<Item = bool>| oks.fold((0, 0), |(n, acc), ok| (n + 1, acc + u32::from(ok)));
     let old = count(&mut entries.iter().filter(from_here).map(|e| e.accepted));
-    let new = count(&mut kept.iter().map(|k| k.2));
+    let new = count(&mut kept.iter().map(|k| k.1));
     bgp.sessions[to.idx()].adj_in.replace(old, new);
     let before = entries.len();
     entries.retain(|e| match &e.origin {
-        Origin::Peer(x, id) if *x == to => kept.iter().any(|(k, _, _)| k == id),
+        Origin::Peer(x, id) if *x == to => kept.iter().any(|(k, _)| k.id == *id),
         _ => true,
     });
     let mut changed = entries.len() != before;
     let mut fresh: smallvec::SmallVec<[u32; 4]> = smallvec::SmallVec::new();
-    for (id, attrs, ok) in kept {
+    for (Advertised { id, next_hop, attrs }, ok) in kept {
+        let next_hop = Some(next_hop);
         match entries.iter_mut().find(|e| e.origin == Origin::Peer(to, id)) {
             // An identical re-announcement changes nothing (BIRD `rte_same`).
-            Some(e) if e.attrs == attrs && e.accepted == ok => {}
+            Some(e) if e.attrs == attrs && e.next_hop == next_hop && e.accepted == ok => {}
             Some(e) => {
                 e.attrs = attrs;
+                e.next_hop = next_hop;
                 e.accepted = ok;
                 e.since = now;
                 fresh.push(id);
                 changed = true;
             }
             None => {
-                entries.push(new_entry(0, Origin::Peer(to, id), attrs, ok, PREF_BGP, 0, now));
+                let e = new_entry(0, Origin::Peer(to, id), attrs, ok, PREF_BGP, 0, now);
+                entries.push(Entry { next_hop, ..e });
                 fresh.push(id);
                 changed = true;
             }
@@ -468,7 +471,7 @@ pub(crate) struct Scratch {
 /// The paths of one UPDATE kept after the loop check: (path id, attributes, accepted by
 /// import policy). One but with ADD-PATH, so held inline (an allocation per path received as
 /// a `Vec`).
-type Kept = smallvec::SmallVec<[(u32, Arc<PathAttrs>, bool); 2]>;
+type Kept = smallvec::SmallVec<[(Advertised, bool); 2]>;
 
 /// The path-explosion guard: keep at most `path_limit` paths per prefix on device `name`,
 /// which holds `others` paths for it from elsewhere, and say so once, naming the prefix and
@@ -515,6 +518,7 @@ fn new_entry(
         src_id,
         origin,
         attrs,
+        next_hop: None,
         accepted,
         preference,
         arrival,
@@ -671,7 +675,6 @@ fn refresh_local(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, now: u
     for (prefix, protocol, dest, pref, origin) in news {
         let attrs = bgp.attrs.intern(PathAttrs {
             as_path: Vec::new(),
-            next_hop: None,
             origin,
             local_pref: None,
             med: None,
@@ -1109,7 +1112,7 @@ fn resolve_entry(rv: &mut Resolver, e: &Entry, d: &mut Decided) {
         }
         Origin::Peer(s, _) => {
             let recursive = rv.sess.get(s).is_none_or(|f| f.4);
-            let Some(nh) = e.attrs.next_hop else {
+            let Some(nh) = e.next_hop else {
                 d.valid = false;
                 d.dest = TableDest::Unreachable;
                 d.nh_metric = Some(NhMetric::Unresolvable);
@@ -1176,7 +1179,7 @@ fn fib_route(ctx: &Ctx, prefix: Ipv4Net, best: &Entry, dests: &[&TableDest], ses
                     return None;
                 }
             }
-            let exported = super::export::policy_result(kernel, prefix, &best.attrs, "kernel1")?;
+            let exported = super::export::policy_result(kernel, prefix, best.next_hop, "kernel1")?;
             // The kernel protocol installs blackhole and unreachable routes as such
             // (sysdep/unix/krt.c `krt_capable`): an unresolvable best path becomes an
             // `unreachable` kernel route that shadows shorter prefixes.

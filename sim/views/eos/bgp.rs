@@ -222,7 +222,7 @@ pub(super) fn path_line(r: &TableRoute) -> String {
         TableDest::Via(nh) => nh.via,
         _ => None,
     };
-    let next_hop = match (local, attrs.and_then(|a| a.next_hop).or(gateway)) {
+    let next_hop = match (local, r.next_hop.or(gateway)) {
         (false, Some(a)) => a.to_string(),
         _ => "-".into(),
     };

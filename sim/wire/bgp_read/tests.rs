@@ -1,14 +1,18 @@
 use super::*;
 use crate::wire::bgp::encode;
 
-fn attrs() -> Arc<PathAttrs> {
-    Arc::new(PathAttrs {
+fn path(id: u32) -> Advertised {
+    let attrs = Arc::new(PathAttrs {
         as_path: vec![65011, 4_200_000_001, 65000],
-        next_hop: Some(Ipv4Addr::new(10, 0, 11, 0)),
         origin: BgpOrigin::Incomplete,
         local_pref: None,
         med: Some(7),
-    })
+    });
+    Advertised {
+        id,
+        next_hop: Ipv4Addr::new(10, 0, 11, 0),
+        attrs,
+    }
 }
 
 fn net(s: &str) -> Ipv4Net {
@@ -42,9 +46,9 @@ fn update_keepalive_and_notification_round_trip() {
             add_path,
             withdrawn: vec![],
             announced: vec![
-                (net("10.66.111.0/24"), if add_path { 7 } else { 0 }, attrs()),
-                (net("10.96.0.0/12"), if add_path { 9 } else { 0 }, attrs()),
-                (net("0.0.0.0/0"), 0, attrs()),
+                (net("10.66.111.0/24"), path(if add_path { 7 } else { 0 })),
+                (net("10.96.0.0/12"), path(if add_path { 9 } else { 0 })),
+                (net("0.0.0.0/0"), path(0)),
             ],
         };
         assert_eq!(decode(&encode(&m), add_path), Ok(m));
@@ -135,7 +139,7 @@ fn malformed_updates_are_refused_with_rfc_4271_codes() {
     let ok = [&ORIGIN[..], &AS_PATH, &NEXT_HOP].concat();
     let got = decode(&update_with(&ok), false);
     assert!(
-        matches!(&got, Ok(BgpMessage::Update { announced, .. }) if announced.len() == 1 && announced[0].2.as_path == [65000]),
+        matches!(&got, Ok(BgpMessage::Update { announced, .. }) if announced.len() == 1 && announced[0].1.attrs.as_path == [65000]),
         "{got:?}"
     );
     // Missing NEXT_HOP.
