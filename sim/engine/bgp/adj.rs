@@ -36,9 +36,14 @@ impl AdjIn {
 #[derive(Clone, Debug)]
 enum Slot {
     One(Advertised),
-    /// ADD-PATH: several paths (never fewer than two).
-    Many(Box<[Advertised]>),
+    /// ADD-PATH: several paths (never fewer than two). Behind a thin pointer, so that a slot
+    /// is the 16 bytes of one path (the tag in the niche of its attributes' pointer): boxed
+    /// as a slice it was 24, and an eBGP fabric holds a slot per (session, prefix).
+    Many(Box<Box<[Advertised]>>),
 }
+
+// The size the `Many` variant's thin pointer keeps a slot at.
+const _: () = assert!(std::mem::size_of::<Slot>() == 16);
 
 impl Slot {
     fn as_slice(&self) -> &[Advertised] {
@@ -76,7 +81,9 @@ impl AdjOut {
         let old = match new {
             0 => self.slots.remove(&prefix),
             1 => paths.pop().and_then(|p| self.slots.insert(prefix, Slot::One(p))),
-            _ => self.slots.insert(prefix, Slot::Many(paths.into_boxed_slice())),
+            _ => self
+                .slots
+                .insert(prefix, Slot::Many(Box::new(paths.into_boxed_slice()))),
         };
         let old = old.map_or(0, |s| s.as_slice().len());
         self.paths = self.paths - old as u32 + new as u32;
