@@ -184,7 +184,7 @@ pub(super) fn local_routes(net: &Network, st: &State, id: DeviceId, dev: &Device
             src: Some(addr.addr()),
             blackhole: false,
             unreachable: false,
-            linux_proto: Some("kernel"),
+            linux_proto: Some(LinuxProto::Kernel),
             scope_link: true,
             onlink: false,
         });
@@ -226,7 +226,7 @@ fn dhcp_routes(net: &Network, st: &State, ifid: IfId, addr: Ipv4Net) -> Vec<Rout
         src: Some(addr.addr()),
         blackhole: false,
         unreachable: false,
-        linux_proto: Some("dhcp"),
+        linux_proto: Some(LinuxProto::Dhcp),
         scope_link,
         onlink: false,
     };

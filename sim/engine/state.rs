@@ -91,12 +91,57 @@ pub struct Route {
     /// refuses to send with `No route to host` and a router answers ICMP host unreachable.
     pub unreachable: bool,
     /// Linux `proto` word (`kernel`, `static`, `dhcp`); `None` = `boot` (hidden by `ip route`).
-    pub linux_proto: Option<&'static str>,
+    pub linux_proto: Option<LinuxProto>,
     /// Linux `scope link`.
     pub scope_link: bool,
     /// Installed with `onlink` (RTNH_F_ONLINK): `ip route` prints it.
     pub onlink: bool,
 }
+
+/// The protocol a Linux route was installed by, as `ip route` names it (`proto WORD`; the
+/// `rtm_protocol` numbers of iproute2's `rt_protocols`). A byte, not the word: a node of an
+/// eBGP fabric holds a route for every prefix, and as a `&'static str` it was a quarter of one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinuxProto {
+    /// The kernel's own connected routes (RTPROT_KERNEL).
+    Kernel,
+    /// Routes given by netplan, `ip route add` or FRR's zebra statics (RTPROT_STATIC).
+    Static,
+    Dhcp,
+    Ospf,
+    /// BIRD's kernel protocol (RTPROT_BIRD).
+    Bird,
+    /// FRR's zebra for bgpd's routes.
+    Bgp,
+    /// felix's VXLAN routes, protocol 80, which iproute2 has no name for.
+    #[serde(rename = "80")]
+    FelixVxlan,
+}
+
+impl LinuxProto {
+    /// The word `ip route` prints.
+    pub fn word(self) -> &'static str {
+        match self {
+            LinuxProto::Kernel => "kernel",
+            LinuxProto::Static => "static",
+            LinuxProto::Dhcp => "dhcp",
+            LinuxProto::Ospf => "ospf",
+            LinuxProto::Bird => "bird",
+            LinuxProto::Bgp => "bgp",
+            LinuxProto::FelixVxlan => "80",
+        }
+    }
+}
+
+impl std::fmt::Display for LinuxProto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+// A node of an eBGP fabric holds a route per prefix of the fabric: keep a route at this size.
+const _: () = assert!(std::mem::size_of::<Route>() == 48);
 
 /// A prefix that orders as `Ipv4Net` does (address, then length) but compares as one integer.
 /// `Ipv4Net` compares its address as four bytes, which the standard library does with a

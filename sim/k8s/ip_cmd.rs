@@ -381,7 +381,7 @@ fn route_del(net: &mut Network, st: &State, dev: DeviceId, spec: RouteSpec) -> R
         (Some((_, r)), None) => Err(format!(
             "`ip route del {}`: the route is proto {}; fabsim deletes routes added by `ip route` or netplan only",
             spec.prefix,
-            r.linux_proto.unwrap_or("boot")
+            r.linux_proto.map_or("boot", |p| p.word())
         )),
     }
 }

@@ -250,11 +250,12 @@ pub enum RouteOrigin {
 
 impl RouteOrigin {
     /// The `proto` word `ip route` prints (None: boot, not printed).
-    pub fn linux_proto(self) -> Option<&'static str> {
+    pub fn linux_proto(self) -> Option<crate::engine::LinuxProto> {
+        use crate::engine::LinuxProto;
         match self {
             RouteOrigin::Manual | RouteOrigin::Felix => None,
-            RouteOrigin::Netplan | RouteOrigin::Zebra => Some("static"),
-            RouteOrigin::FelixVxlan => Some("80"),
+            RouteOrigin::Netplan | RouteOrigin::Zebra => Some(LinuxProto::Static),
+            RouteOrigin::FelixVxlan => Some(LinuxProto::FelixVxlan),
         }
     }
 

@@ -8,7 +8,7 @@ use ipnet::Ipv4Net;
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{BgpSessionView, BgpState, Proto, Route, State};
+use crate::engine::{BgpSessionView, BgpState, LinuxProto, Proto, Route, State};
 use crate::model::{DeviceId, Network};
 use crate::views;
 
@@ -57,10 +57,10 @@ impl RouteProtocol {
         // On a Linux host the word `ip route` prints counts too (`proto kernel` is a connected
         // route, `proto static` a netplan one).
         let linux_word = match self {
-            P::Kernel => Some("kernel"),
-            P::Static => Some("static"),
-            P::Dhcp => Some("dhcp"),
-            P::Bird => Some("bird"),
+            P::Kernel => Some(LinuxProto::Kernel),
+            P::Static => Some(LinuxProto::Static),
+            P::Dhcp => Some(LinuxProto::Dhcp),
+            P::Bird => Some(LinuxProto::Bird),
             _ => None,
         };
         by_model || (linux_word.is_some() && r.linux_proto == linux_word)

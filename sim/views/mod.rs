@@ -324,7 +324,7 @@ pub(crate) mod testnet {
         lab.st.ifaces[ens5.idx()].addr = Some(net("10.0.137.132/24"));
         lab.st.ifaces[ens5.idx()].dhcp = true;
         let src5 = Some(ip("10.0.137.132"));
-        let linux = |prefix: &str, nh: NextHop, proto: &'static str, metric: u32| Route {
+        let linux = |prefix: &str, nh: NextHop, proto: LinuxProto, metric: u32| Route {
             prefix: net(prefix),
             proto: Proto::Static,
             distance: 0,
@@ -341,26 +341,26 @@ pub(crate) mod testnet {
             Route {
                 src: src5,
                 proto: Proto::Dhcp,
-                ..linux("0.0.0.0/0", hop(Some("10.0.137.1"), ens5), "dhcp", 100)
+                ..linux("0.0.0.0/0", hop(Some("10.0.137.1"), ens5), LinuxProto::Dhcp, 100)
             },
-            linux("10.0.0.0/8", hop(Some("10.1.11.0"), ens3), "static", 0),
+            linux("10.0.0.0/8", hop(Some("10.1.11.0"), ens3), LinuxProto::Static, 0),
             Route {
                 src: src5,
                 scope_link: true,
                 proto: Proto::Connected,
-                ..linux("10.0.137.0/24", hop(None, ens5), "kernel", 100)
+                ..linux("10.0.137.0/24", hop(None, ens5), LinuxProto::Kernel, 100)
             },
             Route {
                 src: src5,
                 scope_link: true,
                 proto: Proto::Dhcp,
-                ..linux("10.0.137.1/32", hop(None, ens5), "dhcp", 100)
+                ..linux("10.0.137.1/32", hop(None, ens5), LinuxProto::Dhcp, 100)
             },
             Route {
                 src: Some(ip("10.1.11.1")),
                 scope_link: true,
                 proto: Proto::Connected,
-                ..linux("10.1.11.0/31", hop(None, ens3), "kernel", 0)
+                ..linux("10.1.11.0/31", hop(None, ens3), LinuxProto::Kernel, 0)
             },
         ];
         for r in routes {
@@ -487,7 +487,7 @@ pub(crate) mod testnet {
 mod tests {
     use super::testnet::*;
     use super::*;
-    use crate::engine::state::{Proto, Route};
+    use crate::engine::state::{LinuxProto, Proto, Route};
     use crate::engine::{BgpState, BgpView, EcmpRole, TableDest, TableRoute};
     use crate::model::{BgpConfig, BgpFlavor};
 
@@ -694,7 +694,7 @@ mod tests {
         let ens3 = lab.net.iface_by_name(kw1, "ens3").unwrap();
         let ens5 = lab.net.iface_by_name(kw1, "ens5").unwrap();
         let multi = Route {
-            linux_proto: Some("bird"),
+            linux_proto: Some(LinuxProto::Bird),
             ..eos_route(
                 "10.66.0.0/16",
                 Proto::Static,

@@ -19,7 +19,7 @@ use crate::engine::bgp_state::{
 };
 use crate::engine::fib_update::BgpRoutes;
 use crate::engine::local_iface;
-use crate::engine::state::{NextHop, NextHops, Proto, Route, State};
+use crate::engine::state::{LinuxProto, NextHop, NextHops, Proto, Route, State};
 use crate::model::bgp::{BgpRedistSource, BirdStaticDest, Policy, Value};
 use crate::model::{BgpFlavor, DeviceId, DeviceKind, Network, ZEBRA_ROUTE_METRIC};
 
@@ -1216,7 +1216,7 @@ fn fib_route(ctx: &Ctx, prefix: Ipv4Net, best: &Entry, dests: &[&TableDest], ses
                 src: None,
                 blackhole,
                 unreachable,
-                linux_proto: Some("bird"),
+                linux_proto: Some(LinuxProto::Bird),
                 scope_link: false,
                 onlink,
             })
@@ -1256,7 +1256,7 @@ fn fib_route(ctx: &Ctx, prefix: Ipv4Net, best: &Entry, dests: &[&TableDest], ses
                 src: None,
                 blackhole: false,
                 unreachable: false,
-                linux_proto: Some("bgp"),
+                linux_proto: Some(LinuxProto::Bgp),
                 scope_link: false,
                 onlink: false,
             })

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 
-use super::state::{NbrRole, NbrState, NextHop, OspfNeighbor, OspfView, Proto, Route, State};
+use super::state::{LinuxProto, NbrRole, NbrState, NextHop, OspfNeighbor, OspfView, Proto, Route, State};
 use crate::model::{DeviceId, IfId, Network, RedistSource};
 
 mod schedule;
@@ -1094,7 +1094,7 @@ fn mk_route(
         src: None,
         blackhole: false,
         unreachable: false,
-        linux_proto: Some("ospf"),
+        linux_proto: Some(LinuxProto::Ospf),
         scope_link: false,
         onlink: false,
     }

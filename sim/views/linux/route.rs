@@ -155,6 +155,7 @@ fn route_get(net: &Network, st: &State, dev: DeviceId, dst: Ipv4Addr, uid: u32) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::state::LinuxProto;
     use crate::views::testnet::*;
 
     #[test]
@@ -182,7 +183,7 @@ mod tests {
         let mk = |prefix: &str, nhs: Vec<NextHop>, bh: bool| Route {
             blackhole: bh,
             unreachable: false,
-            linux_proto: Some("bird"),
+            linux_proto: Some(LinuxProto::Bird),
             ..eos_route(prefix, crate::engine::state::Proto::Static, (0, 0), nhs)
         };
         lab.route(d, mk("10.66.52.0/24", vec![], true));
