@@ -101,8 +101,8 @@ pub struct Route {
 /// The protocol a Linux route was installed by, as `ip route` names it (`proto WORD`; the
 /// `rtm_protocol` numbers of iproute2's `rt_protocols`). A byte, not the word: a node of an
 /// eBGP fabric holds a route for every prefix, and as a `&'static str` it was a quarter of one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// Serialized as its word (`word`), as the string was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinuxProto {
     /// The kernel's own connected routes (RTPROT_KERNEL).
     Kernel,
@@ -115,7 +115,6 @@ pub enum LinuxProto {
     /// FRR's zebra for bgpd's routes.
     Bgp,
     /// felix's VXLAN routes, protocol 80, which iproute2 has no name for.
-    #[serde(rename = "80")]
     FelixVxlan,
 }
 
@@ -131,6 +130,12 @@ impl LinuxProto {
             LinuxProto::Bgp => "bgp",
             LinuxProto::FelixVxlan => "80",
         }
+    }
+}
+
+impl Serialize for LinuxProto {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.word())
     }
 }
 
@@ -478,6 +483,12 @@ pub struct DevState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_linux_proto_serializes_as_the_word_ip_route_prints() {
+        let words = serde_json::to_string(&[LinuxProto::Bird, LinuxProto::FelixVxlan]).unwrap();
+        assert_eq!(words, r#"["bird","80"]"#);
+    }
 
     fn route(prefix: &str, metric: u32) -> Route {
         Route {

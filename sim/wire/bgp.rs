@@ -143,8 +143,8 @@ fn path_attributes(a: &PathAttrs, next_hop: Ipv4Addr) -> Vec<u8> {
     b
 }
 
-/// UPDATE messages: the withdrawals first, then one message per attribute set with every NLRI
-/// that shares it (in the order given), split where a message would pass 4096 bytes.
+/// UPDATE messages: the withdrawals first, then one message per attribute set and next hop
+/// with every NLRI that shares them (in the order given), split where a message would pass 4096 bytes.
 fn update(add_path: bool, withdrawn: &[(Ipv4Net, u32)], announced: &[(Ipv4Net, Advertised)]) -> Vec<u8> {
     let mut out = Vec::new();
     let room = |fixed: usize| MAX_MESSAGE - HEADER - 4 - fixed;

@@ -468,9 +468,9 @@ pub(crate) struct Scratch {
     decided: Vec<Decided>,
 }
 
-/// The paths of one UPDATE kept after the loop check: (path id, attributes, accepted by
-/// import policy). One but with ADD-PATH, so held inline (an allocation per path received as
-/// a `Vec`).
+/// The paths of one UPDATE kept after the loop check, each as import policy left it and
+/// whether it accepted it. One but with ADD-PATH, so held inline (an allocation per path
+/// received as a `Vec`).
 type Kept = smallvec::SmallVec<[(Advertised, bool); 2]>;
 
 /// The path-explosion guard: keep at most `path_limit` paths per prefix on device `name`,
