@@ -48,16 +48,20 @@ const FLAP_LIMIT: u32 = 20;
 /// The seed lab's largest run (cold start with Calico) takes about 10^5 events; a 16×256×16
 /// fabric a few million; 50 M is minutes of CPU, not hours.
 pub const DEFAULT_EVENT_BUDGET: u64 = 50_000_000;
-/// What one forwarding route costs at a run's peak, measured (BENCHMARKS.md, 2026-12-04): the
-/// generated OSPF 16x256x16 fabric peaks at 1,332 MiB holding 2.24 M routes, about 620 bytes
-/// each — a leaf's route has 16 next hops, and OSPF keeps each router's own table beside the
-/// forwarding one, so a route stands for both.
-pub const FIB_ROUTE_BYTES: u64 = 600;
-/// What one BGP path counts: the eBGP 8x64x16 fabric peaks at 991 MiB holding 1.69 M routes
-/// (most with one next hop) and 2.34 M paths, 252 bytes an entry. At these two costs the guard
-/// puts that fabric at 1.5 GiB: it errs large, a path's share of the attributes, Adj-RIB-Out
-/// slots and UPDATEs in flight varying with the peering.
-pub const BGP_PATH_BYTES: u64 = 256;
+/// What one forwarding route, one next hop held apart from its route and one BGP path cost at
+/// a run's peak: a least-squares fit of the peak RSS of seven generated fabrics, OSPF and eBGP
+/// from 4x32x16 to 16x256x16, against what their tables hold once converged (BENCHMARKS.md,
+/// 2026-12-06, "The memory guard's costs"), each rounded up. A cost stands for everything that
+/// grows with its entry: a route's share of OSPF's own tables and of BGP's decided routes, a
+/// path's share of the Adj-RIB-Out slots, attribute sets and UPDATEs in flight. One cost per
+/// entry, as before, could not fit both underlays: a leaf's OSPF route over 16 spines and a
+/// node's route over one gateway differ fivefold, so the 600 bytes the OSPF fabric needed put
+/// an eBGP fabric at twice what it took, and stopped one that needed 6 GiB at 12.
+pub const FIB_ROUTE_BYTES: u64 = 220;
+/// See [`FIB_ROUTE_BYTES`]: a next hop of a route with several ([`state::Fib::spilled_hops`]).
+pub const FIB_HOP_BYTES: u64 = 40;
+/// See [`FIB_ROUTE_BYTES`].
+pub const BGP_PATH_BYTES: u64 = 120;
 /// The memory guard counts the tables every this many events (counting is a walk over every
 /// speaker's table; between two counts at most this many events add entries).
 const MEMORY_CHECK_EVERY: u64 = 256;
@@ -175,6 +179,8 @@ fn mib(bytes: u64) -> f64 {
 pub struct TableEntries {
     /// Forwarding routes.
     pub routes: u64,
+    /// Next hops the forwarding routes hold on the heap ([`Fib::spilled_hops`](state::Fib::spilled_hops)).
+    pub hops: u64,
     /// BGP paths, in the speakers' tables.
     pub paths: u64,
 }
@@ -185,9 +191,10 @@ impl TableEntries {
         self.routes + self.paths
     }
 
-    /// What they take, at their measured costs ([`FIB_ROUTE_BYTES`], [`BGP_PATH_BYTES`]).
+    /// What they take, at their measured costs ([`FIB_ROUTE_BYTES`], [`FIB_HOP_BYTES`],
+    /// [`BGP_PATH_BYTES`]).
     pub fn bytes(&self) -> u64 {
-        self.routes * FIB_ROUTE_BYTES + self.paths * BGP_PATH_BYTES
+        self.routes * FIB_ROUTE_BYTES + self.hops * FIB_HOP_BYTES + self.paths * BGP_PATH_BYTES
     }
 }
 
@@ -268,7 +275,7 @@ impl Engine {
     }
 
     /// The memory this engine's routing tables may take ([`FIB_ROUTE_BYTES`] a forwarding
-    /// route, [`BGP_PATH_BYTES`] a BGP path) before a run stops with a memory-limit finding
+    /// route, [`FIB_HOP_BYTES`] a next hop apart from it, [`BGP_PATH_BYTES`] a BGP path) before a run stops with a memory-limit finding
     /// (default [`memory_limit`]).
     pub fn set_memory_limit(&mut self, bytes: u64) {
         self.memory_bytes = bytes.max(1);
@@ -278,6 +285,7 @@ impl Engine {
     pub fn entry_count(&self) -> TableEntries {
         TableEntries {
             routes: self.state.devices.iter().map(|d| d.fib.len() as u64).sum(),
+            hops: self.state.devices.iter().map(|d| d.fib.spilled_hops()).sum(),
             paths: self.bgp.entry_count() as u64,
         }
     }
@@ -516,11 +524,12 @@ impl Engine {
         let held = self.entry_count();
         (held.bytes() > self.memory_bytes).then(|| {
             format!(
-                "memory limit: the routing tables hold {} forwarding routes and {} BGP paths, \
-                 about {:.1} MiB at {FIB_ROUTE_BYTES} and {BGP_PATH_BYTES} bytes each, more than \
-                 the {:.1} MiB --max-memory allows; the run stops at {} of virtual time instead of \
-                 exhausting the machine",
+                "memory limit: the routing tables hold {} forwarding routes, {} next hops apart \
+                 from them and {} BGP paths, about {:.1} MiB at {FIB_ROUTE_BYTES}, {FIB_HOP_BYTES} \
+                 and {BGP_PATH_BYTES} bytes each, more than the {:.1} MiB --max-memory allows; the \
+                 run stops at {} of virtual time instead of exhausting the machine",
                 held.routes,
+                held.hops,
                 held.paths,
                 mib(held.bytes()),
                 mib(self.memory_bytes),

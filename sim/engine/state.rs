@@ -185,6 +185,19 @@ pub struct Fib {
     /// How many routes have a prefix of each length: a lookup probes only the lengths present
     /// (a fabric's tables use a handful of the 33).
     lens: [u32; 33],
+    /// Next hops held apart from their routes: every next hop of a route with more than one
+    /// (spilled to the heap together), for the engine's memory guard — a leaf's route over 16
+    /// spines takes several times a node's route over one gateway.
+    spilled_hops: u64,
+}
+
+/// The next hops `r` holds apart from itself ([`Fib::spilled_hops`]).
+fn spilled(r: &Route) -> u64 {
+    if r.nexthops.spilled() {
+        r.nexthops.len() as u64
+    } else {
+        0
+    }
 }
 
 impl Serialize for Fib {
@@ -210,6 +223,7 @@ impl Default for Fib {
         Fib {
             routes: BTreeMap::new(),
             lens: [0; 33],
+            spilled_hops: 0,
         }
     }
 }
@@ -222,6 +236,12 @@ impl Fib {
 
     pub fn is_empty(&self) -> bool {
         self.routes.is_empty()
+    }
+
+    /// Next hops the routes hold on the heap: those of every route with more than one (for the
+    /// engine's memory guard).
+    pub fn spilled_hops(&self) -> u64 {
+        self.spilled_hops
     }
 
     /// Longest-prefix match; among equal prefixes the lowest metric wins (Linux semantics;
@@ -290,8 +310,10 @@ impl Fib {
             changed |= was != now;
             let len = p.0.prefix_len() as usize;
             self.lens[len] -= u32::from(was.is_some());
+            self.spilled_hops -= was.as_ref().map_or(0, |(_, r)| spilled(r));
             if let Some(e) = now {
                 self.lens[len] += 1;
+                self.spilled_hops += spilled(&e.1);
                 let at = start + merged[start..].partition_point(|(k, _)| *k < e.0);
                 merged.insert(at, e);
             }
@@ -367,11 +389,12 @@ impl Fib {
 
     /// Keeps only the routes `keep` accepts.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Route) -> bool) {
-        let lens = &mut self.lens;
+        let (lens, hops) = (&mut self.lens, &mut self.spilled_hops);
         self.routes.retain(|(p, _), r| {
             let kept = keep(r);
             if !kept {
                 lens[p.0.prefix_len() as usize] -= 1;
+                *hops -= spilled(r);
             }
             kept
         });
@@ -379,8 +402,10 @@ impl Fib {
 
     /// `r` under `key`, replacing what was there (a router's table keys every route at metric 0).
     pub(crate) fn insert_at(&mut self, (prefix, metric): (Ipv4Net, u32), r: Route) {
-        if self.routes.insert(key(prefix, metric), r).is_none() {
-            self.lens[prefix.prefix_len() as usize] += 1;
+        self.spilled_hops += spilled(&r);
+        match self.routes.insert(key(prefix, metric), r) {
+            Some(old) => self.spilled_hops -= spilled(&old),
+            None => self.lens[prefix.prefix_len() as usize] += 1,
         }
     }
 
@@ -397,8 +422,9 @@ impl Fib {
             for r in routes {
                 let len = r.prefix.prefix_len() as usize;
                 if let std::collections::btree_map::Entry::Vacant(v) = self.routes.entry(key(r.prefix, r.metric)) {
-                    v.insert(r);
                     self.lens[len] += 1;
+                    self.spilled_hops += spilled(&r);
+                    v.insert(r);
                 }
             }
             return;
@@ -415,6 +441,7 @@ impl Fib {
             }
             if held.peek().is_none_or(|(h, _)| *h != k) {
                 self.lens[r.prefix.prefix_len() as usize] += 1;
+                self.spilled_hops += spilled(&r);
                 merged.push((k, r));
             }
         }
@@ -427,9 +454,12 @@ impl Fib {
     pub(crate) fn take_prefix(&mut self, prefix: Ipv4Net) -> Vec<((Ipv4Net, u32), Route)> {
         let keys: Vec<Key> = self.routes.range(all_metrics(prefix)).map(|(k, _)| *k).collect();
         self.lens[prefix.prefix_len() as usize] -= keys.len() as u32;
-        keys.into_iter()
+        let taken: Vec<_> = keys
+            .into_iter()
             .filter_map(|k| self.routes.remove(&k).map(|r| ((k.0 .0, k.1), r)))
-            .collect()
+            .collect();
+        self.spilled_hops -= taken.iter().map(|(_, r)| spilled(r)).sum::<u64>();
+        taken
     }
 }
 
@@ -509,6 +539,50 @@ mod tests {
     fn hit(fib: &Fib, dst: &str) -> Option<(String, u32)> {
         fib.lookup(dst.parse().expect("address"))
             .map(|r| (r.prefix.to_string(), r.metric))
+    }
+
+    /// A route over `hops` gateways (BGP's, so that `replace_bgp` takes it).
+    fn over(prefix: &str, hops: u8) -> Route {
+        let mut r = route(prefix, 0);
+        r.proto = Proto::BgpExternal;
+        r.nexthops = (0..hops)
+            .map(|h| NextHop {
+                via: Some(Ipv4Addr::new(10, 255, 0, h)),
+                iface: IfId(u32::from(h)),
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn the_spilled_hop_count_follows_every_change_of_the_table() {
+        let recount = |fib: &Fib| fib.iter().map(spilled).sum::<u64>();
+        let mut fib = Fib::default();
+        fib.insert(over("10.0.0.0/24", 4));
+        fib.insert(over("10.0.1.0/24", 1));
+        assert_eq!(fib.spilled_hops(), 4);
+        // Replaced in place, by one hop and by three.
+        fib.insert_at((net("10.0.0.0/24"), 0), over("10.0.0.0/24", 1));
+        fib.insert_at((net("10.0.1.0/24"), 0), over("10.0.1.0/24", 3));
+        assert_eq!(fib.spilled_hops(), 3);
+        let batch: Vec<Route> = (0..BULK_MIN as u32)
+            .map(|i| over(&format!("10.1.{i}.0/24"), 2))
+            .collect();
+        fib.insert_new(batch);
+        assert_eq!(fib.spilled_hops(), recount(&fib));
+        fib.insert_new(vec![over("10.2.0.0/24", 5), over("10.0.1.0/24", 7)]);
+        assert_eq!(fib.spilled_hops(), recount(&fib));
+        fib.replace_bgp(&[net("10.0.1.0/24"), net("10.2.0.0/24")], vec![over("10.2.0.0/24", 6)]);
+        assert_eq!(fib.spilled_hops(), recount(&fib));
+        fib.take_prefix(net("10.2.0.0/24"));
+        fib.retain(|r| r.prefix != net("10.1.0.0/24"));
+        assert_eq!(fib.spilled_hops(), recount(&fib));
+        fib.retain(|_| false);
+        assert_eq!(fib.spilled_hops(), 0);
+    }
+
+    fn net(s: &str) -> Ipv4Net {
+        s.parse().expect("prefix")
     }
 
     #[test]
