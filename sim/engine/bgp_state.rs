@@ -101,7 +101,10 @@ pub enum TableDest {
     Via(NextHop),
     /// On-link on an interface (direct routes).
     Device(NextHop),
-    Multipath(Vec<NextHop>),
+    /// Behind a thin pointer: a route over one gateway is the common case, and as a `Vec`
+    /// (or a boxed slice's two words) this made every path of every speaker's table 8 bytes
+    /// larger.
+    Multipath(Box<Box<[NextHop]>>),
     Blackhole,
     /// The next hop does not resolve (BIRD keeps such routes, ranked last).
     Unreachable,

@@ -680,7 +680,7 @@ impl<'a> Bird<'a> {
             TableDest::Device(nh) => (format!("dev {}", ifname(nh)), None, Vec::new()),
             TableDest::Blackhole => ("blackhole".into(), None, Vec::new()),
             TableDest::Unreachable => ("unreachable".into(), None, Vec::new()),
-            TableDest::Multipath(hops) => ("multipath".into(), None, hops.clone()),
+            TableDest::Multipath(hops) => ("multipath".into(), None, hops.to_vec()),
         };
         // `a->from` is shown when it differs from the resolved gateway (`rt_show_rte`).
         let from = match r.from {
@@ -1212,7 +1212,9 @@ BIRD v0.3.3+birdv1.6.8 ready.
         let table = v.table.routes_mut();
         table[0].nh_metric = Some(NhMetric::Unresolvable);
         table[0].dest = TableDest::Unreachable;
-        table[1].dest = TableDest::Multipath(vec![hop(Some("10.2.22.0"), e3), hop(Some("10.0.137.1"), _e5)]);
+        table[1].dest = TableDest::Multipath(Box::new(
+            [hop(Some("10.2.22.0"), e3), hop(Some("10.0.137.1"), _e5)].into(),
+        ));
         let out = lab.run(d, "birdcl show route").unwrap();
         assert_eq!(
             out,

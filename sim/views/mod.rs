@@ -513,7 +513,7 @@ mod tests {
             path("0.0.0.0/0", "kernel1", &[]),
         ];
         (table[1].best, table[1].valid) = (false, false);
-        table[1].dest = TableDest::Multipath(vec![hop(None, et1), hop(Some("10.33.99.0"), et1)]);
+        table[1].dest = TableDest::Multipath(Box::new([hop(None, et1), hop(Some("10.33.99.0"), et1)].into()));
         (table[2].dest, table[2].attrs, table[2].from) = (TableDest::Unreachable, None, None);
         let mut session = bgp_session("10.33.99.0", 1, 1, BgpState::OpenSent);
         session.since_ms = u64::MAX;

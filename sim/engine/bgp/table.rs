@@ -86,6 +86,9 @@ pub(crate) struct Entry {
 /// whose table did not change costs nothing.
 pub(crate) type Table = PrefixMap<Arc<[Entry]>>;
 
+// A table holds an entry per path: an eBGP fabric's nodes and leaves hold tens of millions.
+const _: () = assert!(std::mem::size_of::<Entry>() == 88);
+
 #[derive(Clone, Debug)]
 pub(crate) struct Speaker {
     pub device: DeviceId,
@@ -732,7 +735,7 @@ fn resolve(net: &Network, st: &State, dev: DeviceId, flavor: BgpFlavor, nh: Ipv4
     let dest = if r.nexthops.len() == 1 {
         TableDest::Via(r.nexthops[0].clone())
     } else {
-        TableDest::Multipath(r.nexthops.to_vec())
+        TableDest::Multipath(Box::new(r.nexthops.iter().cloned().collect()))
     };
     (dest, metric)
 }
@@ -1185,7 +1188,7 @@ fn fib_route(ctx: &Ctx, prefix: Ipv4Net, best: &Entry, dests: &[&TableDest], ses
             // `unreachable` kernel route that shadows shorter prefixes.
             let (mut nexthops, blackhole, unreachable) = match best_dest {
                 TableDest::Via(nh) | TableDest::Device(nh) => (smallvec![nh.clone()], false, false),
-                TableDest::Multipath(v) => (v.as_slice().into(), false, false),
+                TableDest::Multipath(v) => (v.iter().cloned().collect(), false, false),
                 TableDest::Blackhole => (NextHops::new(), true, false),
                 TableDest::Unreachable => (NextHops::new(), false, true),
             };
