@@ -6,14 +6,14 @@
 //! attributes: the local AS prepended and next hop self on eBGP; next hop kept on iBGP. The
 //! policy step of both directions (BIRD filters, FRR route-maps, `ebgp-requires-policy`) is here.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 use rustc_hash::FxHashMap;
 
-use super::adj::Paths;
+use super::adj::{AdjOut, Paths};
 use super::attrs::AttrTable;
 use super::filter::{run_filter, FilterRoute, Prepared, Verdict};
 use super::prefix_map::NetOrd;
@@ -25,7 +25,7 @@ use crate::engine::bgp_state::{Advertised, BgpMessage, BgpState, BgpWire, PathAt
 use crate::engine::fib_update::Before;
 use crate::engine::state::{Fib, Proto, State};
 use crate::model::bgp::Policy;
-use crate::model::{BgpFlavor, BirdDaemon, Device, Network};
+use crate::model::{BgpFlavor, BirdDaemon, Device, DeviceId, Network};
 
 /// What `policy` decides without running a filter (`Ok`: accepted or not), or the daemon whose
 /// BIRD filter decides (`Err`). Asked for every path received and advertised, so a verdict
@@ -140,6 +140,113 @@ impl Outgoing {
     }
 }
 
+/// An update group's Adj-RIB-Out: what each member advertises but for the next hop, its own
+/// address, and the paths that came from the member itself (`AdjOut::exception`). Sessions
+/// join when their advertisements are derived whole (a new connection, a re-derived device)
+/// and leave when their facts change or they go down; a re-derived device's groups are made
+/// again. The group's slots carry the next hop of the session they were derived for, never
+/// read: each member advertises its own (`AdjOut::own_next_hop`).
+#[derive(Clone, Debug)]
+pub(super) struct OutGroup {
+    sig: GroupSig,
+    out: AdjOut,
+}
+
+/// What a session's advertisements follow from besides the speaker's table, its device and
+/// which paths came from the session itself — for a session whose next hop is always its own
+/// address (eBGP without `next hop keep`, iBGP with `next-hop-self`), simulated on both ends.
+/// Sessions with equal facts advertise the same, but for their next hop and their own paths.
+#[derive(Clone, Debug, PartialEq)]
+struct GroupSig {
+    internal: bool,
+    local_as: u32,
+    add_path_tx: bool,
+    route_reflector_client: bool,
+    export: Policy,
+}
+
+impl GroupSig {
+    fn of(s: &Session) -> Option<GroupSig> {
+        let own_next_hop = if s.internal {
+            s.cfg.next_hop_self
+        } else {
+            !s.cfg.next_hop_keep
+        };
+        let grouped = own_next_hop
+            && s.state == BgpState::Established
+            && s.live == Live::Simulated
+            && s.peer.is_some()
+            && s.local_address().is_some();
+        grouped.then(|| GroupSig {
+            internal: s.internal,
+            local_as: s.local_as,
+            add_path_tx: s.add_path_tx,
+            route_reflector_client: s.cfg.route_reflector_client,
+            export: s.cfg.export.clone(),
+        })
+    }
+}
+
+/// What a session advertises for a prefix: paths of its own Adj-RIB-Out (empty: nothing), or
+/// its update group's, each with the session's own address as next hop.
+enum Had<'a> {
+    Own(&'a [Advertised]),
+    Group(&'a [Advertised], Ipv4Addr),
+}
+
+impl Had<'_> {
+    /// What session `s` advertises for `prefix`.
+    fn of<'a>(s: &'a Session, groups: &'a [OutGroup], prefix: &Ipv4Net) -> Had<'a> {
+        let own = &s.adj_out;
+        match (own.group, own.exception(prefix)) {
+            (Some(g), None) => Had::Group(groups[g].out.get(prefix), own.own_next_hop),
+            (_, mine) => Had::Own(mine.unwrap_or_default()),
+        }
+    }
+
+    /// The same as `want`. (The sets are the attribute table's, as the Adj-RIB-Out's are:
+    /// equal is the same.)
+    fn is(&self, want: &[Advertised]) -> bool {
+        match self {
+            Had::Own(own) => *own == want,
+            Had::Group(paths, next_hop) => {
+                same_but_next_hop(paths, want) && want.iter().all(|w| w.next_hop == *next_hop)
+            }
+        }
+    }
+
+    fn paths(&self) -> Paths {
+        match self {
+            Had::Own(own) => own.iter().cloned().collect(),
+            Had::Group(paths, next_hop) => paths
+                .iter()
+                .map(|a| Advertised {
+                    next_hop: *next_hop,
+                    ..a.clone()
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The same paths but for their next hops (a member's and its group's).
+fn same_but_next_hop(a: &[Advertised], b: &[Advertised]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.id == y.id && x.attrs == y.attrs)
+}
+
+/// Session `s` leaves its update group: what it advertises becomes its own Adj-RIB-Out.
+fn leave_group(s: &mut Session, groups: &[OutGroup]) {
+    let Some(g) = s.adj_out.group else { return };
+    let mut prefixes: Vec<Ipv4Net> = groups[g].out.prefixes().chain(s.adj_out.prefixes()).copied().collect();
+    prefixes.sort_by_key(|p| NetOrd(*p));
+    prefixes.dedup();
+    let advertised = prefixes
+        .into_iter()
+        .map(|p| (p, Had::of(s, groups, &p).paths()))
+        .collect();
+    s.adj_out.leave_group(advertised);
+}
+
 /// Bring every established session's Adj-RIB-Out up to date. What a session advertises for a
 /// prefix follows from the prefix's paths in the speaker's table, the session's own facts
 /// (`ExportKey`), its device's configuration and, on EOS, whether the prefix's route in the
@@ -148,8 +255,21 @@ impl Outgoing {
 /// (`Bgp::rederive`, from each sync); otherwise only the prefixes whose paths changed since
 /// the last export (`Speaker::dirty`) or whose EOS activity did. The others would come out as they are, so the
 /// UPDATEs are the same, in the same order, as re-deriving every prefix of every session.
+/// Update groups (`OutGroup`) change what is kept, not what is sent: each member's UPDATEs are
+/// the difference between what it advertised and what it should, as without them.
 pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before], now: u64, out: &mut Out) {
     let rederive = std::mem::take(&mut bgp.rederive);
+    bgp.groups.resize_with(net.devices.len(), Vec::new);
+    // A re-derived device's sessions leave their groups, which are made again: their facts
+    // may have changed with the configuration.
+    if rederive.iter().any(|d| !bgp.groups[d.idx()].is_empty()) {
+        for s in bgp.sessions.iter_mut().filter(|s| rederive.contains(&s.device)) {
+            leave_group(s, &bgp.groups[s.device.idx()]);
+        }
+        for d in &rederive {
+            bgp.groups[d.idx()].clear();
+        }
+    }
     let devices: Vec<_> = bgp.speakers.keys().collect();
     for dev in devices {
         let Some(sp) = bgp.speakers.get_mut(&dev) else { continue };
@@ -179,17 +299,134 @@ pub(super) fn export(bgp: &mut Bgp, net: &Network, st: &State, before: &[Before]
             },
             made: Outgoing::default(),
         };
-        for sid in sessions {
-            let s = &bgp.sessions[sid.idx()];
-            if s.state != BgpState::Established {
-                continue;
-            }
-            let key = ExportKey::of(s);
-            let only = (!rederive.contains(&dev) && s.exported_as == Some(key)).then_some(&changed[..]);
-            export_session(bgp, net, &mut per_device, now, sid, only, out);
-            bgp.sessions[sid.idx()].exported_as = Some(key);
+        let mut groups = std::mem::take(&mut bgp.groups[dev.idx()]);
+        let plan = plan_groups(bgp, &mut groups, &sessions, &rederive, dev);
+        let derived: Vec<Option<Vec<(Ipv4Net, Paths)>>> = groups
+            .iter()
+            .enumerate()
+            .map(|(g, group)| {
+                let who = plan.iter().find(|m| m.group == Some(g))?;
+                let full = !plan.iter().any(|m| m.group == Some(g) && m.only);
+                let list = if full {
+                    every(&table, &group.out)
+                } else {
+                    changed.clone()
+                };
+                let cx = Advertise {
+                    sessions: &bgp.sessions,
+                    dev: net.device(dev),
+                    sp: bgp.speakers.get(&dev)?,
+                    sid: who.sid,
+                    exclude: None,
+                };
+                Some(
+                    list.into_iter()
+                        .map(|(p, entries)| (p, cx.paths(p, entries, &mut per_device, &mut bgp.attrs)))
+                        .collect(),
+                )
+            })
+            .collect();
+        for m in &plan {
+            let only = m.only.then_some(&changed[..]);
+            let member = m.group.map(|g| Member {
+                index: g,
+                group: &groups[g],
+                derived: derived[g].as_deref().unwrap_or_default(),
+                next: 0,
+            });
+            export_session(bgp, net, &mut per_device, now, m.sid, only, &groups, member, out);
+            bgp.sessions[m.sid.idx()].exported_as = Some(m.key);
         }
+        for (group, derived) in groups.iter_mut().zip(derived) {
+            for (p, paths) in derived.unwrap_or_default() {
+                group.out.set(p, paths);
+            }
+        }
+        // A group no session is in keeps nothing: whoever joins it next derives it whole.
+        for (g, group) in groups.iter_mut().enumerate() {
+            if !sessions
+                .iter()
+                .any(|sid| bgp.sessions[sid.idx()].adj_out.group == Some(g))
+            {
+                group.out.clear();
+            }
+        }
+        bgp.groups[dev.idx()] = groups;
     }
+}
+
+/// One established session's part in its device's export.
+struct Planned {
+    sid: SessionId,
+    key: ExportKey,
+    /// Only the changed prefixes (else every one).
+    only: bool,
+    /// The update group it is in or joins (an index into the device's groups).
+    group: Option<usize>,
+}
+
+/// The device's established sessions, in order, each with what its export re-derives and the
+/// update group it ends in. A session whose facts changed leaves its group first (what it
+/// advertised is known only with the group as it stands); a session re-derived whole joins
+/// the group of its facts, made if there is none — when another established session shares
+/// them. Alone, a group would hold what the session's peer sent it besides what it
+/// advertises (a Calico node's export takes every pool route, the leaf sent it those) and the
+/// session would keep each of them as its own difference, withheld: twice the slots of
+/// keeping what it advertises. (bgpd sends a one-peer subgroup nothing of its peer's own,
+/// `subgroup_announce_check`'s `onlypeer`.)
+fn plan_groups(
+    bgp: &mut Bgp,
+    groups: &mut Vec<OutGroup>,
+    sessions: &[SessionId],
+    rederive: &BTreeSet<DeviceId>,
+    dev: DeviceId,
+) -> Vec<Planned> {
+    let sigs: Vec<Option<GroupSig>> = sessions
+        .iter()
+        .map(|sid| GroupSig::of(&bgp.sessions[sid.idx()]))
+        .collect();
+    let shared = |sig: &GroupSig| sigs.iter().flatten().filter(|s| *s == sig).nth(1).is_some();
+    let mut plan = Vec::with_capacity(sessions.len());
+    for (&sid, sig) in sessions.iter().zip(&sigs) {
+        let s = &mut bgp.sessions[sid.idx()];
+        if s.state != BgpState::Established {
+            // Down, it was cleared and left; otherwise what it advertised stays known.
+            leave_group(s, groups);
+            continue;
+        }
+        let key = ExportKey::of(s);
+        let only = !rederive.contains(&dev) && s.exported_as == Some(key);
+        let stays = s
+            .adj_out
+            .group
+            .is_some_and(|g| only && sig.as_ref() == Some(&groups[g].sig));
+        if s.adj_out.group.is_some() && !stays {
+            leave_group(s, groups);
+        }
+        let group = match sig {
+            _ if stays => s.adj_out.group,
+            Some(sig) if !only && shared(sig) => Some(groups.iter().position(|g| g.sig == *sig).unwrap_or_else(|| {
+                groups.push(OutGroup {
+                    sig: sig.clone(),
+                    out: AdjOut::default(),
+                });
+                groups.len() - 1
+            })),
+            _ => None,
+        };
+        plan.push(Planned { sid, key, only, group });
+    }
+    plan
+}
+
+/// Every prefix of the table, then those `out` advertises that the table no longer has.
+fn every<'t>(table: &'t Table, out: &AdjOut) -> Vec<Held<'t>> {
+    let mut all: Vec<Held> = table.iter().map(|(p, v)| (*p, Some(&v[..]))).collect();
+    all.extend(out.prefixes().map(|p| (*p, None)));
+    // Stable: of a prefix in both, the table's comes first and is kept.
+    all.sort_by_key(|(p, _)| NetOrd(*p));
+    all.dedup_by_key(|(p, _)| *p);
+    all
 }
 
 /// A prefix and its paths in the speaker's table (None: it has none).
@@ -246,7 +483,32 @@ impl ExportKey {
     }
 }
 
-/// Re-derive session `sid`'s advertisements: for every prefix, or `only` those.
+/// A session's update group in its export: the group as the last export left it and what
+/// this export derived for it (by prefix, in prefix order), read in prefix order from
+/// `next`.
+struct Member<'g> {
+    index: usize,
+    group: &'g OutGroup,
+    derived: &'g [(Ipv4Net, Paths)],
+    next: usize,
+}
+
+impl Member<'_> {
+    /// The group's paths for `prefix` after this export; the prefixes asked ascend.
+    fn paths(&mut self, prefix: Ipv4Net) -> &[Advertised] {
+        let rest = &self.derived[self.next..];
+        self.next += rest.partition_point(|(p, _)| NetOrd(*p) < NetOrd(prefix));
+        match self.derived.get(self.next) {
+            Some((p, paths)) if *p == prefix => paths,
+            _ => self.group.out.get(&prefix),
+        }
+    }
+}
+
+/// Re-derive session `sid`'s advertisements: for every prefix, or `only` those. In an update
+/// group (`member`) it keeps only where it differs from the group; one derived whole (`only`
+/// None) joins it.
+#[allow(clippy::too_many_arguments)]
 fn export_session(
     bgp: &mut Bgp,
     net: &Network,
@@ -254,6 +516,8 @@ fn export_session(
     now: u64,
     sid: SessionId,
     only: Option<&[Held]>,
+    groups: &[OutGroup],
+    mut member: Option<Member>,
     out: &mut Out,
 ) {
     let s = &bgp.sessions[sid.idx()];
@@ -264,59 +528,66 @@ fn export_session(
         (_, None) => return,
     };
     let Some(sp) = bgp.speakers.get(&s.device) else { return };
-    let every: Vec<Held>;
+    let every_prefix: Vec<Held>;
     let prefixes = match only {
         Some(only) => only,
         None => {
-            // The table's prefixes, then those advertised that it no longer has.
-            let mut all: Vec<Held> = per_device.table.iter().map(|(p, v)| (*p, Some(&v[..]))).collect();
-            all.extend(s.adj_out.prefixes().map(|p| (*p, None)));
-            // Stable: of a prefix in both, the table's comes first and is kept.
-            all.sort_by_key(|(p, _)| NetOrd(*p));
-            all.dedup_by_key(|(p, _)| *p);
-            every = all;
-            &every[..]
+            every_prefix = every(per_device.table, &s.adj_out);
+            &every_prefix[..]
         }
     };
     // Sized up front: a session's first export changes every prefix (grown one push at a
     // time, its reallocations were a hundredth of an eBGP fabric's run).
-    let mut updates: Vec<(Ipv4Net, Paths)> = Vec::with_capacity(prefixes.len());
+    let mut updates: Vec<(Ipv4Net, Paths, Paths)> = Vec::with_capacity(prefixes.len());
+    // In an update group: what the session keeps of its own, where that changes.
+    let mut kept: Vec<Kept> = Vec::new();
+    let joins = member.is_some() && only.is_none();
     let cx = Advertise {
         sessions: &bgp.sessions,
         dev: net.device(sp.device),
         sp,
         sid,
+        exclude: Some(sid),
     };
+    let own = &bgp.sessions[sid.idx()];
     for &(prefix, entries) in prefixes {
         let want = cx.paths(prefix, entries, per_device, &mut bgp.attrs);
-        // The sets are the attribute table's, as the Adj-RIB-Out's are: equal is the same.
-        if bgp.sessions[sid.idx()].adj_out.get(&prefix) == &want[..] {
-            continue;
+        let had = Had::of(own, groups, &prefix);
+        let changed = !had.is(&want);
+        if let Some(m) = &mut member {
+            // Kept where it changed, and where the group's change makes it differ from the
+            // group or no longer differ (its own path appearing: the group advertises it,
+            // the session does not).
+            let same = same_but_next_hop(&want, m.paths(prefix));
+            let differed = !joins && matches!(had, Had::Own(_));
+            if joins || changed || same == differed {
+                let before = match had {
+                    Had::Own(p) | Had::Group(p, _) => p.len(),
+                };
+                kept.push(Kept {
+                    prefix,
+                    paths: want.clone(),
+                    before,
+                    same,
+                });
+            }
         }
-        updates.push((prefix, want));
+        if changed {
+            updates.push((prefix, had.paths(), want));
+        }
     }
-    if updates.is_empty() {
-        return;
-    }
-    if bgp.wire.is_some() || peer.is_none() {
+    if !updates.is_empty() && (bgp.wire.is_some() || peer.is_none()) {
         let msg = update_message(&bgp.sessions[sid.idx()], &updates);
         if peer.is_none() {
             bgp.live_out.push(msg.clone());
         }
         log_wire(bgp, now, sid, BgpWire::Send(msg));
     }
-    // A session's first advertisements are all new slots (later ones mostly replace theirs).
-    let adj_out = &mut bgp.sessions[sid.idx()].adj_out;
-    if adj_out.paths() == 0 {
-        adj_out.reserve(updates.len());
-    }
-    let Some(peer) = peer else {
-        let s = &mut bgp.sessions[sid.idx()];
-        for (prefix, want) in updates {
-            s.adj_out.set(prefix, want);
-        }
+    keep_advertised(&mut bgp.sessions[sid.idx()], member.as_ref(), joins, &updates, kept);
+    if updates.is_empty() {
         return;
-    };
+    }
+    let Some(peer) = peer else { return };
     // What a session sends at one instant leaves together (one burst of UPDATE messages) and
     // arrives after the sender's message delay, never before what it sent earlier.
     let flavor = bgp.sessions[sid.idx()].flavor;
@@ -325,11 +596,7 @@ fn export_session(
     let s = &mut bgp.sessions[sid.idx()];
     let at = (now + delay).max(s.last_arrival);
     s.last_arrival = at;
-    let mut burst = VecDeque::with_capacity(updates.len());
-    for (prefix, want) in updates {
-        s.adj_out.set(prefix, want.clone());
-        burst.push_back((prefix, want));
-    }
+    let burst: VecDeque<(Ipv4Net, Paths)> = updates.into_iter().map(|(p, _, want)| (p, want)).collect();
     out.push((
         at,
         Event::Update {
@@ -340,14 +607,57 @@ fn export_session(
     ));
 }
 
-/// The UPDATE that takes session `s` from what it advertised to `updates`: with ADD-PATH the
-/// path ids no longer sent are withdrawn and new or changed paths announced (RFC 7911 §3: a
-/// path id is replaced by announcing it again); without, one path per prefix or a withdrawal.
-fn update_message(s: &Session, updates: &[(Ipv4Net, Paths)]) -> BgpMessage {
+/// A prefix a group member keeps: what it advertises, how many paths it advertised before,
+/// and whether that is the group's (then nothing is kept of its own).
+struct Kept {
+    prefix: Ipv4Net,
+    paths: Paths,
+    before: usize,
+    same: bool,
+}
+
+/// Keep what session `s` now advertises: `updates` (prefix, before, now) in its own
+/// Adj-RIB-Out, or as a member of an update group `kept`, where it differs from the group. A
+/// session that `joins` its group (`kept`: every prefix) keeps from then on only those
+/// differences.
+fn keep_advertised(
+    s: &mut Session,
+    member: Option<&Member>,
+    joins: bool,
+    updates: &[(Ipv4Net, Paths, Paths)],
+    kept: Vec<Kept>,
+) {
+    match member {
+        Some(m) => {
+            if joins {
+                let own = s.local_address().unwrap_or(Ipv4Addr::UNSPECIFIED);
+                s.adj_out.join_group(m.index, own);
+            }
+            for k in kept {
+                let before = if joins { 0 } else { k.before };
+                s.adj_out.set_member(k.prefix, k.paths, before, k.same);
+            }
+        }
+        None => {
+            // A session's first advertisements are all new slots (later ones mostly replace theirs).
+            if s.adj_out.paths() == 0 {
+                s.adj_out.reserve(updates.len());
+            }
+            for (prefix, _, want) in updates {
+                s.adj_out.set(*prefix, want.clone());
+            }
+        }
+    }
+}
+
+/// The UPDATE that takes session `s` from what it advertised to what it should, per prefix
+/// (prefix, before, now): with ADD-PATH the path ids no longer sent are withdrawn and new or
+/// changed paths announced (RFC 7911 §3: a path id is replaced by announcing it again);
+/// without, one path per prefix or a withdrawal.
+fn update_message(s: &Session, updates: &[(Ipv4Net, Paths, Paths)]) -> BgpMessage {
     let mut withdrawn = Vec::new();
     let mut announced = Vec::new();
-    for (prefix, want) in updates {
-        let had = s.adj_out.get(prefix);
+    for (prefix, had, want) in updates {
         for h in had {
             if !want.iter().any(|w| w.id == h.id) {
                 withdrawn.push((*prefix, h.id));
@@ -366,12 +676,15 @@ fn update_message(s: &Session, updates: &[(Ipv4Net, Paths)]) -> BgpMessage {
     }
 }
 
-/// What an export reads to say what session `sid` of speaker `sp` advertises.
+/// What an export reads to say what session `sid` of speaker `sp` advertises. `exclude`: the
+/// session whose own paths are not sent back to it — `sid` itself, or none for what its
+/// update group advertises.
 struct Advertise<'a> {
     sessions: &'a [Session],
     dev: &'a Device,
     sp: &'a Speaker,
     sid: SessionId,
+    exclude: Option<SessionId>,
 }
 
 impl Advertise<'_> {
@@ -408,7 +721,7 @@ impl Advertise<'_> {
         let mut out = Paths::new();
         for e in chosen {
             if let Origin::Peer(from, _) = e.origin {
-                if from == sid {
+                if Some(from) == self.exclude {
                     continue;
                 }
                 let from_s = &self.sessions[from.idx()];
@@ -509,5 +822,100 @@ fn next_hop_out(s: &Session, e: &Entry, src: Ipv4Addr) -> Ipv4Addr {
     match e.next_hop {
         Some(nh) if keep => nh,
         _ => src,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{converge, Engine};
+    use crate::gen::{LeafSpine, Underlay};
+    use crate::input::topology::parse_topology;
+
+    /// For every established session: what it advertises, read through its update group,
+    /// against what it should advertise derived from scratch; and how many sessions are in a
+    /// group, how many slots they keep of their own and how many paths they advertise.
+    fn check_every_session(e: &mut Engine) -> (usize, usize, usize) {
+        let (net, st, bgp) = (&e.net, &e.state, &mut e.bgp);
+        let (mut members, mut own_slots, mut advertised) = (0, 0, 0);
+        for dev in bgp.speakers.keys().collect::<Vec<_>>() {
+            let sp = bgp.speakers.get(&dev).expect("speaker").clone();
+            let groups = bgp.groups.get(dev.idx()).cloned().unwrap_or_default();
+            let mut per_device = DeviceExport {
+                table: &sp.table,
+                activity: Activity {
+                    fib: &st.devices[dev.idx()].fib,
+                    known: FxHashMap::default(),
+                },
+                made: Outgoing::default(),
+            };
+            for &sid in &sp.sessions {
+                let s = &bgp.sessions[sid.idx()];
+                if s.state != BgpState::Established {
+                    continue;
+                }
+                if s.adj_out.group.is_some() {
+                    members += 1;
+                    own_slots += s.adj_out.prefixes().count();
+                    advertised += s.adj_out.paths() as usize;
+                }
+                let cx = Advertise {
+                    sessions: &bgp.sessions,
+                    dev: net.device(dev),
+                    sp: &sp,
+                    sid,
+                    exclude: Some(sid),
+                };
+                let mut paths = 0;
+                for (prefix, entries) in every(&sp.table, &s.adj_out) {
+                    let want = cx.paths(prefix, entries, &mut per_device, &mut bgp.attrs);
+                    let had = Had::of(s, &groups, &prefix).paths();
+                    assert_eq!(
+                        had,
+                        want,
+                        "{} session to {} for {prefix}",
+                        net.device(dev).name,
+                        s.neighbor
+                    );
+                    paths += want.len();
+                }
+                assert_eq!(
+                    s.adj_out.paths() as usize,
+                    paths,
+                    "{} to {}",
+                    net.device(dev).name,
+                    s.neighbor
+                );
+            }
+        }
+        (members, own_slots, advertised)
+    }
+
+    #[test]
+    fn a_group_member_advertises_what_it_would_alone_through_failures_and_repairs() {
+        let text = LeafSpine {
+            underlay: Underlay::Ebgp,
+            pods_per_node: 1,
+            ..LeafSpine::new(2, 4, 2)
+        }
+        .generate();
+        let loaded = parse_topology(&text, "fabric.yaml").expect("generated topology");
+        let (mut e, c) = converge(loaded.net);
+        assert!(c.quiet);
+        // Each leaf's spine and node sessions form one group (eBGP, its AS, no policy), as do
+        // each spine's leaf sessions; each member keeps only what came from its own peer.
+        let (members, own, advertised) = check_every_session(&mut e);
+        assert_eq!(members, 4 * 4 + 2 * 4, "every leaf and spine session is in a group");
+        assert!(
+            own * 3 < advertised,
+            "members keep {own} slots of their own for {advertised} paths"
+        );
+        let spine = e.net.device_by_name("spine-1").expect("spine-1");
+        let port = e.net.iface_by_name(spine, "Ethernet1").expect("Ethernet1");
+        for broken in [true, false] {
+            e.set_severed(&[port], broken);
+            assert!(e.run_until_quiet().quiet);
+            check_every_session(&mut e);
+        }
     }
 }

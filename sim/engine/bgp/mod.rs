@@ -124,6 +124,9 @@ pub(crate) struct Bgp {
     /// The devices whose sessions the next export re-derives whole (`export`). A session's own
     /// facts (a new connection, its address) are its `ExportKey`.
     rederive: BTreeSet<DeviceId>,
+    /// Each device's update groups (`export::OutGroup`), by device index; a session's
+    /// `AdjOut::group` is an index into its device's.
+    groups: Vec<Vec<export::OutGroup>>,
     /// Vectors kept between UPDATEs and decisions (`table::Scratch`).
     scratch: table::Scratch,
     /// Decisions kept (not made again) so far, for the tests that check them.
@@ -189,6 +192,7 @@ impl Default for Bgp {
             attrs: attrs::AttrTable::default(),
             derived_from: BTreeMap::new(),
             rederive: BTreeSet::new(),
+            groups: Vec::new(),
             scratch: table::Scratch::default(),
             #[cfg(test)]
             decisions_kept: 0,
