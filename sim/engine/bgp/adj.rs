@@ -107,7 +107,7 @@ impl AdjOut {
     /// What was advertised for `prefix` (empty: nothing). In an update group: where the
     /// session differs from the group (`exception`), else nothing.
     pub(crate) fn get(&self, prefix: &Ipv4Net) -> &[Advertised] {
-        self.slots.get(prefix).map_or(&[], Slot::as_slice)
+        self.exception(prefix).unwrap_or_default()
     }
 
     /// A group member's own paths for `prefix`, where they differ from the group's (an empty
