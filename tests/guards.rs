@@ -128,7 +128,20 @@ fn max_memory_on_the_command_line_is_a_finding() {
     let free = fabsim(&["run", "s.yaml"]);
     let limited = fabsim(&["run", "s.yaml", "--max-memory", "1"]);
     let budget = fabsim(&["run", "budget.yaml"]);
+    // A one-shot command over a run its bound stopped shows that moment, and says so.
+    let show = |file| fabsim(&["show", file, "leaf-1", "show ip bgp summary"]);
+    let (show_free, show_budget) = (show("s.yaml"), show("budget.yaml"));
     let _ = std::fs::remove_dir_all(&dir);
+    assert!(show_free.status.success() && show_budget.status.success());
+    assert_eq!(String::from_utf8_lossy(&show_free.stderr), "");
+    let show_budget = String::from_utf8_lossy(&show_budget.stderr).into_owned();
+    assert!(
+        show_budget.starts_with(
+            "fabsim: warning: step 'start' ended before the network settled; what follows shows the state where it stopped\n  \
+             FINDING event budget: the run used its 500 protocol events without settling"
+        ),
+        "{show_budget}"
+    );
     let budget = String::from_utf8_lossy(&budget.stdout).into_owned();
     assert!(
         budget.contains("FINDING event budget: the run used its 500 protocol events without settling"),

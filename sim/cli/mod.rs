@@ -499,12 +499,30 @@ fn lint_text(items: &[scenario::lint::LintItem], ignored: &[scenario::lint::Igno
     s
 }
 
-/// Open a file and replay it to the requested step; warnings go to stderr.
+/// Open a file and replay it to the requested step; warnings, and the steps that ended before
+/// the network settled, go to stderr.
 fn state_at(file: &std::path::Path, step: Option<&str>) -> Result<(Opened, Run), Failure> {
     let opened = scenario::open(file)?;
     let run = scenario::run_seeded(&opened, step, DEFAULT_SEED)?;
     print_warnings(&run);
+    print_unsettled(&run);
     Ok((opened, run))
+}
+
+/// A one-shot command shows the state where the replay stopped. When a step's run ended before
+/// the network settled (its event budget, the memory guard, an oscillation, the run's
+/// deadline), that state is a moment of a convergence, not its end — a half-built table read
+/// as converged is the surprise this prevents — so each such step is named, with its findings.
+fn print_unsettled(run: &Run) {
+    for s in std::iter::once(&run.start).chain(&run.steps).filter(|s| !s.quiet) {
+        eprintln!(
+            "fabsim: warning: step '{}' ended before the network settled; what follows shows the state where it stopped",
+            s.id
+        );
+        for f in &s.findings {
+            eprintln!("  FINDING {f}");
+        }
+    }
 }
 
 fn print_warnings(run: &Run) {

@@ -45,8 +45,10 @@ const FLAP_LIMIT: u32 = 20;
 /// Default event budget: the most protocol events one convergence run processes before it
 /// stops with a finding. Virtual time is bounded by `MAX_RUN_MS`, but events at one instant
 /// (a zero-delay chain between protocols) would not advance it; this bounds the wall time.
-/// The seed lab's largest run (cold start with Calico) takes about 10^5 events; a 16×256×16
-/// fabric a few million; 50 M is minutes of CPU, not hours.
+/// The seed lab's largest run (cold start with Calico) takes about 10^5 events; an OSPF
+/// 16×256×16 fabric a few million. An eBGP one of that size takes more than 50 M (each prefix
+/// of an UPDATE is an event): its scenario needs `limits: events` (BENCHMARKS.md). 50 M is
+/// minutes of CPU, not hours.
 pub const DEFAULT_EVENT_BUDGET: u64 = 50_000_000;
 /// What one forwarding route, one next hop held apart from its route and one BGP path cost at
 /// a run's peak: a least-squares fit of the peak RSS of seven generated fabrics, OSPF and eBGP
