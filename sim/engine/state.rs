@@ -247,17 +247,7 @@ impl Fib {
     /// Longest-prefix match; among equal prefixes the lowest metric wins (Linux semantics;
     /// EOS tables have one route per prefix).
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
-        for len in (0..=32u8).rev().filter(|l| self.lens[*l as usize] != 0) {
-            let Ok(net) = Ipv4Net::new(dst, len) else { continue };
-            let net = net.trunc();
-            // The first key at or after (net, lowest metric): one descent of the tree, where
-            // `with_prefix`'s bounded range makes two.
-            match self.routes.range(key(net, 0)..).next() {
-                Some(((p, _), r)) if p.0 == net => return Some(r),
-                _ => {}
-            }
-        }
-        None
+        self.longest_match(dst, |_| true)
     }
 
     /// `lookup` in the table without BGP's routes, as BGP's next-hop resolution and its
@@ -265,14 +255,22 @@ impl Fib {
     /// recomputes (`fib_update`) holds them only under keys no other route holds, so leaving
     /// them out is the table made without them; elsewhere they are not in the table then.
     pub(crate) fn lookup_without_bgp(&self, dst: Ipv4Addr) -> Option<&Route> {
+        self.longest_match(dst, |r| !r.proto.is_bgp())
+    }
+
+    /// The longest-prefix match among the routes `usable` accepts, the lowest metric first.
+    fn longest_match(&self, dst: Ipv4Addr, usable: impl Fn(&Route) -> bool) -> Option<&Route> {
         for len in (0..=32u8).rev().filter(|l| self.lens[*l as usize] != 0) {
             let Ok(net) = Ipv4Net::new(dst, len) else { continue };
             let net = net.trunc();
+            // The keys from (net, lowest metric) on: one descent of the tree, where a bounded
+            // range (`all_metrics`) makes two.
             let found = self
                 .routes
-                .range(all_metrics(net))
+                .range(key(net, 0)..)
+                .take_while(|((p, _), _)| p.0 == net)
                 .map(|(_, r)| r)
-                .find(|r| !r.proto.is_bgp());
+                .find(|r| usable(r));
             if found.is_some() {
                 return found;
             }
