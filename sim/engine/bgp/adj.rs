@@ -55,13 +55,10 @@ enum Slot {
 const _: () = assert!(std::mem::size_of::<Slot>() == 16);
 
 impl Slot {
-    fn of(mut paths: Paths) -> Slot {
-        match (paths.len(), paths.pop()) {
-            (1, Some(one)) => Slot::One(one),
-            (_, last) => {
-                paths.extend(last);
-                Slot::Many(Box::new(paths.into_boxed_slice()))
-            }
+    fn of(paths: Paths) -> Slot {
+        match paths.into_inner() {
+            Ok([one]) => Slot::One(one),
+            Err(paths) => Slot::Many(Box::new(paths.into_boxed_slice())),
         }
     }
 

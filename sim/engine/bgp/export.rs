@@ -237,12 +237,12 @@ fn same_but_next_hop(a: &[Advertised], b: &[Advertised]) -> bool {
 /// Session `s` leaves its update group: what it advertises becomes its own Adj-RIB-Out.
 fn leave_group(s: &mut Session, groups: &[OutGroup]) {
     let Some(g) = s.adj_out.group else { return };
-    let mut prefixes: Vec<Ipv4Net> = groups[g].out.prefixes().chain(s.adj_out.prefixes()).copied().collect();
-    prefixes.sort_by_key(|p| NetOrd(*p));
-    prefixes.dedup();
-    let advertised = prefixes
-        .into_iter()
-        .map(|p| (p, Had::of(s, groups, &p).paths()))
+    // A prefix both hold comes twice, to the same paths: the second sets its slot again.
+    let advertised = groups[g]
+        .out
+        .prefixes()
+        .chain(s.adj_out.prefixes())
+        .map(|p| (*p, Had::of(s, groups, p).paths()))
         .collect();
     s.adj_out.leave_group(advertised);
 }
