@@ -8,7 +8,9 @@
 //! every route on the way delivers `a` to the same device, every source's packet to `a` that
 //! reaches X is delivered there, whatever its hash: [`Fates`] computes that once per
 //! (device, [`Flow`]) and shares it between every source whose walks pass X (the sources behind
-//! one leaf all meet at it; every leaf's packets to `a` meet at the spines). The matrix then
+//! one leaf all meet at it; every leaf's packets to `a` meet at the spines), and likewise once
+//! per set of several next devices (every leaf of a fabric sends `a` over the same spines, so
+//! that their fates are combined once, not once per leaf). The matrix then
 //! needs, per pair, only the source's own first decision and the answerer's (the two ends,
 //! where the source address is chosen), and walks with the pair's real hash only what is not
 //! proven this way: branches that disagree, and every failure (whose hops the report explains).
@@ -68,7 +70,7 @@
 //! or tunnels) and circle until its TTL ran out.
 
 use std::net::Ipv4Addr;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use fnv::FnvHashMap;
 use ipnet::Ipv4Net;
@@ -177,8 +179,9 @@ struct Sending<'a> {
 #[derive(Clone, Copy)]
 enum Next {
     /// `Fates::hops[start..start + len]`, the same for every destination: every next hop has
-    /// a gateway to ARP for, or the route is a host route.
-    Fixed { start: u32, len: u32 },
+    /// a gateway to ARP for, or the route is a host route. `set` names the devices (in
+    /// `Decisions::hop_sets`) where there are several, else it is `ONE_HOP`.
+    Fixed { start: u32, len: u32, set: u32 },
     /// The walk would not follow the route for any destination (`next_devices` fails).
     Fails,
     /// A connected next hop: the device ARPs for the destination itself.
@@ -212,6 +215,7 @@ impl<'a> Sending<'a> {
                     Next::Fixed {
                         start,
                         len: next.len() as u32,
+                        set: ONE_HOP,
                     }
                 } else {
                     Next::Fails
@@ -381,7 +385,13 @@ impl<'a> Table<'a> {
                 entry = match last {
                     Some((k, e)) if k == key => e,
                     _ => *index.entry(key).or_insert_with(|| {
-                        routes.push(Sending::new(net, st, dev, route, &d.rules, targets, Some(&mut hops)));
+                        let mut sending = Sending::new(net, st, dev, route, &d.rules, targets, Some(&mut hops));
+                        if let Next::Fixed { start, len, set } = &mut sending.next {
+                            if *len > 1 {
+                                *set = d.hop_set(&hops[*start as usize..(*start + *len) as usize]);
+                            }
+                        }
+                        routes.push(sending);
                         counts.push(0);
                         (routes.len() - 1) as u16
                     }),
@@ -423,6 +433,10 @@ pub struct Decisions<'a> {
     excluded: Vec<u64>,
     /// Per device, once it decided for a target: its table.
     tables: Vec<OnceLock<Table<'a>>>,
+    /// The sets of several next devices the tables' routes lead to, each numbered once: every
+    /// leaf of a fabric sends a remote rack's targets to the same spines, and what they all
+    /// do with a flow is proven once for the set (`Fates::all_deliver_set`), not per leaf.
+    hop_sets: Mutex<FnvHashMap<Box<[DeviceId]>, u32>>,
     /// Per device, whether the walk forwards through it: not an external network's
     /// responders, not a Linux host without `ip_forward`.
     forwarding: Vec<bool>,
@@ -480,6 +494,7 @@ impl<'a> Decisions<'a> {
             sorted,
             excluded,
             tables: (0..net.devices.len()).map(|_| OnceLock::new()).collect(),
+            hop_sets: Mutex::default(),
             forwarding,
             delegating,
             ttl: net.devices.iter().map(|d| d.profile.ttl).collect(),
@@ -490,7 +505,19 @@ impl<'a> Decisions<'a> {
     fn table(&self, dev: DeviceId) -> &Table<'a> {
         self.tables[dev.idx()].get_or_init(|| Table::new(self, dev))
     }
+
+    /// The number of the set of next devices `hops`.
+    fn hop_set(&self, hops: &[DeviceId]) -> u32 {
+        // A worker that panicked while holding the lock left the map whole: an insertion is
+        // the only change.
+        let mut sets = self.hop_sets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let next = sets.len() as u32;
+        *sets.entry(hops.into()).or_insert(next)
+    }
 }
+
+/// `Next::Fixed`'s set of a route with one next device.
+const ONE_HOP: u32 = u32::MAX;
 
 /// The fates of packets arriving at devices, per (device, flow), for one state.
 pub struct Fates<'a, 'd> {
@@ -502,6 +529,9 @@ pub struct Fates<'a, 'd> {
     nat_index: FnvHashMap<(DeviceId, IfId), u16>,
     /// `rows[kind][device][target]`: fates of flows to targets, allocated per device reached.
     rows: Vec<Vec<Option<Box<[Fate]>>>>,
+    /// `set_rows[kind][set][target]`: what every device of a set of next devices
+    /// (`Next::Fixed`'s `set`) does with flows to targets, together (`all_deliver_set`).
+    set_rows: Vec<Vec<Option<Box<[Fate]>>>>,
     /// `plain[kind][device]`, found at the device's first question (`Fates::plain_next`).
     plain: Vec<Vec<Plain>>,
     /// Fates of flows to other addresses.
@@ -521,6 +551,7 @@ impl<'a, 'd> Fates<'a, 'd> {
             nats: Vec::new(),
             nat_index: FnvHashMap::default(),
             rows: Vec::new(),
+            set_rows: Vec::new(),
             plain: Vec::new(),
             others: FnvHashMap::default(),
             reply_kind: 0,
@@ -542,7 +573,8 @@ impl<'a, 'd> Fates<'a, 'd> {
                 target
             }
         };
-        let (owned, sending) = self.decide(from, dst, target);
+        let entry = self.entry(from, target);
+        let (owned, sending) = self.decide(from, dst, entry);
         // The source address the walk puts on the request (`probe_with`).
         let Some(
             sending @ Sending {
@@ -563,7 +595,7 @@ impl<'a, 'd> Fates<'a, 'd> {
             target,
             kind: self.kind(src_rules, Leg::Request),
         };
-        let Some((answerer, nat)) = self.sent_by(from, request, &sending) else {
+        let Some((answerer, nat)) = self.sent_by(from, request, &sending, entry) else {
             return false;
         };
         if answerer == from {
@@ -612,23 +644,23 @@ impl<'a, 'd> Fates<'a, 'd> {
         dev == from && u16::from(self.d.ttl[answerer.idx()]) > u16::from(before) + u16::from(forwards)
     }
 
-    /// `dev`'s table entry for target `t`; None where the table has no entries (`Table::new`).
-    fn entry(&self, dev: DeviceId, t: u32) -> Option<u16> {
-        self.d.table(dev).entries.get(t)
+    /// `dev`'s table entry for `target`; None where it is no target or the table has no
+    /// entries (`Table::new`). Read once per device a packet meets: `plain_next` and `decide`
+    /// both decide by it.
+    fn entry(&self, dev: DeviceId, target: Option<u32>) -> Option<u16> {
+        self.d.table(dev).entries.get(target?)
     }
 
     /// Whether `dev` owns `dst` (an interface that is up has it), and the route it sends a
-    /// packet to `dst` by (`target`: `dst`'s index when it is one).
-    fn decide(&self, dev: DeviceId, dst: Ipv4Addr, target: Option<u32>) -> (bool, Option<Sending<'a>>) {
+    /// packet to `dst` by (`entry`: `dev`'s entry for `dst`, when it is a target).
+    fn decide(&self, dev: DeviceId, dst: Ipv4Addr, entry: Option<u16>) -> (bool, Option<Sending<'a>>) {
         let (net, st): (&'a Network, &'a State) = (self.d.net, self.d.st);
-        if let Some(t) = target {
+        if let Some(entry) = entry {
             let table = self.d.table(dev);
-            if let Some(entry) = table.entries.get(t) {
-                return (
-                    entry & OWNED != 0,
-                    table.routes.get(usize::from(entry & !OWNED)).copied(),
-                );
-            }
+            return (
+                entry & OWNED != 0,
+                table.routes.get(usize::from(entry & !OWNED)).copied(),
+            );
         }
         let owned = local_iface(net, st, dev, dst).is_some();
         let route = st.devices[dev.idx()].fib.lookup(dst);
@@ -643,7 +675,9 @@ impl<'a, 'd> Fates<'a, 'd> {
     fn next_hops(&self, dev: DeviceId, sending: &Sending<'a>, dst: Ipv4Addr) -> Option<Hops<'d>> {
         let d: &'d Decisions<'a> = self.d;
         match sending.next {
-            Next::Fixed { start, len } => Some(Hops::Table(&d.table(dev).hops[start as usize..(start + len) as usize])),
+            Next::Fixed { start, len, .. } => {
+                Some(Hops::Table(&d.table(dev).hops[start as usize..(start + len) as usize]))
+            }
             Next::Fails => None,
             Next::PerDestination => {
                 let mut next = SmallVec::new();
@@ -660,6 +694,7 @@ impl<'a, 'd> Fates<'a, 'd> {
         self.kinds.iter().position(|k| *k == key).unwrap_or_else(|| {
             self.kinds.push(key);
             self.rows.push(vec![None; self.d.net.devices.len()]);
+            self.set_rows.push(Vec::new());
             self.plain.push(vec![Plain::Unknown; self.d.net.devices.len()]);
             self.kinds.len() - 1
         })
@@ -694,38 +729,57 @@ impl<'a, 'd> Fates<'a, 'd> {
     /// Where every branch delivers a packet of `flow` that `origin` sends with its own TTL
     /// (the sender does not decrement it), and the NAT point it was masqueraded at, if any.
     fn sent(&mut self, origin: DeviceId, flow: Flow) -> Option<(DeviceId, Option<usize>)> {
-        let sending = self.decide(origin, flow.dst, flow.target).1?;
-        self.sent_by(origin, flow, &sending)
+        let delivered = self.delivered(origin, flow);
+        self.within_ttl(origin, delivered)
     }
 
-    /// `sent`, by `sending`: `origin`'s route to the flow's destination.
-    fn sent_by(&mut self, origin: DeviceId, flow: Flow, sending: &Sending<'a>) -> Option<(DeviceId, Option<usize>)> {
-        let (to, forwards, nat) = self.delivered_by(origin, flow, sending)?;
+    /// `sent`, by `sending`: `origin`'s route to the flow's destination (its `entry`).
+    fn sent_by(
+        &mut self,
+        origin: DeviceId,
+        flow: Flow,
+        sending: &Sending<'a>,
+        entry: Option<u16>,
+    ) -> Option<(DeviceId, Option<usize>)> {
+        let delivered = self.delivered_by(origin, flow, sending, entry);
+        self.within_ttl(origin, delivered)
+    }
+
+    /// Where a packet `origin` sends is `delivered`, when its TTL lasts the forwarding
+    /// decisions on the way.
+    fn within_ttl(
+        &self,
+        origin: DeviceId,
+        delivered: Option<(DeviceId, u8, Option<usize>)>,
+    ) -> Option<(DeviceId, Option<usize>)> {
+        let (to, forwards, nat) = delivered?;
         (self.d.ttl[origin.idx()] > forwards).then_some((to, nat))
     }
 
     /// Where every branch delivers a packet of `flow` that `origin` sends, after how many
     /// forwarding decisions at most (the TTL it needs is more), and its NAT point.
     fn delivered(&mut self, origin: DeviceId, flow: Flow) -> Option<(DeviceId, u8, Option<usize>)> {
-        let sending = self.decide(origin, flow.dst, flow.target).1?;
-        self.delivered_by(origin, flow, &sending)
+        let entry = self.entry(origin, flow.target);
+        let sending = self.decide(origin, flow.dst, entry).1?;
+        self.delivered_by(origin, flow, &sending, entry)
     }
 
-    /// `delivered`, by `sending`: `origin`'s route to the flow's destination.
+    /// `delivered`, by `sending`: `origin`'s route to the flow's destination (its `entry`).
     fn delivered_by(
         &mut self,
         origin: DeviceId,
         flow: Flow,
         sending: &Sending<'a>,
+        entry: Option<u16>,
     ) -> Option<(DeviceId, u8, Option<usize>)> {
-        let fate = if let Some(next) = self.plain_next(origin, flow) {
+        let fate = if let Some(next) = self.plain_next(origin, flow, entry) {
             self.arrive(next, flow, 0)
         } else {
             if self.masquerades(origin, flow) {
                 return None;
             }
             match self.next_hops(origin, sending, flow.dst) {
-                Some(next) => self.all_deliver(&next, flow, 0),
+                Some(next) => self.all_deliver_set(sending.next, &next, flow, 0),
                 None => Fate::Unproven,
             }
         };
@@ -760,6 +814,41 @@ impl<'a, 'd> Fates<'a, 'd> {
         all.unwrap_or(Fate::Unproven)
     }
 
+    /// `all_deliver` for the devices `next` leads to, computed once per set of several
+    /// devices and target (`Next::Fixed`'s `set`): the 256 leaves of a 16x256x16 fabric reach
+    /// a remote rack by the same 16 spines, and asked the 16 spines' memo each (the matrix's
+    /// memo was mostly that). A set being computed that a branch comes back to is a loop, as
+    /// a device is (`arrive`); a set's fate does not depend on the device that sends to it,
+    /// as a device's does not depend on its neighbour.
+    fn all_deliver_set(&mut self, next: Next, hops: &Hops<'_>, flow: Flow, depth: u8) -> Fate {
+        let (Next::Fixed { set, .. }, Some(t)) = (next, flow.target) else {
+            return self.all_deliver(hops, flow, depth);
+        };
+        if set == ONE_HOP {
+            return self.all_deliver(hops, flow, depth);
+        }
+        match *self.set_slot(set, flow.kind, t) {
+            Fate::Open => return Fate::Unproven,
+            Fate::Unknown => {}
+            known => return known,
+        }
+        *self.set_slot(set, flow.kind, t) = Fate::Open;
+        let fate = self.all_deliver(hops, flow, depth);
+        *self.set_slot(set, flow.kind, t) = fate;
+        fate
+    }
+
+    /// The memo slot of (set of next devices `set`, flows of `kind` to target `t`).
+    fn set_slot(&mut self, set: u32, kind: usize, t: u32) -> &mut Fate {
+        let targets = self.d.targets.len();
+        let sets = &mut self.set_rows[kind];
+        if sets.len() <= set as usize {
+            sets.resize(set as usize + 1, None);
+        }
+        let row = sets[set as usize].get_or_insert_with(|| vec![Fate::Unknown; targets].into());
+        &mut row[t as usize]
+    }
+
     /// The memo slot of (`dev`, `flow`).
     fn slot(&mut self, dev: DeviceId, flow: Flow) -> &mut Fate {
         match flow.target {
@@ -777,7 +866,7 @@ impl<'a, 'd> Fates<'a, 'd> {
         // A device that does not forward needs no memo (a pod's row would hold one entry, for
         // its own address): `transit` decides by the table alone.
         if !self.d.forwarding[dev.idx()] {
-            if let Some(entry) = flow.target.and_then(|t| self.entry(dev, t)) {
+            if let Some(entry) = self.entry(dev, flow.target) {
                 return if entry & OWNED != 0 {
                     Fate::Delivered {
                         dev,
@@ -818,10 +907,11 @@ impl<'a, 'd> Fates<'a, 'd> {
     /// leads to one device, that device, the flow the packet goes on as and where it was
     /// masqueraded (`transit`'s NAT point plus one, 0: not here).
     fn sole_next(&mut self, dev: DeviceId, flow: Flow) -> Option<Option<(DeviceId, Flow, u16)>> {
-        if let Some(one) = self.plain_next(dev, flow) {
+        let entry = self.entry(dev, flow.target);
+        if let Some(one) = self.plain_next(dev, flow, entry) {
             return Some(Some((one, flow, 0)));
         }
-        let (owned, sending) = self.decide(dev, flow.dst, flow.target);
+        let (owned, sending) = self.decide(dev, flow.dst, entry);
         if owned {
             return Some(None);
         }
@@ -835,9 +925,9 @@ impl<'a, 'd> Fates<'a, 'd> {
 
     /// The one device `dev` sends a packet of `flow` to, unchanged, when the flow's target takes
     /// `dev`'s plain entry ([`Plain`]): what `decide`, `next_hops` and `onward` would find,
-    /// without them. None otherwise: those decide.
-    fn plain_next(&mut self, dev: DeviceId, flow: Flow) -> Option<DeviceId> {
-        let t = flow.target?;
+    /// without them. None otherwise: those decide. `entry`: `dev`'s for the flow's target.
+    fn plain_next(&mut self, dev: DeviceId, flow: Flow, entry: Option<u16>) -> Option<DeviceId> {
+        let (t, taken) = (flow.target?, entry?);
         let plain = match self.plain[flow.kind][dev.idx()] {
             Plain::Unknown => {
                 let plain = self.find_plain(dev, flow.kind);
@@ -849,7 +939,7 @@ impl<'a, 'd> Fates<'a, 'd> {
         let Plain::Sends { entry, next, unless } = plain else {
             return None;
         };
-        let plain = self.entry(dev, t) == Some(entry) && (unless == 0 || self.d.excluded[t as usize] & unless != 0);
+        let plain = taken == entry && (unless == 0 || self.d.excluded[t as usize] & unless != 0);
         plain.then_some(next)
     }
 
@@ -861,7 +951,7 @@ impl<'a, 'd> Fates<'a, 'd> {
         let Some(entry) = table.entries.common() else {
             return Plain::None;
         };
-        let Some(Next::Fixed { start, len: 1 }) = table.routes.get(usize::from(entry)).map(|s| s.next) else {
+        let Some(Next::Fixed { start, len: 1, .. }) = table.routes.get(usize::from(entry)).map(|s| s.next) else {
             return Plain::None;
         };
         let Some(unless) = self.rewriting_rule(dev, kind) else {
@@ -877,7 +967,7 @@ impl<'a, 'd> Fates<'a, 'd> {
     /// A transit hop, in `Walk::walk`'s order: delivered if `dev` owns the address, else
     /// forwarded by its route (one more decision).
     fn transit(&mut self, dev: DeviceId, flow: Flow, depth: u8) -> Fate {
-        let (owned, sending) = self.decide(dev, flow.dst, flow.target);
+        let (owned, sending) = self.decide(dev, flow.dst, self.entry(dev, flow.target));
         if owned {
             return Fate::Delivered {
                 dev,
@@ -897,7 +987,7 @@ impl<'a, 'd> Fates<'a, 'd> {
         let Some((onward, here)) = self.onward(dev, flow, sending.route) else {
             return Fate::Unproven;
         };
-        forwarded(self.all_deliver(&next, onward, depth + 1), here)
+        forwarded(self.all_deliver_set(sending.next, &next, onward, depth + 1), here)
     }
 
     /// The flow a packet of `flow` leaves `dev` as by `route`, and where it was masqueraded
