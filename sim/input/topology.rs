@@ -934,8 +934,13 @@ impl<'a> Builder<'a> {
                 }
             }
         }
-        for (i, c) in claims.iter().enumerate() {
-            if let Some(prev) = claims[..i].iter().find(|p| self.overlaps(p, c)) {
+        // Only one device's interfaces can overlap: each claim is checked against the claims
+        // before it on its device (against every claim before it, this was quadratic in the
+        // fabric: 4% of converging a 16x256x16 one).
+        let mut on_device: Vec<Vec<&Claim>> = vec![Vec::new(); self.net.devices.len()];
+        for c in &claims {
+            let earlier = &mut on_device[self.net.iface(c.iface).device.idx()];
+            if let Some(prev) = earlier.iter().find(|p| self.overlaps(p, c)) {
                 let msg = format!(
                     "subnet {} of {} overlaps subnet {} of {} at {} (same device)",
                     c.net.trunc(),
@@ -946,6 +951,7 @@ impl<'a> Builder<'a> {
                 );
                 errors.push(Diagnostic::error(c.span.clone(), msg));
             }
+            earlier.push(c);
         }
         self.diags.extend(errors);
     }
