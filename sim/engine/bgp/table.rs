@@ -80,14 +80,57 @@ pub(crate) struct Entry {
     pub decided_by: Option<Step>,
 }
 
-/// A speaker's paths per prefix. Each prefix's paths are shared (`Arc`) with the snapshots the
-/// views hold (`TableSnapshot`): changing a prefix replaces its slice (and copies the chunk of
-/// the map that holds it, `PrefixMap`), so a snapshot keeps the table as it was, and a speaker
+/// A speaker's paths per prefix. Each prefix's paths are shared with the snapshots the views
+/// hold (`TableSnapshot`): changing a prefix replaces its paths (and copies the chunk of the
+/// map that holds it, `PrefixMap`), so a snapshot keeps the table as it was, and a speaker
 /// whose table did not change costs nothing.
-pub(crate) type Table = PrefixMap<Arc<[Entry]>>;
+pub(crate) type Table = PrefixMap<Paths>;
 
 // A table holds an entry per path: an eBGP fabric's nodes and leaves hold tens of millions.
 const _: () = assert!(std::mem::size_of::<Entry>() == 88);
+
+/// A prefix's paths in a table (never none). A node of an eBGP fabric holds one path for
+/// every prefix of the fabric, so a single path sits in the table's chunk itself: as a slice
+/// of its own it was an allocation of 112 bytes beside the chunk's 24-byte slot, made again at
+/// every path received. Several (a leaf's, from each spine) are shared (`Arc`): a copied chunk
+/// copies a pointer per prefix, not the paths.
+#[derive(Clone, Debug)]
+pub(crate) enum Paths {
+    One(Entry),
+    Several(Arc<[Entry]>),
+}
+
+// The enum's tag sits in a niche of the entry: a single path costs the chunk nothing more.
+const _: () = assert!(std::mem::size_of::<Paths>() == 88);
+
+impl std::ops::Deref for Paths {
+    type Target = [Entry];
+
+    fn deref(&self) -> &[Entry] {
+        match self {
+            Paths::One(e) => std::slice::from_ref(e),
+            Paths::Several(all) => all,
+        }
+    }
+}
+
+impl Paths {
+    /// `entries`, drained (at least one).
+    fn drained(entries: &mut Vec<Entry>) -> Paths {
+        match entries.pop() {
+            Some(e) if entries.is_empty() => Paths::One(e),
+            last => Paths::Several(entries.drain(..).chain(last).collect()),
+        }
+    }
+
+    /// The paths to change in place (copied first where a snapshot shares them).
+    fn make_mut(&mut self) -> &mut [Entry] {
+        match self {
+            Paths::One(e) => std::slice::from_mut(e),
+            Paths::Several(all) => Arc::make_mut(all),
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub(crate) struct Speaker {
@@ -204,8 +247,8 @@ impl Speaker {
                 self.table_mut().remove(&prefix);
             }
         } else {
-            let slice = entries.drain(..).collect();
-            self.table_mut().insert_at(place, prefix, slice);
+            let paths = Paths::drained(entries);
+            self.table_mut().insert_at(place, prefix, paths);
         }
     }
 
@@ -876,7 +919,7 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
         for &(place, _, n) in &changes {
             let mut dec = dec.by_ref().take(n);
             if let Some(slot) = table.get_mut_at(place) {
-                for (e, d) in Arc::make_mut(slot).iter_mut().zip(&mut dec) {
+                for (e, d) in slot.make_mut().iter_mut().zip(&mut dec) {
                     d.write(e);
                 }
             }
