@@ -956,15 +956,15 @@ impl<'a> Builder<'a> {
         self.diags.extend(errors);
     }
 
-    /// Two interfaces of one device in overlapping subnets (duplicates are reported apart). A
-    /// Linux host may hold a /32 inside another interface's subnet — the kernel makes no subnet
-    /// route for a /32 (flannel's `flannel.1` holds the network address of the `cni0` subnet).
+    /// Two interfaces of one device (the caller pairs only claims of one device) in overlapping
+    /// subnets (duplicates are reported apart). A Linux host may hold a /32 inside another
+    /// interface's subnet — the kernel makes no subnet route for a /32 (flannel's `flannel.1`
+    /// holds the network address of the `cni0` subnet).
     fn overlaps(&self, a: &Claim, b: &Claim) -> bool {
-        let (ia, ib) = (self.net.iface(a.iface), self.net.iface(b.iface));
-        let linux_host_route = self.net.device(ia.device).kind != DeviceKind::Eos
-            && (a.net.prefix_len() == 32 || b.net.prefix_len() == 32);
-        ia.device == ib.device
-            && a.iface != b.iface
+        let device = self.net.iface(a.iface).device;
+        let linux_host_route =
+            self.net.device(device).kind != DeviceKind::Eos && (a.net.prefix_len() == 32 || b.net.prefix_len() == 32);
+        a.iface != b.iface
             && a.net.addr() != b.net.addr()
             && !linux_host_route
             && (a.net.contains(&b.net.network()) || b.net.contains(&a.net.network()))
