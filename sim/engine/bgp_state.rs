@@ -94,7 +94,7 @@ pub struct Advertised {
 }
 
 /// Where a table route goes once resolved.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum TableDest {
     /// Through a gateway on an interface (a BGP next hop resolved recursively shows the
     /// resolved gateway).
@@ -112,7 +112,7 @@ pub enum TableDest {
 
 /// The IGP metric to a BGP next hop, as BIRD shows it after the preference: `(100/0)`,
 /// `(100/20)`, `(100/?)`, `(100/-)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum NhMetric {
     Known(u32),
     /// Resolved through a gateway route that carries no IGP metric (kernel/static).

@@ -63,7 +63,7 @@ impl Proto {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct NextHop {
     /// Gateway; `None` for an on-link (connected) route.
     pub via: Option<Ipv4Addr>,

@@ -20,7 +20,7 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use super::table::{Entry, LocalDest, Origin, Table};
+use super::table::{Entry, LocalDest, Origin, Resolutions, Table};
 use crate::engine::bgp_state::{NhMetric, TableDest};
 use crate::engine::state::NextHop;
 
@@ -40,12 +40,12 @@ pub(crate) enum Cover {
 /// What the best route of a prefix of BIRD's table lends (None: no route there — BIRD's table
 /// keeps only routes its import filter accepted). `recursive(origin)` says whether a received
 /// route came over a `gateway recursive` session.
-pub(crate) fn cover(entries: &[Entry], recursive: impl Fn(&Origin) -> bool) -> Option<Cover> {
+pub(crate) fn cover(entries: &[Entry], res: &Resolutions, recursive: impl Fn(&Origin) -> bool) -> Option<Cover> {
     let best = best_by_preference(entries)?;
     Some(match &best.origin {
         Origin::Peer(..) if recursive(&best.origin) => Cover::Recursive,
-        Origin::Peer(..) => match &best.dest {
-            TableDest::Via(_) | TableDest::Multipath(_) => Cover::Gateway(best.dest.clone()),
+        Origin::Peer(..) => match &res.get(best.resolved).dest {
+            dest @ (TableDest::Via(_) | TableDest::Multipath(_)) => Cover::Gateway(dest.clone()),
             TableDest::Device(nh) => Cover::Device(nh.clone()),
             TableDest::Blackhole | TableDest::Unreachable => Cover::Unusable,
         },
@@ -61,9 +61,10 @@ pub(crate) fn cover(entries: &[Entry], recursive: impl Fn(&Origin) -> bool) -> O
 /// time: a node resolves one or two next hops, through a table of every prefix of the fabric.
 pub(crate) fn covering<'a>(
     table: &'a Table,
+    res: &'a Resolutions,
     recursive: impl Fn(&Origin) -> bool + 'a,
 ) -> impl Fn(&Ipv4Net) -> Option<Cover> + 'a {
-    move |prefix| table.get(prefix).and_then(|entries| cover(entries, &recursive))
+    move |prefix| table.get(prefix).and_then(|entries| cover(entries, res, &recursive))
 }
 
 /// `rte_better` across protocols: the highest preference wins; between routes of equal

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
+use fnv::FnvHashMap;
 use ipnet::Ipv4Net;
 use smallvec::smallvec;
 
@@ -72,12 +73,77 @@ pub(crate) struct Entry {
     pub since: u64,
     // Decision results.
     pub valid: bool,
-    pub dest: TableDest,
-    pub nh_metric: Option<NhMetric>,
-    pub igp_metric: u32,
+    /// Where the next hop resolves: an index into the speaker's [`Resolutions`].
+    pub resolved: u32,
     pub best: bool,
     pub ecmp: EcmpRole,
     pub decided_by: Option<Step>,
+}
+
+/// Where a path's next hop resolves, and at what IGP metric. A speaker's paths resolve through
+/// a handful of next hops (a node's leaf, a leaf's spines), so each distinct resolution is held
+/// once per speaker ([`Resolutions`]) and a path names it by index: inline it was 28 of an
+/// entry's 88 bytes, over the tens of millions of paths of an eBGP fabric.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Resolution {
+    pub dest: TableDest,
+    pub nh_metric: Option<NhMetric>,
+    /// What the decision compares (`NhMetric` made a number: unknown after every known one).
+    pub igp_metric: u32,
+}
+
+/// A path not decided yet: it resolves nowhere. Index 0 of every speaker's [`Resolutions`].
+const UNDECIDED: Resolution = Resolution {
+    dest: TableDest::Unreachable,
+    nh_metric: None,
+    igp_metric: 0,
+};
+
+/// A speaker's resolutions, by the index its paths hold. Only ever added to, so an index stays
+/// good for as long as a snapshot holds the table that names it; the list is shared with the
+/// snapshots (`TableSnapshot`), and copied only when a resolution is added while a view holds it.
+#[derive(Clone, Debug)]
+pub(crate) struct Resolutions {
+    list: Arc<Vec<Resolution>>,
+    ids: FnvHashMap<Resolution, u32>,
+    /// The index `id` gave last: a decision writes the same resolution for path after path
+    /// (every path of a node's table is through its leaf), and comparing it is cheaper than
+    /// hashing it.
+    last: u32,
+}
+
+impl Default for Resolutions {
+    fn default() -> Self {
+        Resolutions {
+            list: Arc::new(vec![UNDECIDED]),
+            ids: std::iter::once((UNDECIDED, 0)).collect(),
+            last: 0,
+        }
+    }
+}
+
+impl Resolutions {
+    pub(crate) fn get(&self, id: u32) -> &Resolution {
+        &self.list[id as usize]
+    }
+
+    /// The index of `r`, added if new.
+    fn id(&mut self, r: &Resolution) -> u32 {
+        if *self.get(self.last) == *r {
+            return self.last;
+        }
+        self.last = match self.ids.get(r) {
+            Some(id) => *id,
+            None => {
+                // Far fewer than 2^32: one per distinct (gateway, interface, metric) resolved.
+                let id = self.list.len() as u32;
+                Arc::make_mut(&mut self.list).push(r.clone());
+                self.ids.insert(r.clone(), id);
+                id
+            }
+        };
+        self.last
+    }
 }
 
 /// A speaker's paths per prefix. Each prefix's paths are shared with the snapshots the views
@@ -87,7 +153,7 @@ pub(crate) struct Entry {
 pub(crate) type Table = PrefixMap<Paths>;
 
 // A table holds an entry per path: an eBGP fabric's nodes and leaves hold tens of millions.
-const _: () = assert!(std::mem::size_of::<Entry>() == 88);
+const _: () = assert!(std::mem::size_of::<Entry>() == 64);
 
 /// A prefix's paths in a table (never none). A node of an eBGP fabric holds one path for
 /// every prefix of the fabric, so a single path sits in the table's chunk itself: as a slice
@@ -101,7 +167,7 @@ pub(crate) enum Paths {
 }
 
 // The enum's tag sits in a niche of the entry: a single path costs the chunk nothing more.
-const _: () = assert!(std::mem::size_of::<Paths>() == 88);
+const _: () = assert!(std::mem::size_of::<Paths>() == 64);
 
 impl std::ops::Deref for Paths {
     type Target = [Entry];
@@ -141,6 +207,8 @@ pub(crate) struct Speaker {
     pub sessions: Vec<SessionId>,
     /// Never holds an empty slice: a prefix without paths is removed.
     pub table: Arc<Table>,
+    /// Where the table's paths resolve (`Entry::resolved`).
+    pub resolutions: Resolutions,
     /// Entries in `table`, kept by every function that changes it: the engine's memory guard
     /// reads it every few hundred events, and summing the tables there was most of a large
     /// fabric's run time.
@@ -217,6 +285,7 @@ impl Speaker {
             router_id,
             sessions: Vec::new(),
             table: Arc::default(),
+            resolutions: Resolutions::default(),
             paths: 0,
             peers: Arc::new([]),
             dirty: Vec::new(),
@@ -288,6 +357,7 @@ impl Speaker {
     pub(crate) fn snapshot(&self) -> TableSnapshot {
         TableSnapshot {
             table: self.table.clone(),
+            resolutions: self.resolutions.list.clone(),
             peers: self.peers.clone(),
             paths: self.paths,
         }
@@ -299,6 +369,7 @@ impl Speaker {
 #[derive(Clone, Debug)]
 pub(crate) struct TableSnapshot {
     table: Arc<Table>,
+    resolutions: Arc<Vec<Resolution>>,
     peers: Arc<[(SessionId, PeerInfo)]>,
     paths: usize,
 }
@@ -353,6 +424,7 @@ impl TableSnapshot {
             // table holds the set as it arrived, the very one the sender's Adj-RIB-Out holds,
             // and the path is shown with the 100 attached: a copy per (receiver, path) made
             // on arrival was a sixth of an eBGP fabric's attribute sets and its time.
+            let resolved = &self.resolutions[e.resolved as usize];
             let attrs = if ebgp && e.attrs.local_pref.is_none() {
                 Arc::new(PathAttrs {
                     local_pref: Some(DEFAULT_LOCAL_PREF),
@@ -368,8 +440,8 @@ impl TableSnapshot {
                 path_id,
                 attrs: Some(attrs),
                 next_hop: e.next_hop,
-                dest: e.dest.clone(),
-                nh_metric: e.nh_metric,
+                dest: resolved.dest.clone(),
+                nh_metric: resolved.nh_metric,
                 preference: e.preference,
                 ebgp,
                 valid: e.valid && e.accepted,
@@ -570,9 +642,7 @@ fn new_entry(
         arrival,
         since: now,
         valid: false,
-        dest: TableDest::Unreachable,
-        nh_metric: None,
-        igp_metric: 0,
+        resolved: 0,
         best: false,
         ecmp: EcmpRole::None,
         decided_by: None,
@@ -830,6 +900,7 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
         dev,
         flavor,
         table: &sp.table,
+        resolutions: &sp.resolutions,
         sess: &sess,
         local: BTreeMap::new(),
         igp: BTreeMap::new(),
@@ -880,13 +951,13 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
                     kept += 1;
                 }
                 if !in_place {
-                    routes.extend(decided_route(&ctx, *prefix, entries, &sess));
+                    routes.extend(decided_route(&ctx, *prefix, entries, &sp.resolutions, &sess));
                 }
                 continue;
             }
         }
         routes.extend(decide_prefix(&ctx, &mut resolver, *prefix, entries, &mut work));
-        if entries.iter().zip(&work.dec).any(|(e, d)| !d.is(e)) {
+        if entries.iter().zip(&work.dec).any(|(e, d)| !d.is(e, &sp.resolutions)) {
             changes.push((place, *prefix, work.dec.len()));
             decided.extend_from_slice(&work.dec);
         }
@@ -913,14 +984,15 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
     });
     if !changes.is_empty() {
         sp.dirty.extend(changes.iter().map(|c| c.1));
-        let table = sp.table_mut();
+        let Speaker { table, resolutions, .. } = sp;
+        let table = Arc::make_mut(table);
         let mut dec = decided.drain(..);
         // The table has not changed since it was decided: each prefix is where it was.
         for &(place, _, n) in &changes {
             let mut dec = dec.by_ref().take(n);
             if let Some(slot) = table.get_mut_at(place) {
                 for (e, d) in slot.make_mut().iter_mut().zip(&mut dec) {
-                    d.write(e);
+                    d.write(e, resolutions);
                 }
             }
             // Whatever was not written (none: the prefix's entries are those decided) is
@@ -940,14 +1012,14 @@ fn decide_speaker(bgp: &mut Bgp, net: &Network, st: &State, dev: DeviceId, in_pl
 #[cfg(test)]
 fn check_kept<'e>(ctx: &Ctx, rv: &mut Resolver, prefix: Ipv4Net, entries: &'e [Entry], work: &mut Work<'e>) {
     let again = decide_prefix(ctx, rv, prefix, entries, work);
-    let stands = decided_route(ctx, prefix, entries, rv.sess);
+    let stands = decided_route(ctx, prefix, entries, rv.resolutions, rv.sess);
     assert_eq!(again, stands, "{prefix}: a decision kept differs from one made again");
     assert!(
         entries.iter().zip(&work.dec).all(|(e, d)| Decided {
             decided_by: e.decided_by,
             ..d.clone()
         }
-        .is(e)),
+        .is(e, rv.resolutions)),
         "{prefix}: a decision kept differs from one made again"
     );
 }
@@ -985,7 +1057,7 @@ fn decide_prefix<'e>(
     let Work { dec, idx, group, cands } = work;
     let flavor = ctx.flavor;
     dec.clear();
-    dec.extend(entries.iter().map(Decided::start));
+    dec.extend(entries.iter().map(|e| Decided::start(e, rv.resolutions)));
     for (e, d) in entries.iter().zip(dec.iter_mut()) {
         resolve_entry(rv, e, d);
     }
@@ -1021,7 +1093,7 @@ fn decide_prefix<'e>(
             dec[*i].ecmp = EcmpRole::Member;
         }
     }
-    let dests: Dests = group.iter().map(|i| &dec[*i].dest).collect();
+    let dests: Dests = group.iter().map(|i| &dec[*i].res.dest).collect();
     fib_route(ctx, prefix, &entries[best], &dests, rv.sess)
 }
 
@@ -1031,10 +1103,11 @@ type Dests<'a> = smallvec::SmallVec<[&'a TableDest; 4]>;
 
 /// The route of a prefix whose entries hold their decision: the best path, then the other
 /// members of its multipath group in entry order, as `decide_prefix` groups them.
-fn decided_route(ctx: &Ctx, prefix: Ipv4Net, entries: &[Entry], sess: &SessFacts) -> Option<Route> {
+fn decided_route(ctx: &Ctx, prefix: Ipv4Net, entries: &[Entry], res: &Resolutions, sess: &SessFacts) -> Option<Route> {
     let best = entries.iter().find(|e| e.best)?;
-    let dests: Dests = std::iter::once(&best.dest)
-        .chain(entries.iter().filter(|e| e.ecmp == EcmpRole::Member).map(|e| &e.dest))
+    let dest = |e: &Entry| &res.get(e.resolved).dest;
+    let dests: Dests = std::iter::once(dest(best))
+        .chain(entries.iter().filter(|e| e.ecmp == EcmpRole::Member).map(dest))
         .collect();
     fib_route(ctx, prefix, best, &dests, sess)
 }
@@ -1044,9 +1117,7 @@ fn decided_route(ctx: &Ctx, prefix: Ipv4Net, entries: &[Entry], sess: &SessFacts
 #[derive(Clone, Debug)]
 struct Decided {
     valid: bool,
-    dest: TableDest,
-    nh_metric: Option<NhMetric>,
-    igp_metric: u32,
+    res: Resolution,
     best: bool,
     ecmp: EcmpRole,
     decided_by: Option<Step>,
@@ -1055,12 +1126,13 @@ struct Decided {
 impl Decided {
     /// Before resolving: the selection as it stands (the incumbent counts in some ties) and the
     /// IGP metric, which a path without a next hop keeps.
-    fn start(e: &Entry) -> Self {
+    fn start(e: &Entry, res: &Resolutions) -> Self {
         Decided {
             valid: false,
-            dest: TableDest::Unreachable,
-            nh_metric: None,
-            igp_metric: e.igp_metric,
+            res: Resolution {
+                igp_metric: res.get(e.resolved).igp_metric,
+                ..UNDECIDED
+            },
             best: e.best,
             ecmp: e.ecmp,
             decided_by: e.decided_by,
@@ -1068,21 +1140,19 @@ impl Decided {
     }
 
     /// The entry already says this.
-    fn is(&self, e: &Entry) -> bool {
+    fn is(&self, e: &Entry, res: &Resolutions) -> bool {
         self.valid == e.valid
-            && self.dest == e.dest
-            && self.nh_metric == e.nh_metric
-            && self.igp_metric == e.igp_metric
+            && self.res == *res.get(e.resolved)
             && self.best == e.best
             && self.ecmp == e.ecmp
             && self.decided_by == e.decided_by
     }
 
-    fn write(self, e: &mut Entry) {
+    fn write(self, e: &mut Entry, res: &mut Resolutions) {
         e.valid = self.valid;
-        e.dest = self.dest;
-        e.nh_metric = self.nh_metric;
-        e.igp_metric = self.igp_metric;
+        if *res.get(e.resolved) != self.res {
+            e.resolved = res.id(&self.res);
+        }
         e.best = self.best;
         e.ecmp = self.ecmp;
         e.decided_by = self.decided_by;
@@ -1101,6 +1171,7 @@ struct Resolver<'a> {
     dev: DeviceId,
     flavor: BgpFlavor,
     table: &'a Table,
+    resolutions: &'a Resolutions,
     sess: &'a SessFacts,
     /// Next hops that are the device's own address.
     local: BTreeMap<Ipv4Addr, bool>,
@@ -1132,7 +1203,7 @@ impl Resolver<'_> {
             return r.clone();
         }
         let sess = self.sess;
-        let covers = super::hostentry::covering(self.table, |o| match o {
+        let covers = super::hostentry::covering(self.table, self.resolutions, |o| match o {
             Origin::Peer(s, _) => sess.get(s).is_none_or(|f| f.4),
             Origin::Local(_) => false,
         });
@@ -1146,9 +1217,9 @@ fn resolve_entry(rv: &mut Resolver, e: &Entry, d: &mut Decided) {
     match &e.origin {
         Origin::Local(l) => {
             d.valid = true;
-            d.nh_metric = None;
-            d.igp_metric = 0;
-            d.dest = match &l.dest {
+            d.res.nh_metric = None;
+            d.res.igp_metric = 0;
+            d.res.dest = match &l.dest {
                 LocalDest::Blackhole => TableDest::Blackhole,
                 LocalDest::Unreachable => TableDest::Unreachable,
                 LocalDest::Hop(nh) => TableDest::Via(nh.clone()),
@@ -1160,8 +1231,8 @@ fn resolve_entry(rv: &mut Resolver, e: &Entry, d: &mut Decided) {
             let recursive = rv.sess.get(s).is_none_or(|f| f.4);
             let Some(nh) = e.next_hop else {
                 d.valid = false;
-                d.dest = TableDest::Unreachable;
-                d.nh_metric = Some(NhMetric::Unresolvable);
+                d.res.dest = TableDest::Unreachable;
+                d.res.nh_metric = Some(NhMetric::Unresolvable);
                 return;
             };
             let (dest, metric) = if rv.flavor == BgpFlavor::Bird && recursive && !rv.is_local(nh) {
@@ -1172,13 +1243,13 @@ fn resolve_entry(rv: &mut Resolver, e: &Entry, d: &mut Decided) {
             // `gateway direct`: the next hop must be on a connected network.
             let direct_ok = recursive || matches!(metric, NhMetric::Known(0));
             d.valid = !matches!(dest, TableDest::Unreachable) && direct_ok;
-            d.igp_metric = match metric {
+            d.res.igp_metric = match metric {
                 NhMetric::Known(m) => m,
                 NhMetric::Unknown => METRIC_UNKNOWN,
                 NhMetric::Unresolvable => u32::MAX,
             };
-            d.dest = if d.valid { dest } else { TableDest::Unreachable };
-            d.nh_metric = Some(if d.valid { metric } else { NhMetric::Unresolvable });
+            d.res.dest = if d.valid { dest } else { TableDest::Unreachable };
+            d.res.nh_metric = Some(if d.valid { metric } else { NhMetric::Unresolvable });
         }
     }
 }
@@ -1200,7 +1271,7 @@ fn candidate<'a>(e: &'a Entry, d: &Decided, sess: &SessFacts) -> Candidate<'a> {
         local,
         ebgp,
         reachable: d.valid,
-        igp_metric: d.igp_metric,
+        igp_metric: d.res.igp_metric,
         router_id: rid,
         peer_addr: peer,
         peer_as,
