@@ -8,7 +8,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{fabric, fabric_id, fail_spine_leaf_link, load_and_converge, reach_all_pairs, FABRICS, LARGE};
+use common::{
+    fabric, fabric_id, fail_spine_leaf_link, large_ebgp_fits, load_and_converge, reach_all_pairs, FABRICS, LARGE,
+};
 use fabsim::gen::Underlay;
 use fabsim::scenario;
 
@@ -29,6 +31,7 @@ fn workloads() -> Vec<String> {
     for kind in ["converge", "reach_all_pairs", "step_delta"] {
         ids.push(format!("{kind}/{large}"));
     }
+    ids.push(format!("converge/{}", fabric_id(s, l, n, Underlay::Ebgp)));
     ids
 }
 
@@ -75,8 +78,14 @@ fn main() {
     // `cargo bench` passes `--bench`; anything else is a filter on the ids, as with criterion.
     let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
     let exe = std::env::current_exe().expect("own path");
+    let (s, l, n) = LARGE;
+    let large_ebgp = format!("converge/{}", fabric_id(s, l, n, Underlay::Ebgp));
     for id in workloads() {
         if !filters.is_empty() && !filters.iter().any(|f| id.contains(f.as_str())) {
+            continue;
+        }
+        if let (true, Err(why)) = (id == large_ebgp, large_ebgp_fits()) {
+            println!("{id:<32} {why}");
             continue;
         }
         let out = Command::new(&exe)
