@@ -5,7 +5,8 @@
 //! node) from topology
 //! text to converged FIBs on every device (`converge/…`), the all-pairs reachability matrix
 //! after convergence (`reach_all_pairs/…`) and a spine-leaf link failure re-converged
-//! (`step_delta/…`), the same three on the 16x256x16 fabric (`large`). Peak memory of the same
+//! (`step_delta/…`), the same three on the 16x256x16 fabric, and its eBGP convergence where the
+//! machine has the memory (`large`). Peak memory of the same
 //! workloads: `peak_memory.rs`. Results and the machine go in BENCHMARKS.md.
 //!
 //! What a workload returns (a converged engine, a replayed run) is dropped outside the

@@ -14,9 +14,9 @@ static ALLOCATOR: fabsim::alloc::MiMalloc = fabsim::alloc::MiMalloc;
 /// is [`LARGE`].
 pub const FABRICS: [(u32, u32, u32); 2] = [(2, 4, 2), (4, 32, 16)];
 
-/// The large fabric (4,096 nodes, 16.7 M ordered pairs), benchmarked with the OSPF
-/// underlay only: the eBGP one needs 14.8 GiB and 194 s, measured once (BENCHMARKS.md,
-/// "(tenth)"), and criterion's ten samples of it would take this machine's memory for an hour.
+/// The large fabric (4,096 nodes, 16.7 M ordered pairs): every workload with the OSPF
+/// underlay, and `converge` with the eBGP one where the machine has the memory for it
+/// ([`large_ebgp_fits`]: it peaks at 14.8 GiB and takes ~3 minutes, BENCHMARKS.md "(tenth)").
 pub const LARGE: (u32, u32, u32) = (16, 256, 16);
 
 /// A generated fabric's name in benchmark ids: `4x32x16`, `ebgp-4x32x16`.
