@@ -31,7 +31,8 @@ Addressing plan (fixed; s, l, n are 1-based):
   --calico mesh    Calico's node-to-node mesh; leaves do not peer with nodes (pod traffic
                    between racks needs an --encap: the fabric has no pod routes)
   --calico rr      each leaf is the route reflector of its rack's nodes over iBGP (nodes take
-                   the leaf's AS; --node-asn does not apply)
+                   the leaf's AS; --node-asn does not apply); with --underlay ebgp the leaf
+                   sends them its routes with `next-hop-self`
   cluster          kubeadm init on node-1-1, every other node joins; Calico from the catalogue
                    manifest; --pods-per-node bare pods NODE-pod-I (image alpine) per node";
 
@@ -307,6 +308,11 @@ impl LeafSpine {
                 let _ = writeln!(out, "         neighbor {node} remote-as {}", self.node_asn(l, n));
                 if self.calico == CalicoMode::Rr {
                     let _ = writeln!(out, "         neighbor {node} route-reflector-client");
+                    if self.underlay == Underlay::Ebgp {
+                        // iBGP keeps the spine's next hop, which the node reaches only through
+                        // a BGP route itself: BIRD 1.6 installs such routes unreachable.
+                        let _ = writeln!(out, "         neighbor {node} next-hop-self");
+                    }
                 }
             }
         }

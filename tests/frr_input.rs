@@ -10,7 +10,7 @@ use fabsim::diag::TextOrigin;
 use fabsim::engine::{converge, EcmpRole, Engine};
 use fabsim::input::frr::apply_frr;
 use fabsim::input::topology::{load_topology, parse_topology};
-use fabsim::model::bgp::Policy;
+use fabsim::model::bgp::{NextHopSelf, Policy};
 use fabsim::model::{Network, StaticRoute};
 
 const FABRIC: &str = "tests/data/frr/prepend.clab.yml";
@@ -227,7 +227,12 @@ exit
     assert_eq!(n.remote_as, Some(65001), "internal = the speaker's AS");
     assert_eq!(n.update_source.as_deref(), Some("eth1"));
     assert_eq!(n.multihop, Some(2));
-    assert!(n.shutdown && n.next_hop_self && n.route_reflector_client && n.add_path_tx && n.add_path_rx);
+    assert_eq!(
+        n.next_hop_self,
+        NextHopSelf::NotReflected,
+        "bgpd's plain form spares reflected paths"
+    );
+    assert!(n.shutdown && n.route_reflector_client && n.add_path_tx && n.add_path_rx);
     assert_eq!((n.timers.keepalive, n.timers.hold), (Some(1), Some(3)));
     assert_eq!(b.networks[0].to_string(), "10.9.0.0/16");
 }
@@ -260,4 +265,83 @@ fn bad_lines_are_errors_at_their_place() {
         let err = apply_frr(&mut net, id, text, &origin()).expect_err(text);
         assert_eq!(err.to_string(), want);
     }
+}
+
+/// A route reflector `r` on one LAN with its clients `a` and `b` and an eBGP neighbour `x`,
+/// `r` set `next-hop-self` towards its clients as `nhs` says (empty: not at all). Returns the
+/// next hop of `b`'s path to a's prefix (reflected) and to x's (learned over eBGP).
+fn reflected_next_hops(nhs: &str) -> (String, String) {
+    let host = |i: u8| {
+        format!(
+            "  {}:\n    kind: linux\n    interfaces: [eth0]\n    netplan: |\n      network:\n        version: 2\n        \
+             ethernets:\n          eth0:\n            addresses: [10.9.0.{i}/24]\n",
+            ["r", "a", "b", "x"][usize::from(i - 1)]
+        )
+    };
+    let yaml = format!(
+        "devices:\n{}{}{}{}segments:\n  lan: [r:eth0, a:eth0, b:eth0, x:eth0]\n",
+        host(1),
+        host(2),
+        host(3),
+        host(4)
+    );
+    let mut net = parse_topology(&yaml, "rr.yaml").unwrap_or_else(|e| panic!("{e}")).net;
+    let client = |asn: u32, peer_as: u32, route: &str| {
+        let originate = if route.is_empty() {
+            String::new()
+        } else {
+            " redistribute static\n".to_string()
+        };
+        format!(
+            "{route}router bgp {asn}\n no bgp ebgp-requires-policy\n neighbor 10.9.0.1 remote-as {peer_as}\n \
+             address-family ipv4 unicast\n{originate} exit-address-family\nexit\n"
+        )
+    };
+    let nhs_lines: String = ["10.9.0.2", "10.9.0.3"]
+        .iter()
+        .filter(|_| !nhs.is_empty())
+        .map(|c| format!("  neighbor {c} {nhs}\n"))
+        .collect();
+    let confs = [
+        (
+            "r",
+            format!(
+                "router bgp 65001\n no bgp ebgp-requires-policy\n neighbor 10.9.0.2 remote-as internal\n \
+                 neighbor 10.9.0.3 remote-as internal\n neighbor 10.9.0.4 remote-as 65009\n \
+                 address-family ipv4 unicast\n  neighbor 10.9.0.2 route-reflector-client\n  \
+                 neighbor 10.9.0.3 route-reflector-client\n{nhs_lines} exit-address-family\nexit\n"
+            ),
+        ),
+        ("a", client(65001, 65001, "ip route 10.20.1.0/24 blackhole\n")),
+        ("b", client(65001, 65001, "")),
+        ("x", client(65009, 65001, "ip route 10.30.0.0/24 blackhole\n")),
+    ];
+    for (name, text) in confs {
+        let id = net.device_by_name(name).expect("device");
+        let warnings = apply_frr(&mut net, id, &text, &origin()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(warnings.is_empty(), "{name}: {warnings:?}");
+    }
+    let (engine, c) = converge(net.clone());
+    assert!(c.quiet, "{c:?}");
+    let b = net.device_by_name("b").expect("b");
+    let view = engine.state().devices[b.idx()].bgp.as_ref().expect("b speaks BGP");
+    let routes = view.table.routes();
+    let next_hop = |prefix: &str| {
+        let r = routes.iter().find(|r| r.prefix.to_string() == prefix);
+        r.and_then(|r| r.next_hop)
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| panic!("b has no path to {prefix}"))
+    };
+    (next_hop("10.20.1.0/24"), next_hop("10.30.0.0/24"))
+}
+
+/// bgpd's plain `next-hop-self` leaves a reflected path's next hop alone (`if (!reflect ||
+/// force)` in `subgroup_announce_check`); `force` sets it too.
+#[test]
+fn next_hop_self_spares_reflected_paths_unless_forced() {
+    let (a, x) = ("10.9.0.2".to_string(), "10.9.0.4".to_string());
+    let r = "10.9.0.1".to_string();
+    assert_eq!(reflected_next_hops(""), (a.clone(), x), "iBGP keeps the next hop");
+    assert_eq!(reflected_next_hops("next-hop-self"), (a, r.clone()));
+    assert_eq!(reflected_next_hops("next-hop-self force"), (r.clone(), r));
 }

@@ -290,13 +290,19 @@ fn ebgp_mesh_reaches_everything() {
     mode(Underlay::Ebgp, CalicoMode::Mesh);
 }
 
-/// ebgp-rr: the leaf reflects spine-learned routes to its nodes with the spine's next hop,
-/// which a node's BIRD can resolve only through the BGP-learned leaf-spine /31 — a route that
-/// is itself recursive — so BIRD 1.6 installs them `unreachable` (nest/rt-table.c
-/// `rt_update_hostentry`; tests/differential.rs `gen_ebgp_rr` agrees with real BIRD 1.6.8 on
-/// these routes). Other racks are out of reach; the node's own rack is not.
 #[test]
-fn ebgp_rr_nodes_install_other_racks_unreachable() {
+fn ebgp_rr_reaches_everything() {
+    mode(Underlay::Ebgp, CalicoMode::Rr);
+}
+
+/// Why the ebgp-rr leaf has `next-hop-self` towards its nodes. Without it, iBGP keeps the
+/// spine's next hop on what the leaf learned from the spines, and a node's BIRD can resolve
+/// that address only through the BGP-learned leaf–spine /31, a route that is itself recursive:
+/// BIRD 1.6 installs such routes `unreachable` (nest/rt-table.c `rt_update_hostentry`; real
+/// BIRD 1.6.8 did so on this fabric in tests/differential.rs `gen_ebgp_rr` before the line was
+/// generated). With it, the other racks are through the leaf.
+#[test]
+fn ebgp_rr_needs_next_hop_self_to_reach_other_racks() {
     let plan = LeafSpine {
         pods_per_node: 1,
         underlay: Underlay::Ebgp,
@@ -304,21 +310,39 @@ fn ebgp_rr_nodes_install_other_racks_unreachable() {
         encap: Encap::None,
         ..LeafSpine::new(2, 4, 2)
     };
-    let (engine, c) = converge(load(&plan).net);
-    assert!(c.quiet, "{c:?}");
-    let (net, st) = (engine.network(), engine.state());
-    let node = net.device_by_name("node-1-1").expect("node-1-1");
-    let other_rack: Ipv4Addr = "10.255.0.5".parse().expect("address");
-    let route = st.devices[node.idx()].fib.lookup(other_rack).expect("a route");
-    assert!(
-        route.unreachable && route.proto == Proto::Bird && route.nexthops.is_empty(),
-        "{route:?}"
+    let generated = plan.generate();
+    let without: String = generated
+        .lines()
+        .filter(|l| !l.ends_with(" next-hop-self"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        generated.lines().count() - without.lines().count(),
+        8,
+        "one line per node"
     );
-    let p = probe(net, st, node, other_rack, 64, ProbeKind::Echo, 1);
-    assert_eq!(p.outcome, ProbeOutcome::LocalNoRoute);
-    let same_rack: Ipv4Addr = "10.255.0.3".parse().expect("address");
-    let p = probe(net, st, node, same_rack, 64, ProbeKind::Echo, 1);
-    assert!(matches!(p.outcome, ProbeOutcome::Reply { .. }), "{p:?}");
+    let other_rack: Ipv4Addr = "10.255.0.5".parse().expect("address");
+    for (text, reaches) in [(generated, true), (without, false)] {
+        let loaded = parse_topology(&text, "generated.yaml").unwrap_or_else(|e| panic!("{e}"));
+        let (engine, c) = converge(loaded.net);
+        assert!(c.quiet, "{c:?}");
+        let (net, st) = (engine.network(), engine.state());
+        let node = net.device_by_name("node-1-1").expect("node-1-1");
+        let route = st.devices[node.idx()].fib.lookup(other_rack).expect("a route");
+        assert_eq!(route.proto, Proto::Bird, "{route:?}");
+        let p = probe(net, st, node, other_rack, 64, ProbeKind::Echo, 1);
+        if reaches {
+            let leaf: Ipv4Addr = "10.255.0.0".parse().expect("address");
+            assert!(
+                !route.unreachable && !route.nexthops.is_empty() && route.nexthops.iter().all(|h| h.via == Some(leaf)),
+                "{route:?}"
+            );
+            assert!(matches!(p.outcome, ProbeOutcome::Reply { .. }), "{p:?}");
+        } else {
+            assert!(route.unreachable && route.nexthops.is_empty(), "{route:?}");
+            assert_eq!(p.outcome, ProbeOutcome::LocalNoRoute);
+        }
+    }
 }
 
 /// The other node-ASN choices and IPIP CrossSubnet, two pods per node.

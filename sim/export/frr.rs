@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 
 use super::{devices, file_name, kernel_ifname, Lab, Options};
 use crate::engine::State;
-use crate::model::bgp::{BgpConfig, BgpNeighbor, BgpRedistSource};
+use crate::model::bgp::{BgpConfig, BgpNeighbor, BgpRedistSource, NextHopSelf};
 use crate::model::{Device, DeviceId, DeviceKind, Network, OspfConfig, RedistSource};
 
 /// The EOS behaviours FRR 8.4 can only approximate (bgp-profiles.md §1.4, §2, §3, §4, §6, §7).
@@ -304,8 +304,15 @@ fn router_bgp(net: &Network, dev: &Device, bgp: &BgpConfig, rid: Option<Ipv4Addr
         if n.activate != bgp.default_ipv4_unicast {
             let _ = writeln!(o, "  {}neighbor {a} activate", if n.activate { "" } else { "no " });
         }
-        if n.next_hop_self {
-            let _ = writeln!(o, "  neighbor {a} next-hop-self");
+        // bgpd's plain `next-hop-self` leaves reflected paths alone; BIRD's and EOS's do not.
+        match n.next_hop_self {
+            NextHopSelf::Off => {}
+            NextHopSelf::NotReflected => {
+                let _ = writeln!(o, "  neighbor {a} next-hop-self");
+            }
+            NextHopSelf::All => {
+                let _ = writeln!(o, "  neighbor {a} next-hop-self force");
+            }
         }
         if n.route_reflector_client {
             let _ = writeln!(o, "  neighbor {a} route-reflector-client");

@@ -75,7 +75,7 @@ pub struct BgpNeighbor {
     pub source_address: Option<Ipv4Addr>,
     /// `ebgp-multihop [N]` / BIRD `multihop [N]`: `Some(ttl)`; `None` = directly connected.
     pub multihop: Option<u8>,
-    pub next_hop_self: bool,
+    pub next_hop_self: NextHopSelf,
     /// BIRD `next hop keep`.
     pub next_hop_keep: bool,
     pub route_reflector_client: bool,
@@ -102,6 +102,23 @@ pub struct BgpNeighbor {
     pub span: Span,
 }
 
+/// Which paths a session sends with the speaker's own address as NEXT_HOP, beyond the ones it
+/// originates (which always leave with it). The daemons differ on reflected paths, those learned
+/// over iBGP and sent over iBGP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum NextHopSelf {
+    /// iBGP keeps the path's next hop, eBGP sets its own (RFC 4271 §5.1.3).
+    #[default]
+    Off,
+    /// FRR `next-hop-self`: every path but reflected ones (bgpd `subgroup_announce_check`
+    /// resets the next hop only `if (!reflect || force)`).
+    NotReflected,
+    /// Every path: BIRD `next hop self` (`bgp_update_attrs` tests only the option), EOS
+    /// `next-hop-self` (a route reflector rewrites reflected paths too; FIDELITY.md) and FRR
+    /// `next-hop-self force`.
+    All,
+}
+
 /// EOS per-neighbour settings that override a speaker-wide one: `neighbor A activate` over
 /// `[no] bgp default ipv4-unicast`, `neighbor A additional-paths receive|send any` over
 /// `bgp additional-paths …`. `None` = inherited (a `default neighbor A …` form restores that).
@@ -125,7 +142,7 @@ impl BgpNeighbor {
             update_source: None,
             source_address: None,
             multihop: None,
-            next_hop_self: false,
+            next_hop_self: NextHopSelf::Off,
             next_hop_keep: false,
             route_reflector_client: false,
             rr_cluster_id: None,

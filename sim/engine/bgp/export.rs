@@ -24,7 +24,7 @@ use super::{Bgp, Event, Out};
 use crate::engine::bgp_state::{Advertised, BgpMessage, BgpState, BgpWire, PathAttrs, DEFAULT_LOCAL_PREF};
 use crate::engine::fib_update::Before;
 use crate::engine::state::{Fib, Proto, State};
-use crate::model::bgp::Policy;
+use crate::model::bgp::{NextHopSelf, Policy};
 use crate::model::{BgpFlavor, BirdDaemon, Device, DeviceId, Network};
 
 /// What `policy` decides without running a filter (`Ok`: accepted or not), or the daemon whose
@@ -154,7 +154,8 @@ pub(super) struct OutGroup {
 
 /// What a session's advertisements follow from besides the speaker's table, its device and
 /// which paths came from the session itself — for a session whose next hop is always its own
-/// address (eBGP without `next hop keep`, iBGP with `next-hop-self`), simulated on both ends.
+/// address (eBGP without `next hop keep`, iBGP with a `next-hop-self` that covers reflected
+/// paths too), simulated on both ends.
 /// Sessions with equal facts advertise the same, but for their next hop and their own paths.
 #[derive(Clone, Debug, PartialEq)]
 struct GroupSig {
@@ -168,7 +169,7 @@ struct GroupSig {
 impl GroupSig {
     fn of(s: &Session) -> Option<GroupSig> {
         let own_next_hop = if s.internal {
-            s.cfg.next_hop_self
+            s.cfg.next_hop_self == NextHopSelf::All
         } else {
             !s.cfg.next_hop_keep
         };
@@ -720,13 +721,14 @@ impl Advertise<'_> {
         }
         let mut out = Paths::new();
         for e in chosen {
+            let mut reflected = false;
             if let Origin::Peer(from, _) = e.origin {
                 if Some(from) == self.exclude {
                     continue;
                 }
                 let from_s = &self.sessions[from.idx()];
-                if from_s.internal && s.internal && !from_s.cfg.route_reflector_client && !s.cfg.route_reflector_client
-                {
+                reflected = from_s.internal && s.internal;
+                if reflected && !from_s.cfg.route_reflector_client && !s.cfg.route_reflector_client {
                     continue;
                 }
             }
@@ -740,7 +742,7 @@ impl Advertise<'_> {
             };
             out.push(Advertised {
                 id: if all_paths { e.src_id } else { 0 },
-                next_hop: next_hop_out(s, e, src),
+                next_hop: next_hop_out(s, e, src, reflected),
                 attrs,
             });
         }
@@ -809,13 +811,18 @@ fn outgoing(s: &Session, e: &Entry) -> PathAttrs {
 }
 
 /// The NEXT_HOP path `e` leaves with on session `s`, whose own address is `src` (RFC 4271
-/// §5.1.3): the path's own on iBGP unless `next-hop-self`, and on eBGP only with BIRD's
-/// `next hop keep`; the speaker's address for what it originates and wherever the path has none.
-fn next_hop_out(s: &Session, e: &Entry, src: Ipv4Addr) -> Ipv4Addr {
+/// §5.1.3): the path's own on iBGP unless `next-hop-self` covers it (a `reflected` path: learned
+/// and sent over iBGP), and on eBGP only with BIRD's `next hop keep`; the speaker's address for
+/// what it originates and wherever the path has none.
+fn next_hop_out(s: &Session, e: &Entry, src: Ipv4Addr, reflected: bool) -> Ipv4Addr {
     let local = matches!(e.origin, Origin::Local(_));
     let keep = !local
         && if s.internal {
-            !s.cfg.next_hop_self
+            match s.cfg.next_hop_self {
+                NextHopSelf::Off => true,
+                NextHopSelf::NotReflected => reflected,
+                NextHopSelf::All => false,
+            }
         } else {
             s.cfg.next_hop_keep
         };
@@ -829,7 +836,7 @@ fn next_hop_out(s: &Session, e: &Entry, src: Ipv4Addr) -> Ipv4Addr {
 mod tests {
     use super::*;
     use crate::engine::{converge, Engine};
-    use crate::gen::{LeafSpine, Underlay};
+    use crate::gen::{CalicoMode, LeafSpine, Underlay};
     use crate::input::topology::parse_topology;
 
     /// For every established session: what it advertises, read through its update group,
@@ -891,10 +898,12 @@ mod tests {
         (members, own_slots, advertised)
     }
 
-    #[test]
-    fn a_group_member_advertises_what_it_would_alone_through_failures_and_repairs() {
+    /// A 2x4x2 eBGP fabric with Calico peering `calico`, converged, checked, then through a
+    /// spine–leaf link's failure and repair, checked after each.
+    fn group_members_through_failures_and_repairs(calico: CalicoMode) {
         let text = LeafSpine {
             underlay: Underlay::Ebgp,
+            calico,
             pods_per_node: 1,
             ..LeafSpine::new(2, 4, 2)
         }
@@ -902,8 +911,9 @@ mod tests {
         let loaded = parse_topology(&text, "fabric.yaml").expect("generated topology");
         let (mut e, c) = converge(loaded.net);
         assert!(c.quiet);
-        // Each leaf's spine and node sessions form one group (eBGP, its AS, no policy), as do
-        // each spine's leaf sessions; each member keeps only what came from its own peer.
+        // Each leaf's spine sessions form one group (eBGP, its AS, no policy), and so do its
+        // node sessions (eBGP too, or iBGP to RR clients with `next-hop-self`), as do each
+        // spine's leaf sessions; each member keeps only what came from its own peer.
         let (members, own, advertised) = check_every_session(&mut e);
         assert_eq!(members, 4 * 4 + 2 * 4, "every leaf and spine session is in a group");
         assert!(
@@ -917,5 +927,17 @@ mod tests {
             assert!(e.run_until_quiet().quiet);
             check_every_session(&mut e);
         }
+    }
+
+    #[test]
+    fn a_group_member_advertises_what_it_would_alone_through_failures_and_repairs() {
+        group_members_through_failures_and_repairs(CalicoMode::Tor);
+    }
+
+    /// The leaf's iBGP sessions to its route-reflector clients, `next-hop-self` on all of them:
+    /// reflected paths leave each member with its own address too.
+    #[test]
+    fn reflector_clients_with_next_hop_self_advertise_as_a_group() {
+        group_members_through_failures_and_repairs(CalicoMode::Rr);
     }
 }

@@ -15,7 +15,8 @@ use super::cursor::{Cursor, PResult};
 use super::lexer::TokKind;
 use crate::diag::{Diagnostic, Span};
 use crate::model::bgp::{
-    BgpNeighbor, BgpTimers, BirdDaemon, BirdKernel, BirdStatic, BirdStaticDest, Filter, IfacePattern, Policy, Stmt,
+    BgpNeighbor, BgpTimers, BirdDaemon, BirdKernel, BirdStatic, BirdStaticDest, Filter, IfacePattern, NextHopSelf,
+    Policy, Stmt,
 };
 
 /// What the parser collected, before it is stored on the device.
@@ -773,7 +774,11 @@ impl Parser {
         n.local_as = Some(local_as);
         n.source_address = o.source_address;
         n.multihop = (multihop != 0).then_some(multihop);
-        n.next_hop_self = next_hop_self;
+        n.next_hop_self = if next_hop_self {
+            NextHopSelf::All
+        } else {
+            NextHopSelf::Off
+        };
         n.next_hop_keep = next_hop_keep;
         n.route_reflector_client = rr_client;
         n.rr_cluster_id = o.rr_cluster_id;

@@ -8,7 +8,7 @@ use super::apply_bird;
 use crate::diag::{Diagnostic, Severity, TextOrigin};
 use crate::engine::filter::{run_filter, FilterRoute, Verdict};
 use crate::input::topology::parse_topology;
-use crate::model::bgp::{BgpConfig, BirdDaemon, Cond, Policy, Stmt};
+use crate::model::bgp::{BgpConfig, BirdDaemon, Cond, NextHopSelf, Policy, Stmt};
 
 fn parse(text: &str) -> Result<(BirdDaemon, Option<BgpConfig>, Vec<Diagnostic>), Diagnostic> {
     let mut net = parse_topology("devices:\n  h:\n    kind: linux\n", "t.yaml")
@@ -75,7 +75,8 @@ fn protocol_overrides_template_and_options_parse() {
     let p = &b.neighbors[0];
     assert_eq!(p.name.as_deref(), Some("p"));
     assert_eq!(p.multihop, Some(3));
-    assert!(!p.passive && !p.add_path_rx && p.add_path_tx && p.next_hop_self && p.shutdown);
+    assert!(!p.passive && !p.add_path_rx && p.add_path_tx && p.shutdown);
+    assert_eq!(p.next_hop_self, NextHopSelf::All, "BIRD's covers reflected paths");
     assert_eq!((p.timers.hold, p.timers.keepalive), (Some(9), Some(3)));
     assert_eq!(p.rr_cluster_id, Some(Ipv4Addr::new(1, 2, 3, 4)));
     let anon = &b.neighbors[1];

@@ -5,7 +5,7 @@
 use std::net::Ipv4Addr;
 
 use crate::diag::{Diagnostic, Span};
-use crate::model::bgp::{BgpRedistSource, BgpRedistribute};
+use crate::model::bgp::{BgpRedistSource, BgpRedistribute, NextHopSelf};
 use crate::model::{BgpConfig, BgpFlavor, BgpNeighbor};
 
 use super::cursor::{is_number, negated_value, negation, prefix, router_id, Cur, MaskForm, Neg, Reject};
@@ -719,7 +719,7 @@ fn edit_neighbor(b: &mut BgpConfig, addr: Ipv4Addr, cmd: NbrCmd, span: Span) {
         NbrCmd::RemoteAs(asn) => n.remote_as = asn,
         NbrCmd::UpdateSource(name) => n.update_source = name,
         NbrCmd::Multihop(ttl) => n.multihop = ttl,
-        NbrCmd::NextHopSelf(on) => n.next_hop_self = on,
+        NbrCmd::NextHopSelf(on) => n.next_hop_self = if on { NextHopSelf::All } else { NextHopSelf::Off },
         NbrCmd::RrClient(on) => n.route_reflector_client = on,
         NbrCmd::Shutdown(on) => n.shutdown = on,
         NbrCmd::Passive(on) => n.passive = on,

@@ -3,7 +3,7 @@
 use std::net::Ipv4Addr;
 
 use crate::diag::{Diagnostic, Severity, Span};
-use crate::model::bgp::{BgpRedistSource, BgpTimers};
+use crate::model::bgp::{BgpRedistSource, BgpTimers, NextHopSelf};
 use crate::model::{BgpConfig, BgpFlavor, BgpNeighbor, DeviceId, Network, RedistSource};
 
 use super::apply_config;
@@ -172,7 +172,8 @@ shutdown
     assert_eq!(a.remote_as, Some(65000));
     assert_eq!(a.update_source.as_deref(), Some("Loopback0"));
     assert_eq!(a.multihop, Some(255));
-    assert!(a.next_hop_self && a.route_reflector_client && a.shutdown && a.graceful_restart && a.passive);
+    assert_eq!(a.next_hop_self, NextHopSelf::All, "EOS's covers reflected paths");
+    assert!(a.route_reflector_client && a.shutdown && a.graceful_restart && a.passive);
     assert_eq!(a.description.as_deref(), Some("to k-master (ens3)"));
     assert_eq!((a.timers.keepalive, a.timers.hold), (Some(5), Some(15)));
     // Global send any reaches every neighbour that does not say otherwise.
@@ -325,7 +326,7 @@ hostname L1
 ";
     let (n, w) = apply(text);
     assert!(w.is_empty(), "{w:?}");
-    assert!(nbr(&n, "10.0.0.1").next_hop_self);
+    assert_eq!(nbr(&n, "10.0.0.1").next_hop_self, NextHopSelf::All);
     assert_eq!(bgp(&n).router_id, Some(ip("1.1.1.1")));
     assert_eq!(n.device(DeviceId(0)).hostname.as_deref(), Some("L1"));
     // After `exit` to global mode, router-bgp commands are errors.
@@ -340,7 +341,7 @@ fn abbreviations() {
     assert!(w.is_empty(), "{w:?}");
     let p = nbr(&n, "10.0.11.1");
     assert_eq!((p.remote_as, p.multihop), (Some(65000), Some(4)));
-    assert!(p.next_hop_self && p.add_path_tx);
+    assert!(p.next_hop_self == NextHopSelf::All && p.add_path_tx);
     let b = bgp(&n);
     assert_eq!((b.max_paths, b.networks.clone()), (Some(2), vec![net("10.0.0.0/8")]));
     assert_eq!(b.redistribute[0].source, BgpRedistSource::Connected);

@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 
 use super::{Bad, Ctx, Handled, Line};
 use crate::diag::Span;
-use crate::model::bgp::{BgpRedistSource, BgpRedistribute, BgpTimers, Policy};
+use crate::model::bgp::{BgpRedistSource, BgpRedistribute, BgpTimers, NextHopSelf, Policy};
 use crate::model::policy::RoutePolicies;
 use crate::model::{BgpConfig, BgpFlavor, BgpNeighbor};
 
@@ -31,7 +31,7 @@ enum Setting {
     RemoteExternal,
     UpdateSource(String),
     Multihop(u8),
-    NextHopSelf,
+    NextHopSelf(NextHopSelf),
     RouteReflectorClient,
     Shutdown(bool),
     Timers(u32, u32),
@@ -273,7 +273,8 @@ fn neighbor(ctx: &mut Ctx, l: &Line, at: usize) -> Result<(), Bad> {
             };
             Setting::Multihop(ttl)
         }
-        (false, "next-hop-self") => Setting::NextHopSelf,
+        (false, "next-hop-self") if l.word(arg) == Some("force") => Setting::NextHopSelf(NextHopSelf::All),
+        (false, "next-hop-self") => Setting::NextHopSelf(NextHopSelf::NotReflected),
         (false, "route-reflector-client") => Setting::RouteReflectorClient,
         (_, "shutdown") => Setting::Shutdown(!no),
         (_, "activate") => Setting::Activate(!no),
@@ -347,7 +348,7 @@ fn neighbor(ctx: &mut Ctx, l: &Line, at: usize) -> Result<(), Bad> {
     let known_end = match &setting {
         Setting::RemoteAs(_) | Setting::RemoteInternal | Setting::RemoteExternal | Setting::UpdateSource(_) => arg + 1,
         Setting::Multihop(_) => arg + usize::from(l.word(arg).is_some()),
-        Setting::NextHopSelf => arg + usize::from(l.word(arg) == Some("force")),
+        Setting::NextHopSelf(nhs) => arg + usize::from(*nhs == NextHopSelf::All),
         Setting::ConnectRetry(_) => arg + 2,
         Setting::Timers(..) | Setting::RouteMapIn(_) | Setting::RouteMapOut(_) => arg + 2,
         Setting::Description(_) => l.toks.len(),
@@ -379,7 +380,7 @@ fn apply(n: &mut BgpNeighbor, asn: u32, s: &Setting) {
             Err(_) => n.update_source = Some(src.clone()),
         },
         Setting::Multihop(ttl) => n.multihop = Some(*ttl),
-        Setting::NextHopSelf => n.next_hop_self = true,
+        Setting::NextHopSelf(nhs) => n.next_hop_self = *nhs,
         Setting::RouteReflectorClient => n.route_reflector_client = true,
         Setting::Shutdown(on) => n.shutdown = *on,
         Setting::Timers(ka, hold) => (n.timers.keepalive, n.timers.hold) = (Some(*ka), Some(*hold)),
