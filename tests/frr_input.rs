@@ -271,20 +271,17 @@ fn bad_lines_are_errors_at_their_place() {
 /// `r` set `next-hop-self` towards its clients as `nhs` says (empty: not at all). Returns the
 /// next hop of `b`'s path to a's prefix (reflected) and to x's (learned over eBGP).
 fn reflected_next_hops(nhs: &str) -> (String, String) {
-    let host = |i: u8| {
-        format!(
-            "  {}:\n    kind: linux\n    interfaces: [eth0]\n    netplan: |\n      network:\n        version: 2\n        \
-             ethernets:\n          eth0:\n            addresses: [10.9.0.{i}/24]\n",
-            ["r", "a", "b", "x"][usize::from(i - 1)]
-        )
-    };
-    let yaml = format!(
-        "devices:\n{}{}{}{}segments:\n  lan: [r:eth0, a:eth0, b:eth0, x:eth0]\n",
-        host(1),
-        host(2),
-        host(3),
-        host(4)
-    );
+    let hosts: String = ["r", "a", "b", "x"]
+        .iter()
+        .zip(1..)
+        .map(|(name, i)| {
+            format!(
+                "  {name}:\n    kind: linux\n    interfaces: [eth0]\n    netplan: |\n      network:\n        version: 2\n        \
+                 ethernets:\n          eth0:\n            addresses: [10.9.0.{i}/24]\n"
+            )
+        })
+        .collect();
+    let yaml = format!("devices:\n{hosts}segments:\n  lan: [r:eth0, a:eth0, b:eth0, x:eth0]\n");
     let mut net = parse_topology(&yaml, "rr.yaml").unwrap_or_else(|e| panic!("{e}")).net;
     let client = |asn: u32, peer_as: u32, route: &str| {
         let originate = if route.is_empty() {
@@ -297,11 +294,11 @@ fn reflected_next_hops(nhs: &str) -> (String, String) {
              address-family ipv4 unicast\n{originate} exit-address-family\nexit\n"
         )
     };
-    let nhs_lines: String = ["10.9.0.2", "10.9.0.3"]
-        .iter()
-        .filter(|_| !nhs.is_empty())
-        .map(|c| format!("  neighbor {c} {nhs}\n"))
-        .collect();
+    let nhs_lines = if nhs.is_empty() {
+        String::new()
+    } else {
+        format!("  neighbor 10.9.0.2 {nhs}\n  neighbor 10.9.0.3 {nhs}\n")
+    };
     let confs = [
         (
             "r",

@@ -119,6 +119,17 @@ pub enum NextHopSelf {
     All,
 }
 
+impl NextHopSelf {
+    /// BIRD's and EOS's switch, which has no per-path form: on covers every path.
+    pub fn every_path_if(on: bool) -> NextHopSelf {
+        if on {
+            NextHopSelf::All
+        } else {
+            NextHopSelf::Off
+        }
+    }
+}
+
 /// EOS per-neighbour settings that override a speaker-wide one: `neighbor A activate` over
 /// `[no] bgp default ipv4-unicast`, `neighbor A additional-paths receive|send any` over
 /// `bgp additional-paths …`. `None` = inherited (a `default neighbor A …` form restores that).

@@ -774,11 +774,7 @@ impl Parser {
         n.local_as = Some(local_as);
         n.source_address = o.source_address;
         n.multihop = (multihop != 0).then_some(multihop);
-        n.next_hop_self = if next_hop_self {
-            NextHopSelf::All
-        } else {
-            NextHopSelf::Off
-        };
+        n.next_hop_self = NextHopSelf::every_path_if(next_hop_self);
         n.next_hop_keep = next_hop_keep;
         n.route_reflector_client = rr_client;
         n.rr_cluster_id = o.rr_cluster_id;

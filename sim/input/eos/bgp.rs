@@ -719,7 +719,7 @@ fn edit_neighbor(b: &mut BgpConfig, addr: Ipv4Addr, cmd: NbrCmd, span: Span) {
         NbrCmd::RemoteAs(asn) => n.remote_as = asn,
         NbrCmd::UpdateSource(name) => n.update_source = name,
         NbrCmd::Multihop(ttl) => n.multihop = ttl,
-        NbrCmd::NextHopSelf(on) => n.next_hop_self = if on { NextHopSelf::All } else { NextHopSelf::Off },
+        NbrCmd::NextHopSelf(on) => n.next_hop_self = NextHopSelf::every_path_if(on),
         NbrCmd::RrClient(on) => n.route_reflector_client = on,
         NbrCmd::Shutdown(on) => n.shutdown = on,
         NbrCmd::Passive(on) => n.passive = on,
